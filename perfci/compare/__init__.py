@@ -1,0 +1,1 @@
+"""Baselines and decisions: compare a candidate's results with a baseline's."""

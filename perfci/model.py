@@ -1,0 +1,160 @@
+"""Core data model: frozen dataclasses for cases, rounds, metrics, runs and verdicts. Standard library only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+ParamValue = str | int | float | bool
+
+
+class Direction(str, Enum):
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+class CaseStatus(str, Enum):
+    OK = "ok"
+    ERROR = "error"
+
+
+class Verdict(str, Enum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+    NEW = "new"
+    MISSING = "missing"
+    ERROR = "error"
+
+
+def format_case_id(workload: str, params: dict[str, ParamValue], device: str) -> str:
+    """`<file stem>.<name>[k=v,...]@<device>`; parameters in declaration order."""
+    inner = ",".join(f"{k}={v}" for k, v in params.items())
+    return f"{workload}[{inner}]@{device}" if inner else f"{workload}@{device}"
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One workload with one set of parameters on one device."""
+
+    workload: str
+    params: dict[str, ParamValue]
+    device: str
+    source: str = ""
+    tags: tuple[str, ...] = ()
+    suite: str = ""
+
+    @property
+    def id(self) -> str:
+        return format_case_id(self.workload, self.params, self.device)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One worker process's measurement of one case: raw sample times (seconds per sample of `iterations` calls)."""
+
+    index: int
+    pid: int
+    iterations: int
+    samples: tuple[float, ...]
+    warmup_s: float
+    stop_reason: str
+    threads: int
+    peak_rss_bytes: int | None = None
+    rss_increase_bytes: int | None = None
+    peak_device_bytes: int | None = None
+    telemetry: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def per_call(self) -> tuple[float, ...]:
+        return tuple(s / self.iterations for s in self.samples)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A derived quantity with unit, direction and its spread (an interval at `confidence`)."""
+
+    name: str
+    unit: str
+    direction: Direction
+    value: float
+    low: float | None = None
+    high: float | None = None
+    confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class CaseError:
+    kind: str  # raised | crash | timeout | oom | skipped | infrastructure
+    message: str
+    round_index: int | None = None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    spec: CaseSpec
+    status: CaseStatus
+    rounds: tuple[Round, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    errors: tuple[CaseError, ...] = ()
+    flops: float | None = None
+    bytes: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    started_at: str
+    finished_at: str
+    fingerprint: dict[str, Any]
+    git: GitInfo | None
+    settings: dict[str, Any]
+    cases: tuple[CaseResult, ...]
+
+    def case(self, case_id: str) -> CaseResult | None:
+        return next((c for c in self.cases if c.id == case_id), None)
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """The decision for one case and one metric."""
+
+    case_id: str
+    metric: str
+    verdict: Verdict
+    unit: str = ""
+    baseline: float | None = None
+    candidate: float | None = None
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    threshold: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline_label: str
+    candidate_label: str
+    rows: tuple[MetricComparison, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[MetricComparison, ...]:
+        return tuple(r for r in self.rows if r.verdict is Verdict.REGRESSION)

@@ -1,0 +1,1 @@
+"""How things are measured: clocks, calibration and stopping rules, memory, telemetry, fingerprint."""

@@ -1,0 +1,133 @@
+"""CPU timing: warm-up, iteration calibration and adaptive sampling against an injected clock.
+
+The clock is any zero-argument callable returning seconds (e.g. `time.perf_counter`); tests inject a fake one.
+A `BlockTimer` times `iterations` calls of a function; the CPU one reads the clock around the loop, a GPU one
+(see `cuda_timing`) records CUDA events instead. Everything here takes its clock and settings as arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from perfci.stats.summary import relative_halfwidth
+
+Clock = Callable[[], float]
+
+
+class BlockTimer(Protocol):
+    def __call__(self, fn: Callable[[], object], iterations: int) -> float:
+        """Seconds taken by `iterations` back-to-back calls of `fn`."""
+        ...
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How one round samples a case. Times in seconds."""
+
+    warmup_s: float = 0.05
+    min_warmup_calls: int = 3
+    min_sample_s: float = 0.002  # a sample lasts at least this long ...
+    max_overhead: float = 0.01  # ... and at least overhead / max_overhead
+    max_iterations: int = 1_000_000
+    min_samples: int = 10
+    max_samples: int = 1000
+    noise_target: float = 0.01  # stop when the median's relative CI half-width is below this
+    confidence: float = 0.95
+    budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
+
+
+@dataclass(frozen=True)
+class SamplingOutcome:
+    iterations: int
+    samples: tuple[float, ...]
+    warmup_s: float
+    stop_reason: str  # noise_target | budget | max_samples
+    timer_overhead_s: float
+
+
+def clock_block_timer(clock: Clock) -> BlockTimer:
+    """A BlockTimer that reads `clock` before and after the loop."""
+
+    def time_block(fn: Callable[[], object], iterations: int) -> float:
+        start = clock()
+        for _ in range(iterations):
+            fn()
+        return clock() - start
+
+    return time_block
+
+
+def timer_overhead(clock: Clock, reps: int = 50) -> float:
+    """Smallest observed cost of one clock read pair (the floor a sample must dwarf)."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = clock()
+        t1 = clock()
+        best = min(best, t1 - t0)
+    return max(best, 0.0)
+
+
+def warm_up(fn: Callable[[], object], clock: Clock, settings: TimingSettings) -> float:
+    """Call `fn` until `warmup_s` has passed and at least `min_warmup_calls` calls were made."""
+    start = clock()
+    calls = 0
+    while calls < settings.min_warmup_calls or clock() - start < settings.warmup_s:
+        fn()
+        calls += 1
+    return clock() - start
+
+
+def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, settings: TimingSettings) -> int:
+    """Smallest power-of-two iteration count whose block lasts long enough for the overhead to be < max_overhead."""
+    target = max(settings.min_sample_s, overhead / settings.max_overhead)
+    iterations = 1
+    while iterations < settings.max_iterations:
+        elapsed = timer(fn, iterations)
+        if elapsed >= target:
+            break
+        # jump close to the target, then keep doubling; never more than x16 at once
+        if elapsed > 0:
+            factor = min(16, max(2, int(target / elapsed) + 1))
+        else:
+            factor = 16
+        iterations = min(settings.max_iterations, iterations * factor)
+    return iterations
+
+
+def sample(
+    fn: Callable[[], object],
+    timer: BlockTimer,
+    clock: Clock,
+    iterations: int,
+    settings: TimingSettings,
+) -> tuple[tuple[float, ...], str]:
+    """Take samples until the noise target is met, the budget runs out or max_samples is reached."""
+    samples: list[float] = []
+    start = clock()
+    while True:
+        samples.append(timer(fn, iterations))
+        n = len(samples)
+        if n >= settings.max_samples:
+            return tuple(samples), "max_samples"
+        if n >= settings.min_samples:
+            if relative_halfwidth(samples, settings.confidence) <= settings.noise_target:
+                return tuple(samples), "noise_target"
+            if clock() - start >= settings.budget_s:
+                return tuple(samples), "budget"
+
+
+def measure(
+    fn: Callable[[], object],
+    clock: Clock,
+    settings: TimingSettings,
+    timer: BlockTimer | None = None,
+) -> SamplingOutcome:
+    """Warm up, calibrate, then sample adaptively. `timer` defaults to reading `clock` around each block."""
+    block = timer or clock_block_timer(clock)
+    warm = warm_up(fn, clock, settings)
+    overhead = timer_overhead(clock)
+    iterations = calibrate(fn, block, overhead, settings)
+    samples, reason = sample(fn, block, clock, iterations, settings)
+    return SamplingOutcome(iterations, samples, warm, reason, overhead)

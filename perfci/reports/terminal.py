@@ -1,0 +1,79 @@
+"""Rich tables for the terminal. They build renderables; the CLI prints them."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from perfci.model import CaseStatus, Comparison, RunResult, Verdict
+from perfci.reports.units import format_ratio, format_seconds, format_value
+
+VERDICT_STYLE = {
+    Verdict.REGRESSION: "bold red",
+    Verdict.IMPROVEMENT: "green",
+    Verdict.UNCHANGED: "",
+    Verdict.INCONCLUSIVE: "yellow",
+    Verdict.NEW: "cyan",
+    Verdict.MISSING: "magenta",
+    Verdict.ERROR: "bold red",
+}
+
+
+def run_table(run: RunResult) -> Table:
+    table = Table(title="perfci results", title_justify="left")
+    for col in ("case", "median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
+        table.add_column(col)
+    for c in run.cases:
+        if c.status is CaseStatus.ERROR:
+            msg = c.errors[0].message if c.errors else "error"
+            table.add_row(c.id, "-", "-", "-", str(len(c.rounds)), "-", f"[bold red]error[/]: {msg}")
+            continue
+        med = c.metric("latency.median")
+        cv = c.metric("noise.round_cv")
+        bw = c.metric("bandwidth")
+        interval = f"{format_seconds(med.low)} .. {format_seconds(med.high)}" if med else "-"
+        table.add_row(
+            c.id,
+            format_seconds(med.value if med else None),
+            interval,
+            f"{cv.value * 100:.1f}%" if cv else "-",
+            str(len(c.rounds)),
+            format_value(bw.value, bw.unit) if bw else "-",
+            "ok",
+        )
+    return table
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    table = Table(title=f"{comparison.baseline_label} -> {comparison.candidate_label}", title_justify="left")
+    for col in ("case", "metric", "baseline", "candidate", "change", "99% interval", "verdict"):
+        table.add_column(col)
+    order = list(Verdict)
+    for row in sorted(comparison.rows, key=lambda r: (order.index(r.verdict), r.case_id)):
+        interval = (
+            f"{format_ratio(row.ratio_low)} .. {format_ratio(row.ratio_high)}" if row.ratio_low is not None else "-"
+        )
+        style = VERDICT_STYLE[row.verdict]
+        verdict = f"[{style}]{row.verdict.value}[/]" if style else row.verdict.value
+        if row.note:
+            verdict += f" ({row.note})"
+        table.add_row(
+            row.case_id,
+            row.metric,
+            format_value(row.baseline, row.unit),
+            format_value(row.candidate, row.unit),
+            format_ratio(row.ratio),
+            interval,
+            verdict,
+        )
+    return table
+
+
+def verdict_line(comparison: Comparison | None, run: RunResult | None = None) -> str:
+    errors = [c for c in run.cases if c.status is CaseStatus.ERROR] if run else []
+    if comparison is None:
+        ok = len(run.cases) - len(errors) if run else 0
+        return f"measured {ok} case(s), {len(errors)} error(s); no baseline to compare with"
+    counts = {v: sum(1 for r in comparison.rows if r.verdict is v) for v in Verdict}
+    parts = [f"{n} {v.value}" for v, n in counts.items() if n]
+    head = "FAIL" if counts[Verdict.REGRESSION] else "PASS"
+    return f"{head}: " + ", ".join(parts)

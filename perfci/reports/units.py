@@ -1,0 +1,41 @@
+"""Human formatting of values with units (shared by every report format)."""
+
+from __future__ import annotations
+
+import math
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None or not math.isfinite(s):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def format_bytes(b: float | None) -> str:
+    if b is None or not math.isfinite(b):
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def format_value(value: float | None, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    if unit == "s":
+        return format_seconds(value)
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "FLOP/s":
+        return f"{value / 1e9:.3g} GFLOP/s"
+    return f"{value:.4g} {unit}"
+
+
+def format_ratio(r: float | None) -> str:
+    if r is None or not math.isfinite(r):
+        return "-"
+    return f"{(r - 1.0) * 100:+.1f}%"

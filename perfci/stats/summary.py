@@ -1,0 +1,82 @@
+"""Point estimates and intervals for one sample of measurements."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scipy import stats as sps
+
+
+def median(xs: Sequence[float]) -> float:
+    if not xs:
+        raise ValueError("median of an empty sequence")
+    s = sorted(xs)
+    n = len(s)
+    mid = n // 2
+    return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (type 7, as numpy's default)."""
+    if not xs:
+        raise ValueError("quantile of an empty sequence")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError("q must lie in [0, 1]")
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval for the median from order statistics (binomial, symmetric ranks).
+
+    With too few values for the requested confidence, returns (min, max).
+    """
+    if not xs:
+        raise ValueError("median_ci of an empty sequence")
+    s = sorted(xs)
+    n = len(s)
+    alpha = 1.0 - confidence
+    # largest k with P(Bin(n, 1/2) <= k - 1) <= alpha / 2: then [x_(k), x_(n-k+1)] covers >= confidence
+    k = int(sps.binom.ppf(alpha / 2.0, n, 0.5))
+    while k > 0 and sps.binom.cdf(k - 1, n, 0.5) > alpha / 2.0:
+        k -= 1
+    if k < 1:
+        return s[0], s[-1]
+    return s[k - 1], s[n - k]
+
+
+def relative_halfwidth(xs: Sequence[float], confidence: float = 0.95) -> float:
+    """Half the width of the median's interval, relative to the median."""
+    lo, hi = median_ci(xs, confidence)
+    m = median(xs)
+    return math.inf if m <= 0 else (hi - lo) / (2.0 * m)
+
+
+def log_mean_interval(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Geometric mean of positive values with a t-interval computed on the log scale.
+
+    Returns (estimate, low, high). With one value the interval is unbounded on both sides (nan).
+    """
+    if not xs or min(xs) <= 0:
+        raise ValueError("log_mean_interval needs positive values")
+    logs = [math.log(x) for x in xs]
+    n = len(logs)
+    mean = sum(logs) / n
+    if n < 2:
+        return math.exp(mean), math.nan, math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2.0, n - 1)) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def coefficient_of_variation(xs: Sequence[float]) -> float:
+    n = len(xs)
+    if n < 2:
+        return math.nan
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    return sd / mean if mean else math.nan

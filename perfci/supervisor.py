@@ -1,0 +1,155 @@
+"""Supervise one worker process: feed it a job, read its events, enforce time-out and memory limit.
+
+Returns the events it got plus, when the worker died mid-case, a synthetic error event for that case that names
+the reason (signal, exit code, time-out, memory limit) and the tail of the worker's stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class Limits:
+    case_timeout_s: float
+    memory_limit_bytes: int
+    startup_timeout_s: float = 120.0
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def _stderr_tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    tail = " | ".join(line.strip() for line in text[-lines:] if line.strip())
+    return f"; worker stderr: {tail[-400:]}" if tail else ""
+
+
+def _exit_reason(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"worker process crashed ({name})"
+    return f"worker process exited with code {returncode}"
+
+
+def _read_events(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any] | None]:
+    """Yield parsed events, or None every POLL_S while the worker is silent. Ends at EOF."""
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    buf = b""
+    fd = proc.stdout.fileno()
+    try:
+        while True:
+            if not sel.select(timeout=POLL_S):
+                yield None
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.strip():
+                    yield json.loads(line)
+    finally:
+        sel.close()
+
+
+def run_worker(
+    job: dict[str, Any],
+    limits: Limits,
+    stderr_path: Path,
+    on_event: Callable[[dict[str, Any]], None],
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+) -> None:
+    """Run one worker to completion; every event (real or synthetic) goes to `on_event`."""
+    stderr_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(stderr_path, "ab") as err:
+        proc = subprocess.Popen(
+            [python or sys.executable, "-m", "perfci.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(job).encode())
+        proc.stdin.close()
+        _supervise(proc, limits, stderr_path, on_event)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    limits: Limits,
+    stderr_path: Path,
+    on_event: Callable[[dict[str, Any]], None],
+) -> None:
+    ps = psutil.Process(proc.pid)
+    current: str | None = None
+    deadline = time.monotonic() + limits.startup_timeout_s
+    killed: str | None = None
+    for event in _read_events(proc):
+        if event is not None:
+            kind = event.get("event")
+            if kind == "start":
+                current = event["case"]
+                deadline = time.monotonic() + limits.case_timeout_s
+            elif kind in ("result", "error"):
+                current = None
+                deadline = time.monotonic() + limits.case_timeout_s
+            on_event(event)
+            continue
+        if time.monotonic() > deadline:
+            killed = f"timed out after {limits.case_timeout_s:g} s"
+        elif _tree_rss(ps) > limits.memory_limit_bytes:
+            killed = f"exceeded the memory limit of {limits.memory_limit_bytes / 2**30:.1f} GiB"
+        if killed:
+            _kill(proc)
+            break
+    returncode = proc.wait()
+    if current is None and killed is None and returncode == 0:
+        return
+    if current is None:
+        reason = killed or _exit_reason(returncode)
+        on_event({"event": "worker_failed", "message": reason + _stderr_tail(stderr_path)})
+        return
+    kind = "timeout" if killed and "timed out" in killed else "oom" if killed else "crash"
+    message = (killed or _exit_reason(returncode)) + _stderr_tail(stderr_path)
+    on_event({"event": "error", "case": current, "kind": kind, "message": message})
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,123 @@
+"""Worker process: measures one round of a list of cases and streams one JSON event per line to the runner.
+
+Started by the runner as `python -m perfci.worker` with a JSON job on stdin. The worker moves its stdout to a
+private descriptor for the protocol and points fd 1 at stderr, so prints in user workloads never corrupt it.
+Events: {"event": "start", "case": id} then either {"event": "result", ...} or {"event": "error", ...}.
+A crash, hang or memory blow-up is seen by the runner as a "start" with no matching end.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import IO, Any
+
+from perfci.profilers import memory
+from perfci.profilers.timing import TimingSettings, measure
+from perfci.workloads.api import WorkloadContext
+from perfci.workloads.discovery import find_workload
+
+
+def _emit(stream: IO[str], event: dict[str, Any]) -> None:
+    stream.write(json.dumps(event) + "\n")
+    stream.flush()
+
+
+def _set_threads(threads: int) -> int:
+    try:
+        import torch
+    except ImportError:
+        return threads
+    if threads > 0:
+        torch.set_num_threads(threads)
+    return int(torch.get_num_threads())
+
+
+def measure_case(case: dict[str, Any], job: dict[str, Any], threads: int) -> dict[str, Any]:
+    """Build the workload, time it, and return the result event (raises on workload errors)."""
+    wl = find_workload(case["source"], case["workload"])
+    settings = TimingSettings(**{**job.get("timing", {}), **wl.timing})
+    ctx = WorkloadContext(device=case["device"], params=dict(case["params"]), seed=int(job.get("seed", 0)))
+    if ctx.device.startswith("cuda"):
+        _require_cuda()
+    gc.collect()
+    memory.reset_peak_rss()
+    rss_before = memory.current_rss()
+    fn: Callable[[], object] = wl(ctx, **ctx.params)
+    if ctx.check is not None:
+        ctx.check()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        outcome = measure(fn, time.perf_counter, settings)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    peak = memory.peak_rss()
+    if ctx.teardown is not None:
+        ctx.teardown()
+    return {
+        "event": "result",
+        "case": case["id"],
+        "flops": ctx.flops,
+        "bytes": ctx.bytes,
+        "round": {
+            "iterations": outcome.iterations,
+            "samples": list(outcome.samples),
+            "warmup_s": outcome.warmup_s,
+            "stop_reason": outcome.stop_reason,
+            "threads": threads,
+            "peak_rss_bytes": peak,
+            "rss_increase_bytes": max(0, peak - rss_before),
+            "peak_device_bytes": None,
+            "telemetry": {"timer_overhead_s": outcome.timer_overhead_s, "timer": "perf_counter"},
+        },
+    }
+
+
+def _require_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("a CUDA device was requested but torch.cuda.is_available() is False on this runner")
+
+
+def run_job(job: dict[str, Any], out: IO[str]) -> None:
+    threads = _set_threads(int(job.get("threads", 1)))
+    for case in job["cases"]:
+        _emit(out, {"event": "start", "case": case["id"], "pid": os.getpid()})
+        try:
+            event = measure_case(case, job, threads)
+        except MemoryError:
+            event = {"event": "error", "case": case["id"], "kind": "oom", "message": "the workload ran out of memory"}
+        except Exception as exc:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+            event = {
+                "event": "error",
+                "case": case["id"],
+                "kind": "raised",
+                "message": f"{type(exc).__name__}: {exc} (at {where})",
+            }
+        event["pid"] = os.getpid()
+        _emit(out, event)
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    job = json.loads(sys.stdin.read())
+    _emit(protocol, {"event": "ready", "pid": os.getpid(), "settings": asdict(TimingSettings())})
+    run_job(job, protocol)
+    _emit(protocol, {"event": "done"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The workload API, discovery and the built-in suites."""

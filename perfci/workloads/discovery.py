@@ -1,0 +1,93 @@
+"""Find workloads: built-in suites by name, user files and folders by path. Import errors become clear messages."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.model import CaseSpec
+from perfci.workloads.api import Workload
+
+BUILTIN_PACKAGE = "perfci.workloads.builtin"
+BUILTIN_SUITES = ("default",)
+MODULE_PREFIX = "module:"
+
+
+def builtin_source(suite: str) -> str:
+    return f"{MODULE_PREFIX}{BUILTIN_PACKAGE}.{suite}"
+
+
+def source_stem(source: str) -> str:
+    if source.startswith(MODULE_PREFIX):
+        return source.rsplit(".", 1)[-1]
+    return Path(source).stem
+
+
+def load_source(source: str) -> ModuleType:
+    """Import a workload module given as `module:<dotted name>` or as a file path."""
+    if source.startswith(MODULE_PREFIX):
+        return importlib.import_module(source[len(MODULE_PREFIX) :])
+    path = Path(source)
+    name = f"perfci_user_{abs(hash(str(path.resolve())))}_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise WorkloadDefinitionError(f"{path}: cannot be imported as a Python module.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise WorkloadDefinitionError(
+            f"{path}:{exc.lineno}: syntax error in workload file: {exc.msg}.",
+        ) from None
+    except Exception as exc:
+        del sys.modules[name]
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise WorkloadDefinitionError(
+            f"{path}: importing the workload file raised {type(exc).__name__}: {exc} "
+            f"(at {Path(frame.filename).name}:{frame.lineno}).",
+        ) from None
+    return module
+
+
+def workloads_in(module: ModuleType) -> list[Workload]:
+    return [obj for obj in vars(module).values() if isinstance(obj, Workload)]
+
+
+def find_workload(source: str, workload_id: str) -> Workload:
+    """The workload `<stem>.<name>` from `source` (used by the worker process)."""
+    name = workload_id.split(".", 1)[1] if "." in workload_id else workload_id
+    for w in workloads_in(load_source(source)):
+        if w.name == name:
+            return w
+    raise WorkloadDefinitionError(f"{source}: no workload named {name!r}.")
+
+
+def expand_paths(paths: list[Path]) -> list[str]:
+    """Workload files named directly, or every `*.py` (not starting with `_`) under a folder, sorted."""
+    sources: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            sources += [str(f) for f in sorted(p.rglob("*.py")) if not f.name.startswith("_")]
+        elif p.is_file():
+            sources.append(str(p))
+        else:
+            raise WorkloadDefinitionError(f"{p}: no such workload file or folder.")
+    return sources
+
+
+def cases_from_sources(sources: list[str]) -> list[CaseSpec]:
+    cases: list[CaseSpec] = []
+    for source in sources:
+        stem = source_stem(source)
+        for w in workloads_in(load_source(source)):
+            cases += w.cases(stem, source)
+    return cases
