@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -35,7 +37,7 @@ app.add_typer(history_app, name="history")
 app.add_typer(import_app, name="import")
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
 
@@ -46,7 +48,10 @@ class _State:
 
 def _consoles() -> tuple[Console, Console]:
     no_color = "NO_COLOR" in os.environ
-    return Console(no_color=no_color, soft_wrap=False), Console(stderr=True, no_color=no_color)
+    out = Console(no_color=no_color, soft_wrap=False)
+    if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        out = Console(no_color=no_color, soft_wrap=False, width=200)
+    return out, Console(stderr=True, no_color=no_color)
 
 
 def _fail(exc: PerfciError) -> NoReturn:
@@ -75,6 +80,19 @@ def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on
     _State.debug = debug
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+               "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """`8GiB`, `512MB`, `1000000` -> bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _SIZE_UNITS:
+        raise UsageError(f"cannot read {text!r} as a memory size.", hint="write it like 8GiB, 512MiB or 2GB")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
 def _default_out() -> Path:
     return Path(".perfci") / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
@@ -101,6 +119,10 @@ def run(
     threads: Annotated[int, typer.Option(min=0, help="torch threads per worker (0: torch's default).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed for inputs and round order.")] = 0,
     timeout: Annotated[float, typer.Option(help="Per-case time-out in seconds.")] = 120.0,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(envvar="PERFCI_MEMORY_LIMIT", help="Worker memory limit, e.g. 8GiB (default: half of RAM)."),
+    ] = None,
     baseline: Annotated[Path | None, typer.Option(help="Results file to compare with.")] = None,
     runner: Annotated[str | None, typer.Option(help="Runner class (names baselines/<runner>.json).")] = None,
     threshold: Annotated[float, typer.Option(help="Practical threshold (0.05 = 5%).")] = 0.05,
@@ -116,6 +138,8 @@ def run(
             raise UsageError("no workloads found in the given paths.", hint="decorate functions with @perfci.workload")
         out_dir = out or _default_out()
         settings = RunSettings(rounds=rounds, seed=seed, threads=threads, case_timeout_s=timeout)
+        if memory_limit:
+            settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))
         result = _run_with_progress(Runner(settings, out_dir), specs)
         base_path = baseline or Path("baselines") / f"{_runner_class(runner, result.fingerprint)}.json"
         comparison = None

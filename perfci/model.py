@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 ParamValue = str | int | float | bool
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     LOWER = "lower"
     HIGHER = "higher"
 
 
-class CaseStatus(str, Enum):
+class CaseStatus(StrEnum):
     OK = "ok"
     ERROR = "error"
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     UNCHANGED = "unchanged"

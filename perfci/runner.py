@@ -8,6 +8,8 @@ Partial results are written after every round, so nothing already measured is lo
 
 from __future__ import annotations
 
+import functools
+import os
 import random
 import subprocess
 import uuid
@@ -95,64 +97,80 @@ def _round_order(specs: list[CaseSpec], seed: int, index: int) -> list[CaseSpec]
 
 @dataclass
 class Runner:
+    """Runs rounds of cases in worker processes. `run` does a whole run; `start`/`run_round`/`finish` let an
+    orchestrator (e.g. A/B of two revisions) interleave the rounds of several runners."""
+
     settings: RunSettings
     out_dir: Path
     progress: ProgressFn | None = None
     worker_env: dict[str, str] | None = None
     worker_python: str | None = None
     states: dict[str, _CaseState] = field(default_factory=dict)
+    done: int = 0
+    total: int = 0
+    _header: tuple[str, dict[str, Any], GitInfo | None] | None = None
 
     def run(self, specs: list[CaseSpec]) -> RunResult:
-        started = utc_now()
-        self.states = {s.id: _CaseState(s) for s in specs}
-        fp = fingerprint()
-        git = git_info(Path.cwd())
-        total = len(specs) * self.settings.rounds
-        done = 0
+        self.start(specs)
         for index in range(self.settings.rounds):
-            todo = [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
-            done += len(specs) - len(todo)
-            done = self._run_round(index, todo, done, total)
-            self._write(started, fp, git, final=False)
-        return self._write(started, fp, git, final=True)
+            self.run_round(index)
+        return self.finish()
 
-    def _run_round(self, index: int, todo: list[CaseSpec], done: int, total: int) -> int:
-        remaining = list(todo)
+    def start(self, specs: list[CaseSpec], rounds: int | None = None) -> None:
+        self.states = {s.id: _CaseState(s) for s in specs}
+        self.done, self.total = 0, len(specs) * (rounds or self.settings.rounds)
+        self._header = (utc_now(), fingerprint(), git_info(Path.cwd()))
+
+    def run_round(self, index: int, only: list[str] | None = None) -> None:
+        """One round: the still-healthy cases (or those in `only`), in an order shuffled per round."""
+        specs = [st.spec for st in self.states.values() if only is None or st.spec.id in only]
+        todo = [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
+        self.done += len(specs) - len(todo)
         attempt = 0
-        while remaining:
-            job = {
-                "cases": [_job_case(s) for s in remaining],
-                "round_index": index,
-                "seed": self.settings.seed,
-                "threads": self.settings.threads,
-                "timing": asdict(self.settings.timing),
-            }
+        while todo:
             finished: list[str] = []
-
-            def on_event(event: dict[str, Any], round_index: int = index) -> None:
-                nonlocal done
-                kind = event.get("event")
-                if kind == "start" and self.progress:
-                    self.progress(f"round {round_index + 1}/{self.settings.rounds}: {event['case']}", done, total)
-                elif kind in ("result", "error"):
-                    self._record(event, round_index)
-                    finished.append(event["case"])
-                    done += 1
-                elif kind == "worker_failed":
-                    self._fail_all(remaining, finished, event["message"], round_index)
-
-            limits = Limits(self.settings.case_timeout_s, self.settings.memory_limit_bytes)
+            handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
             log = self.out_dir / "logs" / f"worker-r{index}-{attempt}.log"
-            run_worker(job, limits, log, on_event, env=self.worker_env, python=self.worker_python)
-            remaining = [s for s in remaining if s.id not in finished]
+            run_worker(self._job(todo, index), self._limits(), log, handler, env=self._env(), python=self.worker_python)
+            todo = [s for s in todo if s.id not in finished]
             attempt += 1
-        return done
+        self._write(final=False)
 
-    def _fail_all(self, remaining: list[CaseSpec], finished: list[str], message: str, index: int) -> None:
-        for s in remaining:
-            if s.id not in finished:
-                self.states[s.id].errors.append(CaseError("infrastructure", message, index))
-                finished.append(s.id)
+    def finish(self) -> RunResult:
+        return self._write(final=True)
+
+    def _job(self, todo: list[CaseSpec], index: int) -> dict[str, Any]:
+        return {
+            "cases": [_job_case(s) for s in todo],
+            "round_index": index,
+            "seed": self.settings.seed,
+            "threads": self.settings.threads,
+            "timing": asdict(self.settings.timing),
+        }
+
+    def _limits(self) -> Limits:
+        return Limits(self.settings.case_timeout_s, self.settings.memory_limit_bytes)
+
+    def _on_event(self, event: dict[str, Any], index: int, remaining: list[CaseSpec], finished: list[str]) -> None:
+        kind = event.get("event")
+        if kind == "start" and self.progress:
+            self.progress(f"round {index + 1}: {event['case']}", self.done, self.total)
+        elif kind in ("result", "error"):
+            self._record(event, index)
+            finished.append(event["case"])
+            self.done += 1
+        elif kind == "worker_failed":
+            for s in remaining:
+                if s.id not in finished:
+                    self.states[s.id].errors.append(CaseError("infrastructure", event["message"], index))
+                    finished.append(s.id)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(self.worker_env if self.worker_env is not None else os.environ)
+        if self.settings.threads > 0:
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+                env[var] = str(self.settings.threads)
+        return env
 
     def _record(self, event: dict[str, Any], index: int) -> None:
         state = self.states[event["case"]]
@@ -164,7 +182,10 @@ class Runner:
         state.flops = event.get("flops")
         state.bytes = event.get("bytes")
 
-    def _write(self, started: str, fp: dict[str, Any], git: GitInfo | None, final: bool) -> RunResult:
+    def _write(self, final: bool) -> RunResult:
+        if self._header is None:
+            raise RuntimeError("Runner.start() was not called")
+        started, fp, git = self._header
         run = RunResult(
             run_id=self.out_dir.name or uuid.uuid4().hex[:12],
             started_at=started,

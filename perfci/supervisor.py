@@ -6,6 +6,7 @@ the reason (signal, exit code, time-out, memory limit) and the tail of the worke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -33,10 +34,8 @@ class Limits:
 def _tree_rss(proc: psutil.Process) -> int:
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -149,7 +148,5 @@ def _supervise(
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

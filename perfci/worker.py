@@ -30,18 +30,19 @@ def _emit(stream: IO[str], event: dict[str, Any]) -> None:
 
 
 def _set_threads(threads: int) -> int:
-    try:
-        import torch
-    except ImportError:
+    """Pin torch's intra-op threads when the workload uses torch (it is imported only then: it is slow)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return threads
-    if threads > 0:
+    if threads > 0 and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return int(torch.get_num_threads())
 
 
-def measure_case(case: dict[str, Any], job: dict[str, Any], threads: int) -> dict[str, Any]:
+def measure_case(case: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     """Build the workload, time it, and return the result event (raises on workload errors)."""
     wl = find_workload(case["source"], case["workload"])
+    threads = _set_threads(int(job.get("threads", 1)))
     settings = TimingSettings(**{**job.get("timing", {}), **wl.timing})
     ctx = WorkloadContext(device=case["device"], params=dict(case["params"]), seed=int(job.get("seed", 0)))
     if ctx.device.startswith("cuda"):
@@ -89,11 +90,10 @@ def _require_cuda() -> None:
 
 
 def run_job(job: dict[str, Any], out: IO[str]) -> None:
-    threads = _set_threads(int(job.get("threads", 1)))
     for case in job["cases"]:
         _emit(out, {"event": "start", "case": case["id"], "pid": os.getpid()})
         try:
-            event = measure_case(case, job, threads)
+            event = measure_case(case, job)
         except MemoryError:
             event = {"event": "error", "case": case["id"], "kind": "oom", "message": "the workload ran out of memory"}
         except Exception as exc:

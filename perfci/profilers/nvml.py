@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +48,7 @@ def gpu_inventory() -> GpuInventory:
 
 def _device_facts(pynvml: Any, h: Any, index: int) -> dict[str, Any]:
     facts: dict[str, Any] = {"index": index, "name": _text(pynvml.nvmlDeviceGetName(h))}
-    readers = {
+    readers: dict[str, Callable[[], Any]] = {
         "memory_total_bytes": lambda: int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
         "power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000.0,
         "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),

@@ -88,10 +88,7 @@ def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, sett
         if elapsed >= target:
             break
         # jump close to the target, then keep doubling; never more than x16 at once
-        if elapsed > 0:
-            factor = min(16, max(2, int(target / elapsed) + 1))
-        else:
-            factor = 16
+        factor = min(16, max(2, int(target / elapsed) + 1)) if elapsed > 0 else 16
         iterations = min(settings.max_iterations, iterations * factor)
     return iterations
 

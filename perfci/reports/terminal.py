@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
 from perfci.reports.units import format_ratio, format_seconds, format_value
@@ -20,19 +22,20 @@ VERDICT_STYLE = {
 
 def run_table(run: RunResult) -> Table:
     table = Table(title="perfci results", title_justify="left")
-    for col in ("case", "median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
+    table.add_column("case", overflow="fold")
+    for col in ("median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
         table.add_column(col)
     for c in run.cases:
         if c.status is CaseStatus.ERROR:
             msg = c.errors[0].message if c.errors else "error"
-            table.add_row(c.id, "-", "-", "-", str(len(c.rounds)), "-", f"[bold red]error[/]: {msg}")
+            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"[bold red]error[/]: {escape(msg)}")
             continue
         med = c.metric("latency.median")
         cv = c.metric("noise.round_cv")
         bw = c.metric("bandwidth")
         interval = f"{format_seconds(med.low)} .. {format_seconds(med.high)}" if med else "-"
         table.add_row(
-            c.id,
+            Text(c.id),
             format_seconds(med.value if med else None),
             interval,
             f"{cv.value * 100:.1f}%" if cv else "-",
@@ -45,7 +48,8 @@ def run_table(run: RunResult) -> Table:
 
 def comparison_table(comparison: Comparison) -> Table:
     table = Table(title=f"{comparison.baseline_label} -> {comparison.candidate_label}", title_justify="left")
-    for col in ("case", "metric", "baseline", "candidate", "change", "99% interval", "verdict"):
+    table.add_column("case", overflow="fold")
+    for col in ("metric", "baseline", "candidate", "change", "99% interval", "verdict"):
         table.add_column(col)
     order = list(Verdict)
     for row in sorted(comparison.rows, key=lambda r: (order.index(r.verdict), r.case_id)):
@@ -55,9 +59,9 @@ def comparison_table(comparison: Comparison) -> Table:
         style = VERDICT_STYLE[row.verdict]
         verdict = f"[{style}]{row.verdict.value}[/]" if style else row.verdict.value
         if row.note:
-            verdict += f" ({row.note})"
+            verdict += f" ({escape(row.note)})"
         table.add_row(
-            row.case_id,
+            Text(row.case_id),
             row.metric,
             format_value(row.baseline, row.unit),
             format_value(row.candidate, row.unit),

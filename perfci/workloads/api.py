@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.model import CaseSpec, ParamValue
@@ -68,6 +68,24 @@ class Workload:
         ]
 
 
+@overload
+def workload(fn: SetupFn) -> Workload: ...
+
+
+@overload
+def workload(
+    fn: None = None,
+    *,
+    params: Mapping[str, Sequence[ParamValue]] | None = None,
+    devices: Sequence[str] = ("cpu",),
+    name: str | None = None,
+    suite: str = "",
+    tags: Sequence[str] = (),
+    skip: Callable[..., bool | str] | None = None,
+    timing: Mapping[str, Any] | None = None,
+) -> Callable[[SetupFn], Workload]: ...
+
+
 def workload(
     fn: SetupFn | None = None,
     *,
@@ -78,7 +96,7 @@ def workload(
     tags: Sequence[str] = (),
     skip: Callable[..., bool | str] | None = None,
     timing: Mapping[str, Any] | None = None,
-) -> Any:
+) -> Workload | Callable[[SetupFn], Workload]:
     """Decorator: `@workload` or `@workload(params={...}, devices=[...])`."""
 
     def wrap(f: SetupFn) -> Workload:

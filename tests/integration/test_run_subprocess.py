@@ -1,0 +1,90 @@
+"""The real `perfci run` in a subprocess, with real worker processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from perfci.schema import json_schema, load_results
+
+DATA = Path(__file__).parent.parent / "data" / "workloads"
+pytestmark = pytest.mark.integration
+
+
+def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfci.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=None)
+
+
+def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = perfci("run", str(DATA / "tiny.py"), "--out", str(out), "--rounds", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "results.json").read_text())
+    jsonschema.validate(doc, json_schema())
+    assert [c["id"] for c in doc["cases"]] == ["tiny.summing[n=200]@cpu", "tiny.summing[n=400]@cpu"]
+    for case in doc["cases"]:
+        assert case["status"] == "ok"
+        assert len(case["rounds"]) == 2
+        assert len({r["pid"] for r in case["rounds"]}) == 2  # each round in its own process
+        assert all(len(r["samples"]) >= 5 for r in case["rounds"])
+    html = (out / "report.html").read_text()
+    assert "tiny.summing[n=400]@cpu" in html
+    assert "tiny.summing[n=200]@cpu" in proc.stdout
+
+
+def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert perfci("run", str(DATA / "tiny.py"), "--out", str(out), "--rounds", "3", cwd=tmp_path).returncode == 0
+    results = out / "results.json"
+    same = perfci("compare", str(results), str(results), cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    doc = json.loads(results.read_text())
+    slow_id = doc["cases"][1]["id"]
+    for r in doc["cases"][1]["rounds"]:
+        r["samples"] = [s * 1.5 for s in r["samples"]]
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    reg = perfci("compare", str(results), str(slower), cwd=tmp_path)
+    assert reg.returncode == 1
+    assert slow_id in reg.stdout
+    assert "regression" in reg.stdout
+
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(results.read_text()[:500])
+    bad = perfci("compare", str(results), str(truncated), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "truncated" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci.cli", "run", str(DATA / "faulty.py"), "--out", str(out), "--rounds", "2",
+         "--timeout", "3"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "PERFCI_MEMORY_LIMIT": "1GiB"},
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    run = load_results(out / "results.json")
+    by_name = {c.spec.workload.split(".", 1)[1]: c for c in run.cases}
+    assert by_name["healthy"].status.value == "ok" and len(by_name["healthy"].rounds) == 2
+    expectations = {
+        "raises": ("raised", "ValueError: bad shape 3x4"),
+        "segfault": ("crash", "SIGSEGV"),
+        "aborts": ("crash", "SIGABRT"),
+        "hangs": ("timeout", "timed out after 3 s"),
+        "eats_memory": ("oom", "memory limit"),
+    }
+    for name, (kind, text) in expectations.items():
+        case = by_name[name]
+        assert case.status.value == "error", name
+        assert case.errors[0].kind == kind, (name, case.errors)
+        assert text in case.errors[0].message, (name, case.errors)

@@ -1,0 +1,103 @@
+"""CLI exit codes and messages through typer's CliRunner (no measuring: results files are synthetic)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfci.cli import app, parse_size
+from perfci.errors import UsageError
+from perfci.model import RunResult
+from perfci.schema import dump_results
+from tests.conftest import make_case, make_run
+
+runner = CliRunner()
+
+
+def test_compare_identical_exits_0(tmp_results: Path) -> None:
+    result = runner.invoke(app, ["compare", str(tmp_results), str(tmp_results)])
+    assert result.exit_code == 0, result.output
+    assert "regression" not in result.stdout
+
+
+def test_compare_slower_case_exits_1_and_names_it(tmp_path: Path, sample_run: RunResult) -> None:
+    base = tmp_path / "base.json"
+    dump_results(sample_run, base)
+    slow = make_case("beta", 2e-3, scale=1.5)
+    cand_run = replace(sample_run, cases=(sample_run.cases[0], slow, sample_run.cases[2]))
+    cand = tmp_path / "cand.json"
+    dump_results(cand_run, cand)
+    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 1
+    rows = json.loads(result.stdout)["rows"]
+    assert [r["case_id"] for r in rows if r["verdict"] == "regression"] == [slow.id]
+
+
+def test_compare_exit_zero_reports_only(tmp_path: Path, sample_run: RunResult) -> None:
+    base = tmp_path / "base.json"
+    dump_results(sample_run, base)
+    cand = tmp_path / "cand.json"
+    dump_results(make_run([make_case("alpha", 1e-3, scale=2.0)]), cand)
+    assert runner.invoke(app, ["compare", str(base), str(cand)]).exit_code == 1
+    assert runner.invoke(app, ["compare", str(base), str(cand), "--exit-zero"]).exit_code == 0
+
+
+def test_missing_and_new_cases_do_not_fail(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    cand = tmp_path / "cand.json"
+    dump_results(make_run([make_case("alpha", 1e-3)]), base)
+    dump_results(make_run([make_case("beta", 1e-3)]), cand)
+    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 0
+    verdicts = {r["case_id"]: r["verdict"] for r in json.loads(result.stdout)["rows"]}
+    assert verdicts == {"t.alpha[n=8]@cpu": "missing", "t.beta[n=8]@cpu": "new"}
+
+
+@pytest.mark.parametrize("content", ["{", "", "[1, 2]", '{"schema": "perfci.results", "schema_version": 7}'])
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, tmp_results: Path, content: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = runner.invoke(app, ["compare", str(tmp_results), str(bad)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert result.stderr.strip().startswith("error:")
+    assert len(result.stderr.strip().splitlines()) <= 2  # the error line and, where useful, a hint
+
+
+def test_missing_file_exits_2(tmp_results: Path) -> None:
+    result = runner.invoke(app, ["compare", str(tmp_results), "/nonexistent/x.json"])
+    assert result.exit_code == 2
+    assert "not found" in result.stderr
+
+
+def test_run_with_missing_path_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", str(tmp_path / "nope.py")])
+    assert result.exit_code == 2
+    assert "no such workload file" in result.stderr
+
+
+def test_list_builtin_default_suite() -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0
+    assert "default.matmul[n=384,dtype=float32]@cpu" in result.stdout
+
+
+def test_env_json_says_no_gpu_plainly() -> None:
+    result = runner.invoke(app, ["env", "--format", "json"])
+    assert result.exit_code == 0
+    fp = json.loads(result.stdout)
+    assert fp["cpu_logical_cores"] >= 1 and fp["python"].startswith("3.")
+    if not fp["gpus"]:
+        assert fp["gpu_note"]
+
+
+def test_parse_size() -> None:
+    assert parse_size("1GiB") == 2**30
+    assert parse_size("512 MB") == 512 * 10**6
+    assert parse_size("1000") == 1000
+    with pytest.raises(UsageError):
+        parse_size("lots")

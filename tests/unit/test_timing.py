@@ -1,0 +1,96 @@
+"""CPU timing with an injected fake clock: calibration and the stopping rule, no sleeps."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from perfci.profilers.timing import TimingSettings, calibrate, clock_block_timer, measure, sample, timer_overhead
+
+
+class FakeClock:
+    """Time advances only when the fake workload runs (by a seeded noisy cost) or the clock is read."""
+
+    def __init__(self, call_cost: float, noise: float = 0.0, read_cost: float = 1e-7, seed: int = 0) -> None:
+        self.now = 0.0
+        self.call_cost = call_cost
+        self.noise = noise
+        self.read_cost = read_cost
+        self.rng = random.Random(seed)
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.now += self.read_cost
+        return self.now
+
+    def workload(self) -> Callable[[], None]:
+        def fn() -> None:
+            self.calls += 1
+            self.now += self.call_cost * (1.0 + abs(self.rng.gauss(0.0, self.noise)))
+
+        return fn
+
+
+def test_overhead_is_the_read_cost() -> None:
+    clock = FakeClock(call_cost=1e-6, read_cost=2e-7)
+    assert abs(timer_overhead(clock) - 2e-7) < 1e-12
+
+
+def test_calibration_makes_overhead_below_one_percent() -> None:
+    clock = FakeClock(call_cost=1e-6, read_cost=5e-7)
+    settings = TimingSettings(min_sample_s=0.0, max_overhead=0.01)
+    iterations = calibrate(clock.workload(), clock_block_timer(clock), 5e-7, settings)
+    # a block of `iterations` calls must last >= 100x the overhead: 1e-6 * n >= 5e-5 -> n >= 50
+    assert iterations * 1e-6 >= 5e-7 / 0.01
+    # and calibration does not overshoot by more than the x16 step allows
+    assert iterations * 1e-6 < 16 * 5e-5
+
+
+def test_calibration_respects_min_sample_time() -> None:
+    clock = FakeClock(call_cost=1e-4)
+    iterations = calibrate(clock.workload(), clock_block_timer(clock), 1e-7, TimingSettings(min_sample_s=0.002))
+    assert iterations * 1e-4 >= 0.002
+    assert iterations < 2 * 16 * 20
+
+
+def test_slow_call_needs_one_iteration() -> None:
+    clock = FakeClock(call_cost=0.01)
+    assert calibrate(clock.workload(), clock_block_timer(clock), 1e-7, TimingSettings()) == 1
+
+
+def test_quiet_workload_stops_on_noise_target_after_min_samples() -> None:
+    clock = FakeClock(call_cost=1e-3, noise=0.001, seed=1)
+    settings = TimingSettings(min_samples=10, noise_target=0.01, budget_s=10.0)
+    samples, reason = sample(clock.workload(), clock_block_timer(clock), clock, 2, settings)
+    assert reason == "noise_target"
+    assert len(samples) == 10
+
+
+def test_noisy_workload_runs_until_budget() -> None:
+    clock = FakeClock(call_cost=1e-3, noise=0.5, seed=2)
+    settings = TimingSettings(min_samples=10, noise_target=0.001, budget_s=0.1, max_samples=10_000)
+    samples, reason = sample(clock.workload(), clock_block_timer(clock), clock, 1, settings)
+    assert reason == "budget"
+    # the budget is checked after each sample: it overruns by at most one sample
+    total = sum(samples)
+    assert total + 1e-3 >= 0.1 and total < 0.1 + 0.01
+
+
+def test_max_samples_caps_sampling() -> None:
+    clock = FakeClock(call_cost=1e-3, noise=0.5, seed=3)
+    settings = TimingSettings(min_samples=5, max_samples=25, noise_target=0.0001, budget_s=100.0)
+    samples, reason = sample(clock.workload(), clock_block_timer(clock), clock, 1, settings)
+    assert (reason, len(samples)) == ("max_samples", 25)
+
+
+def test_measure_warms_up_then_samples() -> None:
+    clock = FakeClock(call_cost=1e-4, noise=0.001, seed=4)
+    fn = clock.workload()
+    settings = TimingSettings(warmup_s=0.01, min_warmup_calls=3, min_sample_s=0.001, budget_s=1.0)
+    outcome = measure(fn, clock, settings)
+    assert outcome.warmup_s >= 0.01
+    assert outcome.iterations * 1e-4 >= 0.001
+    assert outcome.stop_reason == "noise_target"
+    # each sample is iterations x call cost, within the injected noise
+    for s in outcome.samples:
+        assert abs(s / outcome.iterations - 1e-4) / 1e-4 < 0.01
