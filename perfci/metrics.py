@@ -40,8 +40,15 @@ def work_metrics(rounds: tuple[Round, ...], flops: float | None, nbytes: float |
     if nbytes:
         scale = 1e-9
         out.append(
-            Metric("bandwidth", "GB/s", Direction.HIGHER, nbytes / m * scale, nbytes / hi * scale, nbytes / lo * scale,
-                   CONFIDENCE)
+            Metric(
+                "bandwidth",
+                "GB/s",
+                Direction.HIGHER,
+                nbytes / m * scale,
+                nbytes / hi * scale,
+                nbytes / lo * scale,
+                CONFIDENCE,
+            )
         )
     return out
 
@@ -50,16 +57,19 @@ def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     out: list[Metric] = []
     peaks = [r.peak_rss_bytes for r in rounds if r.peak_rss_bytes is not None]
     if peaks:
-        out.append(Metric("memory.peak_rss", "B", Direction.LOWER, float(max(peaks)), float(min(peaks)),
-                          float(max(peaks))))
+        out.append(
+            Metric("memory.peak_rss", "B", Direction.LOWER, float(max(peaks)), float(min(peaks)), float(max(peaks)))
+        )
     incs = [r.rss_increase_bytes for r in rounds if r.rss_increase_bytes is not None]
     if incs:
-        out.append(Metric("memory.rss_increase", "B", Direction.LOWER, float(median(incs)), float(min(incs)),
-                          float(max(incs))))
+        out.append(
+            Metric("memory.rss_increase", "B", Direction.LOWER, float(median(incs)), float(min(incs)), float(max(incs)))
+        )
     dev = [r.peak_device_bytes for r in rounds if r.peak_device_bytes is not None]
     if dev:
-        out.append(Metric("memory.peak_device", "B", Direction.LOWER, float(max(dev)), float(min(dev)),
-                          float(max(dev))))
+        out.append(
+            Metric("memory.peak_device", "B", Direction.LOWER, float(max(dev)), float(min(dev)), float(max(dev)))
+        )
     return out
 
 

@@ -85,8 +85,13 @@ class _CaseState:
 
 
 def _job_case(spec: CaseSpec) -> dict[str, Any]:
-    return {"id": spec.id, "source": spec.source, "workload": spec.workload, "params": spec.params,
-            "device": spec.device}
+    return {
+        "id": spec.id,
+        "source": spec.source,
+        "workload": spec.workload,
+        "params": spec.params,
+        "device": spec.device,
+    }
 
 
 def _round_order(specs: list[CaseSpec], seed: int, index: int) -> list[CaseSpec]:

@@ -122,7 +122,7 @@ def validate(doc: dict[str, Any], source: str) -> None:
 
 def parse_results(doc: Any, source: str = "<results>") -> RunResult:
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_NAME:
-        raise ResultsFormatError(f"{source}: not a perfci results file (missing \"schema\": \"{SCHEMA_NAME}\").")
+        raise ResultsFormatError(f'{source}: not a perfci results file (missing "schema": "{SCHEMA_NAME}").')
     doc = migrate(doc, source)
     validate(doc, source)
     return _decode_run(doc)

@@ -11,15 +11,27 @@ from perfci.metrics import case_metrics
 from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 
 
-def make_case(name: str, base_s: float, rounds: int = 5, seed: int = 0, scale: float = 1.0,
-              noise: float = 0.01) -> CaseResult:
+def make_case(
+    name: str, base_s: float, rounds: int = 5, seed: int = 0, scale: float = 1.0, noise: float = 0.01
+) -> CaseResult:
     rng = random.Random(f"{name}:{seed}")
     rs = []
     for i in range(rounds):
         shift = 1.0 + rng.gauss(0.0, noise)
         samples = tuple(base_s * 10 * shift * scale * (1.0 + abs(rng.gauss(0.0, noise))) for _ in range(20))
-        rs.append(Round(index=i, pid=1000 + i, iterations=10, samples=samples, warmup_s=0.05,
-                        stop_reason="budget", threads=1, peak_rss_bytes=100_000_000, rss_increase_bytes=1_000_000))
+        rs.append(
+            Round(
+                index=i,
+                pid=1000 + i,
+                iterations=10,
+                samples=samples,
+                warmup_s=0.05,
+                stop_reason="budget",
+                threads=1,
+                peak_rss_bytes=100_000_000,
+                rss_increase_bytes=1_000_000,
+            )
+        )
     spec = CaseSpec(workload=f"t.{name}", params={"n": 8}, device="cpu", source="tests")
     return CaseResult(spec, CaseStatus.OK, tuple(rs), case_metrics(tuple(rs), 1e6, 1e5), (), 1e6, 1e5)
 

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfci.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=None)
+    return subprocess.run(
+        [sys.executable, "-m", "perfci", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=None
+    )
 
 
 def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> None:
@@ -67,9 +68,23 @@ def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
 def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "perfci.cli", "run", str(DATA / "faulty.py"), "--out", str(out), "--rounds", "2",
-         "--timeout", "3"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "perfci",
+            "run",
+            str(DATA / "faulty.py"),
+            "--out",
+            str(out),
+            "--rounds",
+            "2",
+            "--timeout",
+            "3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**__import__("os").environ, "PERFCI_MEMORY_LIMIT": "1GiB"},
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr

@@ -50,8 +50,9 @@ def test_unpaired_ratio_needs_two_per_side() -> None:
     assert math.isnan(est.lower_bound)
 
 
-@given(st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=2, max_size=30),
-       st.floats(min_value=0.5, max_value=2.0))
+@given(
+    st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=2, max_size=30), st.floats(min_value=0.5, max_value=2.0)
+)
 def test_ratio_is_scale_equivariant(xs: list[float], k: float) -> None:
     est = unpaired_log_ratio(xs, [x * k for x in xs])
     assert est.ratio == pytest.approx(k, rel=1e-9)

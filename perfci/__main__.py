@@ -1,0 +1,3 @@
+from perfci.cli import entrypoint
+
+entrypoint()

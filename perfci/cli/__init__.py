@@ -1,0 +1,15 @@
+"""Command-line interface (typer): the only layer that reads argv/env, prints and exits.
+
+A package rather than one module (a deliberate change to DESIGN.md): one module per command group, so that
+commands stay small and separate; `app.py` holds the shared machinery. Nothing outside `perfci.cli` prints.
+"""
+
+from perfci.cli import compare, misc, report, run  # noqa: F401  (registers the commands)
+from perfci.cli.app import app, parse_size
+
+
+def entrypoint() -> None:
+    app(prog_name="perfci")
+
+
+__all__ = ["app", "entrypoint", "parse_size"]

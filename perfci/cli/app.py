@@ -1,0 +1,109 @@
+"""Shared CLI machinery: the typer app, consoles, error mapping. Command modules register on `app`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from perfci.errors import PerfciError, UsageError
+from perfci.model import Comparison, RunResult
+from perfci.reports.terminal import comparison_table, verdict_line
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
+baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
+history_app = typer.Typer(help="History store.", no_args_is_help=True)
+import_app = typer.Typer(help="Import results from other tools.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+app.add_typer(history_app, name="history")
+app.add_typer(import_app, name="import")
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class _State:
+    debug = False
+
+
+def consoles() -> tuple[Console, Console]:
+    no_color = "NO_COLOR" in os.environ
+    out = Console(no_color=no_color, soft_wrap=False)
+    if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        out = Console(no_color=no_color, soft_wrap=False, width=200)
+    return out, Console(stderr=True, no_color=no_color)
+
+
+def fail(exc: PerfciError) -> NoReturn:
+    _, err = consoles()
+    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True, soft_wrap=True)
+    if exc.hint:
+        err.print(f"hint: {exc.hint}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def guard(fn: Callable[[], int]) -> NoReturn:
+    """Run a command body; map perfci errors to one line and exit code, tracebacks only with --debug."""
+    try:
+        code = fn()
+    except PerfciError as exc:
+        if _State.debug:
+            raise
+        fail(exc)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    raise typer.Exit(code)
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
+    _State.debug = debug
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "kib": 2**10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 2**20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 2**30,
+    "t": 10**12,
+    "tb": 10**12,
+    "tib": 2**40,
+}
+
+
+def parse_size(text: str) -> int:
+    """`8GiB`, `512MB`, `1000000` -> bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _SIZE_UNITS:
+        raise UsageError(f"cannot read {text!r} as a memory size.", hint="write it like 8GiB, 512MiB or 2GB")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:
+    out, err = consoles()
+    if fmt is OutputFormat.json:
+        rows = [{**r.__dict__, "verdict": r.verdict.value} for r in comparison.rows]
+        out.print_json(json.dumps({"verdict": verdict_line(comparison, run), "rows": rows}))
+    else:
+        out.print(comparison_table(comparison))
+    err.print(verdict_line(comparison, run), highlight=False)
+
+
+def not_yet(name: str) -> NoReturn:
+    fail(UsageError(f"'perfci {name}' is not implemented yet in this version."))
