@@ -146,6 +146,15 @@ class MetricComparison:
     ratio_high: float | None = None
     threshold: float | None = None
     note: str = ""
+    # Added for issue #5 (all optional, with defaults). `ratio` is candidate / baseline of the metric's value.
+    direction: Direction = Direction.LOWER  # which way is better for this metric
+    method: str = ""  # paired | unpaired | tolerance | "" (no statistics: new, missing, error)
+    confidence: float | None = None  # of the one-sided bound (and the two-sided interval ratio_low..ratio_high)
+    bound: float | None = None  # one-sided confidence bound of the ratio on the "worse" side of the verdict
+    noise: float | None = None  # standard error of log(ratio): the spread an A/A comparison would show
+    n_baseline: int | None = None  # rounds (unpaired) or pairs (paired) behind the estimate
+    n_candidate: int | None = None
+    expected: str = ""  # reason of a declared expected change that covers this regression (gate passes)
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,17 @@ class Comparison:
     candidate_label: str
     rows: tuple[MetricComparison, ...]
     warnings: tuple[str, ...] = ()
+    # Added for issue #5 (all optional, with defaults).
+    mode: str = "unpaired"  # unpaired (two result files) | paired (same-machine A/B, rounds in pairs)
+    baseline_run: dict[str, Any] = field(default_factory=dict)  # run_id, git, fingerprint of each side
+    candidate_run: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # decision settings used (alpha, thresholds, looks)
 
     @property
     def regressions(self) -> tuple[MetricComparison, ...]:
         return tuple(r for r in self.rows if r.verdict is Verdict.REGRESSION)
+
+    @property
+    def failing(self) -> tuple[MetricComparison, ...]:
+        """Regressions not covered by a declared expected change: these fail the gate."""
+        return tuple(r for r in self.regressions if not r.expected)

@@ -1,0 +1,103 @@
+"""The saved-comparison format: round trip, validation on read, clear errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perfci.compare.saved import comparison_to_dict, dump_comparison, load_comparison, parse_comparison
+from perfci.errors import ResultsFormatError
+from perfci.model import Comparison, Direction, MetricComparison, Verdict
+
+
+def _comparison() -> Comparison:
+    rows = (
+        MetricComparison(
+            "w.a@cpu",
+            "latency.median",
+            Verdict.REGRESSION,
+            "s",
+            1.0,
+            1.1,
+            1.1,
+            1.05,
+            1.15,
+            0.03,
+            method="paired",
+            confidence=0.99,
+            bound=1.04,
+            noise=0.01,
+            n_baseline=6,
+            n_candidate=6,
+        ),
+        MetricComparison(
+            "w.b@cpu",
+            "throughput",
+            Verdict.UNCHANGED,
+            "calls/s",
+            10.0,
+            10.0,
+            1.0,
+            direction=Direction.HIGHER,
+            bound=math.nan,
+        ),
+        MetricComparison("w.c@cpu", "latency.median", Verdict.NEW, "s", None, 2.0),
+    )
+    return Comparison(
+        "base",
+        "head",
+        rows,
+        ("fingerprint: torch 2.4 vs 2.5",),
+        mode="paired",
+        baseline_run={"run_id": "r1", "git": {"commit": "abc"}, "fingerprint": {"cpu_model": "x"}},
+        settings={"alpha": 0.01},
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "comparison.json"
+    original = _comparison()
+    dump_comparison(original, path)
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "perfci.comparison" and doc["schema_version"] == 1
+    assert doc["verdict"] == {"gate": "fail", "counts": {"regression": 1, "unchanged": 1, "new": 1}}
+    loaded = load_comparison(path)
+    assert loaded.rows[0] == original.rows[0]
+    assert loaded.rows[1].bound is None  # nan is written as null
+    assert loaded.rows[1].direction is Direction.HIGHER
+    assert loaded.warnings == original.warnings and loaded.mode == "paired"
+    assert loaded.baseline_run["run_id"] == "r1"
+
+
+def test_expected_regression_passes_the_gate() -> None:
+    c = _comparison()
+    rows = (MetricComparison(**{**c.rows[0].__dict__, "expected": "trade speed for accuracy"}),)
+    doc = comparison_to_dict(Comparison("a", "b", rows))
+    assert doc["verdict"]["gate"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(schema="perfci.results"), "not a perfci comparison"),
+        (lambda d: d.update(schema_version=9), "schema_version 9"),
+        (lambda d: d["rows"][0].update(verdict="maybe"), "rows/0/verdict"),
+        (lambda d: d.pop("rows"), "rows"),
+    ],
+)
+def test_invalid_documents_are_clear_errors(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    doc = comparison_to_dict(_comparison())
+    mutate(doc)
+    with pytest.raises(ResultsFormatError, match=message):
+        parse_comparison(doc, "c.json")
+
+
+def test_truncated_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    dump_comparison(_comparison(), path)
+    path.write_text(path.read_text()[:200])
+    with pytest.raises(ResultsFormatError, match="truncated"):
+        load_comparison(path)
