@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfci.model import Direction, Metric, Round
 from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
 
@@ -29,8 +31,11 @@ def latency_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     return out
 
 
-def work_metrics(rounds: tuple[Round, ...], flops: float | None, nbytes: float | None) -> list[Metric]:
-    """Achieved FLOP/s and GB/s from declared work over the median latency (interval from latency's)."""
+def work_metrics(
+    rounds: tuple[Round, ...], flops: float | None, nbytes: float | None, peaks: dict[str, Any] | None = None
+) -> list[Metric]:
+    """Achieved FLOP/s and GB/s from the work per call over the median latency (interval from latency's),
+    and the same as % of the runner's measured peaks when they are known."""
     meds = round_medians(rounds)
     m = median(meds)
     lo, hi = median_ci(meds, CONFIDENCE)
@@ -50,7 +55,23 @@ def work_metrics(rounds: tuple[Round, ...], flops: float | None, nbytes: float |
                 CONFIDENCE,
             )
         )
+    peaks = peaks or {}
+    for metric, key in (("flops", "flops"), ("bandwidth", "bandwidth_gbps")):
+        base = next((x for x in out if x.name == metric), None)
+        peak = peaks.get(key)
+        if base is not None and peak:
+            pct = 100.0 / float(peak)
+            low, high = (base.low or 0.0) * pct, (base.high or 0.0) * pct
+            out.append(Metric(f"{metric}.pct_peak", "%", Direction.HIGHER, base.value * pct, low, high, CONFIDENCE))
     return out
+
+
+def energy_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
+    per_call = [r.telemetry["energy_per_call_j"] for r in rounds if r.telemetry.get("energy_per_call_j")]
+    if not per_call:
+        return []
+    lo, hi = median_ci(per_call, CONFIDENCE)
+    return [Metric("energy_per_call", "J", Direction.LOWER, median(per_call), lo, hi, CONFIDENCE)]
 
 
 def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
@@ -73,7 +94,14 @@ def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     return out
 
 
-def case_metrics(rounds: tuple[Round, ...], flops: float | None, nbytes: float | None) -> tuple[Metric, ...]:
+def case_metrics(
+    rounds: tuple[Round, ...], flops: float | None, nbytes: float | None, peaks: dict[str, Any] | None = None
+) -> tuple[Metric, ...]:
     if not rounds:
         return ()
-    return tuple(latency_metrics(rounds) + work_metrics(rounds, flops, nbytes) + memory_metrics(rounds))
+    return tuple(
+        latency_metrics(rounds)
+        + work_metrics(rounds, flops, nbytes, peaks)
+        + memory_metrics(rounds)
+        + energy_metrics(rounds)
+    )

@@ -9,9 +9,11 @@ Partial results are written after every round, so nothing already measured is lo
 from __future__ import annotations
 
 import functools
+import json
 import os
 import random
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -24,6 +26,7 @@ import psutil
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.profilers.fingerprint import fingerprint
+from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
 from perfci.schema import dump_results
 from perfci.supervisor import Limits, run_worker
@@ -41,9 +44,12 @@ class RunSettings:
     case_timeout_s: float = 120.0
     memory_limit_bytes: int = field(default_factory=_default_memory_limit)
     timing: TimingSettings = field(default_factory=TimingSettings)
+    cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
+    # where measured runner peaks are cached; None: do not measure peaks
+    peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
 
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
@@ -69,6 +75,24 @@ def git_info(cwd: Path) -> GitInfo | None:
     return GitInfo(commit=commit, branch=branch, dirty=bool(status) if status is not None else None)
 
 
+def runner_peaks(
+    fp: dict[str, Any], device: str, threads: int, cache: Path, env: dict[str, str], python: str | None
+) -> dict[str, Any]:
+    """The runner's measured peaks for `device`: from the cache, or measured once in a subprocess."""
+    key = cache_key(fp, device, threads)
+    cached = load_cached(cache, key)
+    if cached is not None:
+        return {**cached, "cached": True}
+    cmd = [python or sys.executable, "-m", "perfci.profilers.peaks", device, str(threads)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=True)
+        peaks: dict[str, Any] = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+        return {"error": f"peak calibration failed: {exc}"}
+    store_cached(cache, key, peaks)
+    return {**peaks, "cached": False}
+
+
 @dataclass
 class _CaseState:
     spec: CaseSpec
@@ -77,10 +101,10 @@ class _CaseState:
     flops: float | None = None
     bytes: float | None = None
 
-    def result(self) -> CaseResult:
+    def result(self, peaks: dict[str, Any] | None = None) -> CaseResult:
         status = CaseStatus.ERROR if self.errors else CaseStatus.OK
         rounds = tuple(self.rounds)
-        metrics = case_metrics(rounds, self.flops, self.bytes) if status is CaseStatus.OK else ()
+        metrics = case_metrics(rounds, self.flops, self.bytes, peaks) if status is CaseStatus.OK else ()
         return CaseResult(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)
 
 
@@ -124,7 +148,16 @@ class Runner:
     def start(self, specs: list[CaseSpec], rounds: int | None = None) -> None:
         self.states = {s.id: _CaseState(s) for s in specs}
         self.done, self.total = 0, len(specs) * (rounds or self.settings.rounds)
-        self._header = (utc_now(), fingerprint(), git_info(Path.cwd()))
+        fp = fingerprint()
+        if self.settings.peaks_cache is not None:
+            devices = sorted({s.device.split(":")[0] for s in specs})
+            fp["peaks"] = {
+                d: runner_peaks(
+                    fp, d, self.settings.threads, self.settings.peaks_cache, self._env(), self.worker_python
+                )
+                for d in devices
+            }
+        self._header = (utc_now(), fp, git_info(Path.cwd()))
 
     def run_round(self, index: int, only: list[str] | None = None) -> None:
         """One round: the still-healthy cases (or those in `only`), in an order shuffled per round."""
@@ -151,6 +184,7 @@ class Runner:
             "seed": self.settings.seed,
             "threads": self.settings.threads,
             "timing": asdict(self.settings.timing),
+            "cpu_affinity": list(self.settings.cpu_affinity) if self.settings.cpu_affinity else None,
         }
 
     def _limits(self) -> Limits:
@@ -198,7 +232,9 @@ class Runner:
             fingerprint=fp,
             git=git,
             settings={**self.settings.as_dict(), "complete": final},
-            cases=tuple(st.result() for st in self.states.values()),
+            cases=tuple(
+                st.result(fp.get("peaks", {}).get(st.spec.device.split(":")[0])) for st in self.states.values()
+            ),
         )
         dump_results(run, self.out_dir / "results.json")
         return run

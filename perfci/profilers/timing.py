@@ -36,6 +36,7 @@ class TimingSettings:
     noise_target: float = 0.01  # stop when the median's relative CI half-width is below this
     confidence: float = 0.95
     budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
+    gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph (see cuda_timing)
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,17 @@ def sample(
     clock: Clock,
     iterations: int,
     settings: TimingSettings,
+    before_sample: Callable[[], None] | None = None,
 ) -> tuple[tuple[float, ...], str]:
-    """Take samples until the noise target is met, the budget runs out or max_samples is reached."""
+    """Take samples until the noise target is met, the budget runs out or max_samples is reached.
+
+    `before_sample` (e.g. a telemetry probe) runs outside the timed region, before each sample.
+    """
     samples: list[float] = []
     start = clock()
     while True:
+        if before_sample is not None:
+            before_sample()
         samples.append(timer(fn, iterations))
         n = len(samples)
         if n >= settings.max_samples:
@@ -120,11 +127,14 @@ def measure(
     clock: Clock,
     settings: TimingSettings,
     timer: BlockTimer | None = None,
+    fixed_iterations: int | None = None,
+    before_sample: Callable[[], None] | None = None,
 ) -> SamplingOutcome:
-    """Warm up, calibrate, then sample adaptively. `timer` defaults to reading `clock` around each block."""
+    """Warm up, calibrate, then sample adaptively. `timer` defaults to reading `clock` around each block;
+    `fixed_iterations` skips calibration (cold GPU mode times one call per sample)."""
     block = timer or clock_block_timer(clock)
     warm = warm_up(fn, clock, settings)
     overhead = timer_overhead(clock)
-    iterations = calibrate(fn, block, overhead, settings)
-    samples, reason = sample(fn, block, clock, iterations, settings)
+    iterations = fixed_iterations or calibrate(fn, block, overhead, settings)
+    samples, reason = sample(fn, block, clock, iterations, settings, before_sample)
     return SamplingOutcome(iterations, samples, warm, reason, overhead)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# GPU checks on an NVIDIA machine (run through the device tool; see docs/gpu.md for the last results).
+# Usage: benchmarks/gpu_check.sh OUTDIR
+# Expects torch/triton/nvidia-ml-py in python3; extra wheels (jsonschema, plotly...) may be carried in .whl/.
+set -uo pipefail
+OUTDIR=${1:-gpu-out}
+mkdir -p "$OUTDIR"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+python3 -m perfci env | tee "$OUTDIR/env.txt"
+
+echo "== measurement engine (benchmarks/gpu_workloads.py)"
+python3 -m perfci run benchmarks/gpu_workloads.py --rounds 3 --out "$OUTDIR/engine" --exit-zero >"$OUTDIR/engine.log" 2>&1
+tail -25 "$OUTDIR/engine.log"
+python3 benchmarks/gpu_check.py "$OUTDIR/engine/results.json"
+engine=$?
+
+echo "== GPU-marked tests"
+python3 -m pytest -q -m gpu tests 2>&1 | tail -15
+
+if python3 -m perfci list --suite kernels --device cuda >/dev/null 2>&1; then
+  echo "== kernels suite on cuda"
+  python3 -m perfci run --suite kernels --device cuda --rounds 3 --out "$OUTDIR/kernels" --exit-zero \
+    >"$OUTDIR/kernels.log" 2>&1
+  tail -60 "$OUTDIR/kernels.log"
+fi
+exit $engine

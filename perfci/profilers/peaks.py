@@ -1,0 +1,118 @@
+"""Runner peaks, measured once per runner by calibration micro-benchmarks and cached with the fingerprint.
+
+- CPU memory bandwidth: `dst.copy_(src)` of a 256 MiB float32 tensor (bytes counted: read + write), with the
+  run's thread count; the best of 7 timed copies after 2 warm-ups (interference only slows a copy down,
+  so the fastest repetition is the least disturbed one: a peak is what the machine can do).
+- CPU FLOP/s: float32 matmul, n=1024, same threads.
+- GPU bandwidth: device-to-device copy of 1 GiB (read + write), CUDA events; GPU FLOP/s: bf16 matmul, n=8192.
+These are *achieved* peaks on this runner with these libraries, the honest denominator for "% of peak": a
+kernel cannot beat the copy by much, and a spec-sheet number would make every kernel look poor.
+
+Run as `python -m perfci.profilers.peaks DEVICE THREADS` (the runner does, in a worker process, so the parent
+never imports torch); it prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = 2
+
+
+def cache_key(fp: dict[str, Any], device: str, threads: int) -> str:
+    relevant = {
+        "v": CACHE_VERSION,
+        "cpu": fp.get("cpu_model"),
+        "cores": fp.get("cpu_logical_cores"),
+        "gpus": [g.get("name") for g in fp.get("gpus") or []],
+        "driver": fp.get("gpu_driver"),
+        "libs": fp.get("libraries"),
+        "device": device,
+        "threads": threads,
+    }
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_cached(cache_dir: Path, key: str) -> dict[str, Any] | None:
+    path = cache_dir / f"peaks-{key}.json"
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return loaded
+
+
+def store_cached(cache_dir: Path, key: str, peaks: dict[str, Any]) -> None:
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir / f"peaks-{key}.json").write_text(json.dumps(peaks))
+
+
+def _best_time(fn: Callable[[], object], sync: Callable[[], None], reps: int = 7) -> float:
+    for _ in range(2):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _best_event_time(torch: Any, fn: Callable[[], object], reps: int = 7) -> float:
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return float(min(times))
+
+
+def measure_peaks(device: str, threads: int) -> dict[str, Any]:
+    import torch
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    if device.startswith("cuda"):
+        src = torch.empty(2**28, dtype=torch.float32, device=device).uniform_()
+        dst = torch.empty_like(src)
+        t_copy = _best_event_time(torch, lambda: dst.copy_(src))
+        n = 8192
+        a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        t_mm = _best_event_time(torch, lambda: a @ b)
+        mm_dtype = "bfloat16"
+    else:
+        src = torch.empty(2**26, dtype=torch.float32).uniform_()
+        dst = torch.empty_like(src)
+        t_copy = _best_time(lambda: dst.copy_(src), lambda: None)
+        n = 1024
+        a = torch.randn(n, n)
+        b = torch.randn(n, n)
+        t_mm = _best_time(lambda: a @ b, lambda: None)
+        mm_dtype = "float32"
+    nbytes = 2 * src.numel() * src.element_size()
+    return {
+        "device": device,
+        "threads": int(torch.get_num_threads()),
+        "bandwidth_gbps": nbytes / t_copy / 1e9,
+        "flops": 2.0 * n**3 / t_mm,
+        "method": f"copy of {src.numel() * 4 // 2**20} MiB (read+write); {mm_dtype} matmul n={n}; best of 7",
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure_peaks(sys.argv[1], int(sys.argv[2]))))

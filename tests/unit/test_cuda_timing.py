@@ -1,0 +1,183 @@
+"""CPU twin of the GPU timing paths: a fake `torch.cuda` records the order of operations and advances a fake
+GPU clock, so hot/cold/graph logic is checked without a GPU (the real run is benchmarks/gpu_check.sh)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from perfci.profilers.cuda_timing import cuda_timer
+from perfci.profilers.timing import TimingSettings, measure
+
+
+class FakeGpu:
+    def __init__(self, kernel_s: float, cold_penalty_s: float = 0.0, launch_s: float = 0.0) -> None:
+        self.now = 0.0
+        self.log: list[str] = []
+        self.kernel_s = kernel_s
+        self.cold_penalty_s = cold_penalty_s
+        self.launch_s = launch_s
+        self.l2_warm = False
+        self.capturing: list[Callable[[], None]] | None = None
+
+    def kernel(self) -> None:
+        if self.capturing is not None:
+            self.log.append("capture-kernel")
+            self.capturing.append(self.kernel)
+            return
+        self.log.append("kernel")
+        self.now += self.kernel_s + self.launch_s + (0.0 if self.l2_warm else self.cold_penalty_s)
+        self.l2_warm = True
+
+
+class FakeEvent:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        self.t: float | None = None
+
+    def record(self) -> None:
+        self.gpu.log.append("record")
+        self.t = self.gpu.now
+
+    def synchronize(self) -> None:
+        self.gpu.log.append("sync")
+
+    def elapsed_time(self, other: FakeEvent) -> float:
+        assert self.t is not None and other.t is not None
+        return (other.t - self.t) * 1e3  # milliseconds, like torch
+
+
+class FakeTensor:
+    def __init__(self, gpu: FakeGpu, n: int) -> None:
+        self.gpu = gpu
+        self.n = n
+
+    def fill_(self, value: float) -> None:
+        self.gpu.log.append(f"flush:{self.n * 4}")
+        self.gpu.now += 1e-3  # the flush takes time, which must not be timed
+        self.gpu.l2_warm = False
+
+
+def fake_torch(gpu: FakeGpu, l2: int = 50 * 2**20) -> Any:
+    class Graph:
+        def __init__(self) -> None:
+            self.calls: list[Callable[[], None]] = []
+
+        def replay(self) -> None:
+            gpu.log.append(f"replay:{len(self.calls)}")
+            for _ in self.calls:
+                gpu.now += gpu.kernel_s  # no launch overhead in a graph
+            gpu.l2_warm = True
+
+    class GraphCtx:
+        def __init__(self, graph: Graph) -> None:
+            self.graph = graph
+
+        def __enter__(self) -> None:
+            gpu.capturing = self.graph.calls
+
+        def __exit__(self, *exc: object) -> None:
+            gpu.capturing = None
+
+    class Null:
+        def __enter__(self) -> None: ...
+        def __exit__(self, *exc: object) -> None: ...
+
+    class FakeStream:
+        def wait_stream(self, other: object) -> None: ...
+
+    class Props:
+        L2_cache_size = l2
+
+    class Cuda:
+        Event = staticmethod(lambda enable_timing=True: FakeEvent(gpu))
+        CUDAGraph = Graph
+        Stream = FakeStream
+
+        @staticmethod
+        def get_device_properties(i: int) -> Props:
+            return Props()
+
+        @staticmethod
+        def current_stream() -> FakeStream:
+            return FakeStream()
+
+        @staticmethod
+        def stream(s: FakeStream) -> Null:
+            return Null()
+
+        @staticmethod
+        def graph(g: Graph) -> GraphCtx:
+            return GraphCtx(g)
+
+        @staticmethod
+        def synchronize() -> None:
+            gpu.log.append("device-sync")
+
+    class Torch:
+        cuda = Cuda
+        float32 = "float32"
+
+        @staticmethod
+        def empty(n: int, dtype: object, device: str) -> FakeTensor:
+            return FakeTensor(gpu, n)
+
+    return Torch
+
+
+def host_clock(gpu: FakeGpu) -> Callable[[], float]:
+    return lambda: gpu.now
+
+
+SETTINGS = TimingSettings(warmup_s=0.0, min_warmup_calls=2, min_samples=10, budget_s=0.05, noise_target=0.01)
+
+
+def test_hot_mode_times_back_to_back_calls_between_synchronised_events() -> None:
+    gpu = FakeGpu(kernel_s=1e-5)
+    setup = cuda_timer(fake_torch(gpu), "hot")
+    gpu.log.clear()
+    elapsed = setup.timer(gpu.kernel, 4)
+    assert gpu.log == ["record", "kernel", "kernel", "kernel", "kernel", "record", "sync"]
+    assert elapsed == pytest.approx(4e-5)
+
+
+def test_cold_mode_flushes_l2_outside_the_timed_region_before_every_call() -> None:
+    gpu = FakeGpu(kernel_s=1e-5, cold_penalty_s=5e-6)
+    setup = cuda_timer(fake_torch(gpu, l2=50 * 2**20), "cold")
+    assert setup.fixed_iterations == 1
+    assert setup.flush_bytes == 100 * 2**20  # twice the L2
+    gpu.log.clear()
+    elapsed = setup.timer(gpu.kernel, 2)
+    assert gpu.log == [f"flush:{100 * 2**20}", "record", "kernel", "record", "sync"] * 2
+    # each call paid the cold penalty; the 1 ms flushes were not timed
+    assert elapsed == pytest.approx(2 * 1.5e-5)
+
+
+def test_cold_and_hot_differ_by_the_cold_penalty_through_measure() -> None:
+    hot_gpu, cold_gpu = FakeGpu(1e-5, cold_penalty_s=5e-6), FakeGpu(1e-5, cold_penalty_s=5e-6)
+    hot = cuda_timer(fake_torch(hot_gpu), "hot")
+    cold = cuda_timer(fake_torch(cold_gpu), "cold")
+    h = measure(hot_gpu.kernel, host_clock(hot_gpu), SETTINGS, hot.timer, hot.fixed_iterations)
+    c = measure(cold_gpu.kernel, host_clock(cold_gpu), SETTINGS, cold.timer, cold.fixed_iterations)
+    assert c.iterations == 1
+    assert h.samples[-1] / h.iterations == pytest.approx(1e-5)
+    assert c.samples[-1] == pytest.approx(1.5e-5)
+
+
+def test_graph_mode_captures_once_per_iteration_count_and_removes_launch_overhead() -> None:
+    gpu = FakeGpu(kernel_s=1e-6, launch_s=4e-6)
+    setup = cuda_timer(fake_torch(gpu), "graph")
+    gpu.log.clear()
+    first = setup.timer(gpu.kernel, 8)
+    captures = gpu.log.count("capture-kernel")
+    second = setup.timer(gpu.kernel, 8)
+    assert captures == 8 and gpu.log.count("capture-kernel") == 8  # replayed, not captured again
+    assert first == pytest.approx(8e-6) and second == pytest.approx(8e-6)
+    assert "replay:8" in gpu.log
+
+
+def test_unknown_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown GPU timing mode"):
+        cuda_timer(fake_torch(FakeGpu(1e-6)), "lukewarm")
