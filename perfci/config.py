@@ -1,13 +1,28 @@
 """Project configuration: `perfci.toml` or `[tool.perfci]` in `pyproject.toml`.
 
 The `Config` dataclass is what the rest of perfci reads; `load_config` finds, parses and validates the file
-(unknown key, wrong type, bad pattern, missing path: a ConfigError naming the file and key).
+(unknown key, wrong type, bad pattern, missing path: a ConfigError naming the file, the line where it can be
+found, and the key). The accepted keys are documented in docs/configuration.md.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from perfci.errors import ConfigError
+from perfci.patterns import case_pattern
+
+CONFIG_FILE = "perfci.toml"
+PYPROJECT = "pyproject.toml"
+# metric families (and the metric names under them) a threshold may be set for
+METRIC_FAMILIES = ("latency", "throughput", "memory", "bandwidth", "flops", "noise")
+DEVICE_RE = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
 
 
 @dataclass(frozen=True)
@@ -15,12 +30,209 @@ class Config:
     source: Path | None = None  # the file it came from; None when no configuration was found
     paths: tuple[Path, ...] = ()  # workload files or folders (relative paths resolved against the file's folder)
     suites: tuple[str, ...] = ()  # built-in or user suites to run by default
-    devices: tuple[str, ...] = ()  # devices to run on by default (empty: every device a workload declares)
-    # case pattern (fnmatch on the case id, e.g. "kernels.*") -> metric name or family -> practical threshold
-    # as a fraction, e.g. {"kernels.*": {"latency": 0.03, "memory": 0.01}}
+    devices: tuple[str, ...] = ()  # devices to run on by default (empty: every device present on the runner)
+    # case pattern (perfci.patterns: substring, glob or re:, e.g. "kernels.*") -> metric name or family ->
+    # practical threshold as a fraction, e.g. {"kernels.*": {"latency": 0.03, "memory": 0.01}}
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     rounds: int | None = None
     case_timeout_s: float | None = None
     budget_s: float | None = None  # per-round sampling budget
     runner: str | None = None  # runner class name (names baselines/<runner>.json)
     build_command: str | None = None  # for `perfci ab`: how to make a checked-out revision importable
+    threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
+
+    def threshold(self, case_id: str, metric: str) -> float | None:
+        """The configured threshold for one case and metric, or None.
+
+        Patterns are tried in file order and a later match overrides an earlier one; within a pattern an exact
+        metric name (`latency.median`) beats its family (`latency`).
+        """
+        found: float | None = None
+        family = metric.split(".", 1)[0]
+        for pattern, by_metric in self.thresholds.items():
+            if not case_pattern(pattern).matches(case_id):
+                continue
+            if metric in by_metric:
+                found = by_metric[metric]
+            elif family in by_metric:
+                found = by_metric[family]
+        return found
+
+
+# ---- finding the file ----------------------------------------------------------------------------------------
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return re.search(r"^\s*\[\s*tool\s*\.\s*perfci\s*[\].]", text, re.MULTILINE) is not None
+
+
+def find_config(start: Path) -> Path | None:
+    """`perfci.toml`, else a `pyproject.toml` with `[tool.perfci]`, in `start` or the closest folder above it.
+
+    The search stops at the first folder that has a `pyproject.toml` or a `.git` (the project's root).
+    """
+    for folder in (start.resolve(), *start.resolve().parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
+        pyproject = folder / PYPROJECT
+        if pyproject.is_file():
+            return pyproject if _has_tool_table(pyproject) else None
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def load_config(path: Path | None = None, start: Path | None = None) -> Config:
+    """Load and validate `path`, or the file `find_config(start or cwd)` finds; an empty Config if none."""
+    if path is None:
+        path = find_config(start or Path.cwd())
+        if path is None:
+            return Config()
+    elif not path.is_file():
+        raise ConfigError(f"{path}: configuration file not found.")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
+    if path.name == PYPROJECT:
+        tool = data.get("tool", {})
+        table = tool.get("perfci", {}) if isinstance(tool, dict) else {}
+        return parse_config(table, path, text, prefix="tool.perfci.")
+    return parse_config(data, path, text, prefix="")
+
+
+# ---- validation ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a key lives, for messages: the file, its text and the prefix of the table."""
+
+    source: Path
+    text: str
+    prefix: str
+
+    def line(self, *names: str) -> int | None:
+        """Best effort: the line of the first `name =` (or `name]`), then of the next name after it, and so on."""
+        pos = 0
+        header = re.search(r"^\s*\[\s*tool\s*\.\s*perfci\s*[\].]", self.text, re.MULTILINE) if self.prefix else None
+        if header:
+            pos = header.start()
+        found = None
+        for name in names:
+            esc = re.escape(name)
+            m = re.compile(rf"(?<![\w\"'])(?:{esc}|\"{esc}\"|'{esc}')\s*[=\].]").search(self.text, pos)
+            if m is None:
+                break
+            pos = found = m.start()
+        return None if found is None else self.text.count("\n", 0, found) + 1
+
+    def error(self, names: tuple[str, ...], problem: str, hint: str | None = None) -> ConfigError:
+        """`names`: the key path, e.g. ("thresholds", "kernels.*", "latency")."""
+        line = self.line(*names)
+        where = f"{self.source}:{line}" if line else f"{self.source}"
+        key = ".".join(n if re.fullmatch(r"[A-Za-z0-9_-]+", n) else repr(n) for n in names)
+        return ConfigError(f"{where}: key {self.prefix}{key}: {problem}", hint)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _str_list(w: _Where, key: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise w.error((key,), f"must be a list of strings, got {value!r}.")
+    return tuple(value)
+
+
+def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_zero: bool = False) -> Any:
+    ok = isinstance(value, int) and not isinstance(value, bool) if integer else _is_number(value)
+    if not ok or (value < 0 if allow_zero else value <= 0):  # type: ignore[operator]
+        kind = "an integer" if integer else "a number"
+        sign = ">= 0" if allow_zero else "> 0"
+        raise w.error((key,), f"must be {kind} {sign}, got {value!r}.")
+    return value
+
+
+def _text(w: _Where, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise w.error((key,), f"must be a non-empty string, got {value!r}.")
+    return value
+
+
+def _paths(w: _Where, value: object) -> tuple[Path, ...]:
+    out = []
+    for i, raw in enumerate(_str_list(w, "paths", value)):
+        p = Path(raw)
+        p = p if p.is_absolute() else w.source.parent / p
+        if not p.exists():
+            raise w.error(("paths",), f"paths[{i}] {raw!r} does not exist (looked for {p.resolve()}).")
+        out.append(p)
+    return tuple(out)
+
+
+def _devices(w: _Where, value: object) -> tuple[str, ...]:
+    devices = _str_list(w, "devices", value)
+    for d in devices:
+        if not DEVICE_RE.match(d):
+            raise w.error(("devices",), f"{d!r} is not a device name like 'cpu', 'cuda' or 'cuda:1'.")
+    return devices
+
+
+def _thresholds(w: _Where, value: object) -> dict[str, dict[str, float]]:
+    if not isinstance(value, dict):
+        raise w.error(
+            ("thresholds",), 'must be a table: pattern -> {metric = fraction}, e.g. "kernels.*" = {latency = 0.03}.'
+        )
+    out: dict[str, dict[str, float]] = {}
+    for pattern, metrics in value.items():
+        key = ("thresholds", pattern)
+        try:
+            case_pattern(pattern)
+        except ValueError as exc:
+            raise w.error(key, f"bad case pattern {pattern!r}: {exc}.") from None
+        if not isinstance(metrics, dict):
+            raise w.error(key, f"must be a table of metric = fraction, got {metrics!r}.")
+        for metric, frac in metrics.items():
+            if metric.split(".", 1)[0] not in METRIC_FAMILIES:
+                raise w.error(
+                    (*key, metric), f"unknown metric {metric!r}.", hint=f"use one of {', '.join(METRIC_FAMILIES)}"
+                )
+            if isinstance(frac, dict):
+                raise w.error((*key, metric), "is a table.", hint='quote a dotted metric name: "latency.median" = 0.02')
+            if not _is_number(frac) or not 0 < frac < 10:
+                raise w.error((*key, metric), f"must be a fraction > 0 (0.05 = 5%), got {frac!r}.")
+        out[pattern] = {m: float(f) for m, f in metrics.items()}
+    return out
+
+
+_FIELDS: dict[str, Callable[[_Where, object], Any]] = {
+    "paths": _paths,
+    "suites": lambda w, v: _str_list(w, "suites", v),
+    "devices": _devices,
+    "thresholds": _thresholds,
+    "rounds": lambda w, v: _positive(w, "rounds", v, integer=True),
+    "case_timeout_s": lambda w, v: float(_positive(w, "case_timeout_s", v)),
+    "budget_s": lambda w, v: float(_positive(w, "budget_s", v)),
+    "runner": lambda w, v: _text(w, "runner", v),
+    "build_command": lambda w, v: _text(w, "build_command", v),
+    "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
+}
+
+
+def parse_config(data: Mapping[str, Any], source: Path, text: str = "", prefix: str = "") -> Config:
+    """Validate a parsed TOML table; ConfigError names the file, the line (when found) and the key."""
+    w = _Where(source, text, prefix)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _FIELDS:
+            close = difflib.get_close_matches(key, list(_FIELDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(_FIELDS))}"
+            raise w.error((key,), "unknown key.", hint)
+        values[key] = _FIELDS[key](w, value)
+    return Config(source=source, **values)

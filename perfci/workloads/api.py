@@ -3,19 +3,34 @@
 The decorated function builds its inputs and returns the callable to time. The decorator returns a `Workload`
 object (itself callable like the original function); discovery finds these objects in a module's namespace, so
 there is no global registry.
+
+Two ways to leave a case out:
+- `skip=`: a predicate over the parameters and the device, evaluated when the grid is expanded (listing). A true
+  value or a non-empty string (the reason) removes that combination from the grid: use it for combinations that
+  make no sense (bf16 on a CPU without bf16 units, sizes meant for another device).
+- `ctx.skip(reason)` inside the set-up, at run time: for what only the runner can tell (triton not installed,
+  no CUDA execution provider). The case is listed, and running it reports the reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, NoReturn, overload
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.model import CaseSpec, ParamValue
+from perfci.workloads.checks import Tolerance, assert_close
 
 SetupFn = Callable[..., Callable[[], object]]
+PARAM_TYPES = (str, int, float, bool)
+
+
+class SkipCase(Exception):
+    """Raised by a set-up (through `ctx.skip`) when this runner cannot run the case; the message is the reason."""
 
 
 @dataclass
@@ -29,6 +44,17 @@ class WorkloadContext:
     bytes: float | None = None
     teardown: Callable[[], None] | None = None
     check: Callable[[], None] | None = None  # raises AssertionError when the output is wrong
+    notes: dict[str, Any] = field(default_factory=dict)  # facts worth recording (threads, providers, ...)
+
+    def skip(self, reason: str) -> NoReturn:
+        """Give up on this case on this runner, with the reason (e.g. "triton is not installed")."""
+        raise SkipCase(reason)
+
+    def check_close(
+        self, produce: Callable[[], object], expected: object, tolerance: Tolerance, what: str = "output"
+    ) -> None:
+        """Set `check` to compare `produce()` with `expected` (a tensor or array) within `tolerance`."""
+        self.check = lambda: assert_close(produce(), expected, tolerance, what)
 
 
 @dataclass(frozen=True)
@@ -53,19 +79,32 @@ class Workload:
     def skip_reason(self, params: Mapping[str, ParamValue], device: str) -> str | None:
         if self.skip is None:
             return None
-        verdict = self.skip(device=device, **params)
+        try:
+            verdict = self.skip(device=device, **params)
+        except TypeError as exc:
+            raise WorkloadDefinitionError(
+                f"workload {self.name!r}: its skip predicate cannot be called as skip(device=..., "
+                f"{', '.join(f'{k}=...' for k in params)}): {exc}.",
+                hint="accept the parameters by name, or **kwargs",
+            ) from None
         if verdict is True:
             return "skipped by the workload's skip predicate"
-        return verdict or None
+        return str(verdict) if verdict else None
 
-    def cases(self, stem: str, source: str) -> list[CaseSpec]:
+    def all_cases(self, stem: str, source: str) -> list[tuple[CaseSpec, str | None]]:
+        """Every combination with the reason it is skipped (None: it runs)."""
         full = f"{stem}.{self.name}"
         return [
-            CaseSpec(workload=full, params=p, device=d, source=source, tags=self.tags, suite=self.suite or stem)
+            (
+                CaseSpec(workload=full, params=p, device=d, source=source, tags=self.tags, suite=self.suite or stem),
+                self.skip_reason(p, d),
+            )
             for p in self.grid()
             for d in self.devices
-            if self.skip_reason(p, d) is None
         ]
+
+    def cases(self, stem: str, source: str) -> list[CaseSpec]:
+        return [spec for spec, reason in self.all_cases(stem, source) if reason is None]
 
 
 @overload
@@ -101,13 +140,7 @@ def workload(
 
     def wrap(f: SetupFn) -> Workload:
         grid = dict(params or {})
-        for key, values in grid.items():
-            if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
-                raise WorkloadDefinitionError(
-                    f"workload {f.__name__!r}: parameter {key!r} must be a non-empty list of values.",
-                )
-        if not devices:
-            raise WorkloadDefinitionError(f"workload {f.__name__!r}: 'devices' must name at least one device.")
+        _validate(f, grid, devices, timing or {})
         return Workload(
             name=name or f.__name__,
             setup=f,
@@ -120,3 +153,41 @@ def workload(
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], timing: Mapping[str, Any]) -> None:
+    who = f"workload {getattr(f, '__name__', f)!r}"
+    for key, values in grid.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+            raise WorkloadDefinitionError(f"{who}: parameter {key!r} must be a non-empty list of values.")
+        bad = [v for v in values if not isinstance(v, PARAM_TYPES)]
+        if bad:
+            raise WorkloadDefinitionError(
+                f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, float or bool.",
+            )
+        if len(set(values)) != len(values):
+            raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")
+    if not devices or isinstance(devices, str):
+        raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
+    unknown = sorted(set(timing) - _timing_fields()) if timing else []
+    if unknown:
+        raise WorkloadDefinitionError(
+            f"{who}: unknown timing setting {unknown[0]!r}.",
+            hint=f"known settings: {', '.join(sorted(_timing_fields()))}",
+        )
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return
+    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    missing = [k for k in grid if k not in sig.parameters]
+    if missing and not takes_kwargs:
+        raise WorkloadDefinitionError(
+            f"{who}: parameter {missing[0]!r} is not an argument of {f.__name__}{sig}.",
+        )
+
+
+def _timing_fields() -> set[str]:
+    from perfci.profilers.timing import TimingSettings  # lazily: it pulls in scipy
+
+    return {f.name for f in dataclasses.fields(TimingSettings)}

@@ -14,7 +14,7 @@ from perfci.model import CaseSpec
 from perfci.workloads.api import Workload
 
 BUILTIN_PACKAGE = "perfci.workloads.builtin"
-BUILTIN_SUITES = ("default",)
+BUILTIN_SUITES = ("default", "kernels", "models", "onnx")
 MODULE_PREFIX = "module:"
 
 
@@ -85,9 +85,14 @@ def expand_paths(paths: list[Path]) -> list[str]:
 
 
 def cases_from_sources(sources: list[str]) -> list[CaseSpec]:
-    cases: list[CaseSpec] = []
+    return [spec for spec, reason in all_cases_from_sources(sources) if reason is None]
+
+
+def all_cases_from_sources(sources: list[str]) -> list[tuple[CaseSpec, str | None]]:
+    """Every case with the reason its workload's skip predicate leaves it out (None: it runs)."""
+    cases: list[tuple[CaseSpec, str | None]] = []
     for source in sources:
         stem = source_stem(source)
         for w in workloads_in(load_source(source)):
-            cases += w.cases(stem, source)
+            cases += w.all_cases(stem, source)
     return cases

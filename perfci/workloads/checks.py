@@ -1,0 +1,69 @@
+"""Correctness checks for workloads: compare an output with a reference within a stated tolerance.
+
+Works on torch tensors, NumPy arrays and (nested) lists or tuples of them, without importing torch (a tensor is
+converted through `.detach().float().cpu().numpy()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Either element-wise (`|a - e| <= atol + rtol * |e|` everywhere) or, when `max_rel_l2` is set, by the
+    relative L2 error `||a - e|| / ||e||` (the right measure for int8 and reduced-precision outputs, whose
+    element-wise errors are large where values are near zero)."""
+
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    max_rel_l2: float | None = None
+
+    def describe(self) -> str:
+        if self.max_rel_l2 is not None:
+            return f"relative L2 error <= {self.max_rel_l2:g}"
+        return f"|a - e| <= {self.atol:g} + {self.rtol:g} * |e|"
+
+
+FP32 = Tolerance(rtol=1e-4, atol=1e-4)
+
+
+def to_numpy(value: Any) -> np.ndarray[Any, Any]:
+    if hasattr(value, "detach"):  # torch.Tensor, without importing torch
+        return np.asarray(value.detach().float().cpu().numpy(), dtype=np.float64)
+    return np.asarray(value, dtype=np.float64)
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return [x for item in value for x in _flatten(item)]
+    return [value]
+
+
+def assert_close(actual: Any, expected: Any, tolerance: Tolerance, what: str = "output") -> None:
+    """AssertionError naming the worst deviation and the tolerance when `actual` is not close to `expected`."""
+    acts, exps = _flatten(actual), _flatten(expected)
+    if len(acts) != len(exps):
+        raise AssertionError(f"{what}: {len(acts)} outputs where the reference has {len(exps)}")
+    for i, (a_raw, e_raw) in enumerate(zip(acts, exps, strict=True)):
+        a, e = to_numpy(a_raw), to_numpy(e_raw)
+        name = what if len(acts) == 1 else f"{what}[{i}]"
+        if a.shape != e.shape:
+            raise AssertionError(f"{name}: shape {a.shape} where the reference has {e.shape}")
+        if not np.all(np.isfinite(a)):
+            raise AssertionError(f"{name}: {int(np.sum(~np.isfinite(a)))} non-finite values")
+        if tolerance.max_rel_l2 is not None:
+            rel = float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30))
+            if rel > tolerance.max_rel_l2:
+                raise AssertionError(f"{name}: relative L2 error {rel:.3g} exceeds {tolerance.describe()}")
+            continue
+        excess = np.abs(a - e) - (tolerance.atol + tolerance.rtol * np.abs(e))
+        if np.any(excess > 0):
+            worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+            raise AssertionError(
+                f"{name}: {int(np.sum(excess > 0))} of {a.size} values off; worst at {tuple(map(int, worst))}: "
+                f"{a[worst]:.6g} vs {e[worst]:.6g} (tolerance {tolerance.describe()})"
+            )

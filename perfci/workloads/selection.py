@@ -1,0 +1,52 @@
+"""Which cases run: the sources to import (user paths, built-in suites) and the filters over the case ids.
+
+Filters (all must hold): `-k` patterns (any may match; see perfci.patterns for substring, glob and `re:`),
+suites (the case's suite: the `suite=` of its workload, else its file stem; built-in suites are named after
+their module), and devices (`cuda` also selects `cuda:N`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfci.model import CaseSpec
+from perfci.patterns import CasePattern, matches_any
+from perfci.workloads.discovery import BUILTIN_SUITES, builtin_source, expand_paths
+
+
+@dataclass(frozen=True)
+class Selection:
+    patterns: tuple[CasePattern, ...] = ()
+    suites: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+
+    def keeps(self, spec: CaseSpec) -> bool:
+        if self.patterns and not matches_any(self.patterns, spec.id):
+            return False
+        if self.suites and spec.suite not in self.suites:
+            return False
+        return not self.devices or any(device_matches(d, spec.device) for d in self.devices)
+
+
+def device_matches(wanted: str, device: str) -> bool:
+    return device == wanted or (":" not in wanted and device.startswith(f"{wanted}:"))
+
+
+def plan_sources(paths: Sequence[Path], suites: Sequence[str]) -> list[str]:
+    """User files under `paths`, plus the built-in suites named in `suites`; the default suite when both are
+    empty."""
+    sources = expand_paths(list(paths))
+    sources += [builtin_source(s) for s in suites if s in BUILTIN_SUITES and builtin_source(s) not in sources]
+    return sources or [builtin_source("default")]
+
+
+def select(specs: Sequence[CaseSpec], selection: Selection) -> list[CaseSpec]:
+    return [s for s in specs if selection.keeps(s)]
+
+
+def unknown_suites(specs: Sequence[CaseSpec], suites: Sequence[str]) -> list[str]:
+    """Requested suites that no discovered case belongs to."""
+    known = {s.suite for s in specs}
+    return [s for s in suites if s not in known]
