@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from perfci.profilers import memory
 from perfci.profilers.cuda_timing import cuda_timer
-from perfci.profilers.telemetry import apply_throttle_rule, open_probe, summarize
+from perfci.profilers.telemetry import apply_throttle_rule, energy_block, open_probe, summarize
 from perfci.profilers.timing import BlockTimer, TimingSettings, measure
 from perfci.profilers.work import resolve_work
 from perfci.workloads.api import WorkloadContext
@@ -99,9 +99,12 @@ def measure_case(case: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     }
     samples = outcome.samples
     if probe is not None and snapshots:
-        end = probe.snapshot()
-        calls = outcome.iterations * len(samples)
-        telemetry.update(summarize(snapshots, snapshots[0], end, calls))
+        start, end, calls = snapshots[0], snapshots[-1], 0
+        if timer is not None and mode != "cold" and settings.energy_window_s > 0:
+            start, end, calls = energy_block(
+                probe, lambda n: timer(fn, n), outcome.iterations, settings.energy_window_s, time.perf_counter
+            )
+        telemetry.update(summarize(snapshots, start, end, calls))
         samples, flagged, dropped = apply_throttle_rule(samples, snapshots, settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
     peak_device = int(cuda.cuda.max_memory_allocated()) if cuda is not None else None

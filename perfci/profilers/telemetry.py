@@ -113,3 +113,21 @@ def summarize(
     if end.get("memory_used_bytes") is not None:
         out["nvml_memory_used_bytes"] = end["memory_used_bytes"]
     return out
+
+
+def energy_block(
+    probe: NvmlProbe, run_block: Any, iterations: int, window_s: float, clock: Any
+) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """Run `run_block(iterations)` back to back for `window_s`; return (start, end) snapshots and calls made.
+
+    The NVML energy counter (mJ) updates in steps of tens of milliseconds, so the window must be long
+    (default 0.5 s) for the per-call figure to be accurate to a few percent.
+    """
+    start = probe.snapshot()
+    t_end = clock() + window_s
+    calls = 0
+    while clock() < t_end:
+        run_block(iterations)
+        calls += iterations
+    end = probe.snapshot()
+    return start, end, calls

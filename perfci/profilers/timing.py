@@ -37,6 +37,7 @@ class TimingSettings:
     confidence: float = 0.95
     budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
     gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph (see cuda_timing)
+    energy_window_s: float = 0.5  # CUDA cases with NVML: contiguous block for energy per call (0: off)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ class FakeTensor:
         self.n = n
 
     def fill_(self, value: float) -> None:
+        self.gpu.log.append("init")
+
+    def sum(self) -> None:
         self.gpu.log.append(f"flush:{self.n * 4}")
         self.gpu.now += 1e-3  # the flush takes time, which must not be timed
         self.gpu.l2_warm = False

@@ -106,3 +106,20 @@ def test_pct_of_peak_metrics() -> None:
     assert metrics["flops.pct_peak"].value == pytest.approx(25.0)
     assert metrics["bandwidth"].value == pytest.approx(20.0)
     assert metrics["bandwidth.pct_peak"].value == pytest.approx(50.0)
+
+
+def test_energy_block_brackets_a_contiguous_run_of_calls() -> None:
+    nvml = FakeNvml([0])
+    probe = NvmlProbe(nvml, None)
+    now = [0.0]
+    blocks: list[int] = []
+
+    def run_block(n: int) -> None:
+        blocks.append(n)
+        now[0] += 0.1
+
+    from perfci.profilers.telemetry import energy_block
+
+    start, end, calls = energy_block(probe, run_block, 4, 0.5, lambda: now[0])
+    assert blocks == [4] * 5 and calls == 20
+    assert end["energy_mj"] - start["energy_mj"] == 900  # one read apart: nothing between them but the block
