@@ -136,6 +136,7 @@ def note_other_devices(choice: CaseChoice) -> None:
             f"note: {choice.other_devices} case(s) for {', '.join(devices)} left out: no such device on this runner "
             f"(pass --device {devices[0].split(':')[0]} to include them).",
             highlight=False,
+            soft_wrap=True,
         )
 
 

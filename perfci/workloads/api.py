@@ -26,6 +26,9 @@ from perfci.model import CaseSpec, ParamValue
 from perfci.workloads.checks import Tolerance, assert_close
 
 SetupFn = Callable[..., Callable[[], object]]
+SkipFn = Callable[..., bool | str | None]  # (device=..., **params) -> True or a reason to skip
+# a parameter's values: one list for every device, or a list per device ({"cpu": [256], "cuda": [4096]})
+ParamValues = Sequence[ParamValue] | Mapping[str, Sequence[ParamValue]]
 PARAM_TYPES = (str, int, float, bool)
 
 
@@ -61,19 +64,27 @@ class WorkloadContext:
 class Workload:
     name: str
     setup: SetupFn
-    params: Mapping[str, Sequence[ParamValue]] = field(default_factory=dict)
+    params: Mapping[str, ParamValues] = field(default_factory=dict)
     devices: tuple[str, ...] = ("cpu",)
     suite: str = ""
     tags: tuple[str, ...] = ()
-    skip: Callable[..., bool | str] | None = None
+    skip: SkipFn | None = None
     timing: Mapping[str, Any] = field(default_factory=dict)
 
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
         return self.setup(ctx, **params)
 
-    def grid(self) -> list[dict[str, ParamValue]]:
+    def values(self, key: str, device: str) -> Sequence[ParamValue]:
+        declared = self.params[key]
+        if isinstance(declared, Mapping):
+            return declared.get(device.split(":")[0], ())
+        return declared
+
+    def grid(self, device: str | None = None) -> list[dict[str, ParamValue]]:
+        """The Cartesian product of the parameters' values (on `device`, for per-device values)."""
         keys = list(self.params)
-        combos = itertools.product(*(self.params[k] for k in keys))
+        dev = device or self.devices[0]
+        combos = itertools.product(*(self.values(k, dev) for k in keys))
         return [dict(zip(keys, values, strict=True)) for values in combos]
 
     def skip_reason(self, params: Mapping[str, ParamValue], device: str) -> str | None:
@@ -99,8 +110,8 @@ class Workload:
                 CaseSpec(workload=full, params=p, device=d, source=source, tags=self.tags, suite=self.suite or stem),
                 self.skip_reason(p, d),
             )
-            for p in self.grid()
             for d in self.devices
+            for p in self.grid(d)
         ]
 
     def cases(self, stem: str, source: str) -> list[CaseSpec]:
@@ -115,12 +126,12 @@ def workload(fn: SetupFn) -> Workload: ...
 def workload(
     fn: None = None,
     *,
-    params: Mapping[str, Sequence[ParamValue]] | None = None,
+    params: Mapping[str, ParamValues] | None = None,
     devices: Sequence[str] = ("cpu",),
     name: str | None = None,
     suite: str = "",
     tags: Sequence[str] = (),
-    skip: Callable[..., bool | str] | None = None,
+    skip: SkipFn | None = None,
     timing: Mapping[str, Any] | None = None,
 ) -> Callable[[SetupFn], Workload]: ...
 
@@ -128,12 +139,12 @@ def workload(
 def workload(
     fn: SetupFn | None = None,
     *,
-    params: Mapping[str, Sequence[ParamValue]] | None = None,
+    params: Mapping[str, ParamValues] | None = None,
     devices: Sequence[str] = ("cpu",),
     name: str | None = None,
     suite: str = "",
     tags: Sequence[str] = (),
-    skip: Callable[..., bool | str] | None = None,
+    skip: SkipFn | None = None,
     timing: Mapping[str, Any] | None = None,
 ) -> Workload | Callable[[SetupFn], Workload]:
     """Decorator: `@workload` or `@workload(params={...}, devices=[...])`."""
@@ -155,20 +166,31 @@ def workload(
     return wrap(fn) if fn is not None else wrap
 
 
+def _validate_values(who: str, key: str, values: object) -> None:
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+        raise WorkloadDefinitionError(f"{who}: parameter {key!r} must be a non-empty list of values.")
+    bad = [v for v in values if not isinstance(v, PARAM_TYPES)]
+    if bad:
+        raise WorkloadDefinitionError(
+            f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, float or bool.",
+        )
+    if len(set(values)) != len(values):
+        raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")
+
+
 def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], timing: Mapping[str, Any]) -> None:
     who = f"workload {getattr(f, '__name__', f)!r}"
-    for key, values in grid.items():
-        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
-            raise WorkloadDefinitionError(f"{who}: parameter {key!r} must be a non-empty list of values.")
-        bad = [v for v in values if not isinstance(v, PARAM_TYPES)]
-        if bad:
-            raise WorkloadDefinitionError(
-                f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, float or bool.",
-            )
-        if len(set(values)) != len(values):
-            raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")
     if not devices or isinstance(devices, str):
         raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
+    for key, values in grid.items():
+        if not isinstance(values, Mapping):
+            _validate_values(who, key, values)
+            continue
+        for device in devices:
+            if device.split(":")[0] not in values:
+                raise WorkloadDefinitionError(f"{who}: parameter {key!r} has no values for device {device!r}.")
+        for device, per_device in values.items():
+            _validate_values(who, f"{key}[{device}]", per_device)
     unknown = sorted(set(timing) - _timing_fields()) if timing else []
     if unknown:
         raise WorkloadDefinitionError(
