@@ -1,0 +1,126 @@
+"""Configuration: finding, parsing and validating perfci.toml / [tool.perfci]; every error names file, line, key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfci.config import Config, find_config, load_config
+from perfci.errors import ConfigError
+
+FULL = """\
+paths = ["perf"]
+suites = ["kernels", "mine"]
+devices = ["cpu", "cuda:1"]
+rounds = 7
+case_timeout_s = 60
+budget_s = 0.25
+runner = "ci-cpu"
+build_command = "pip install -e ."
+threads = 2
+
+[thresholds]
+"*" = { latency = 0.05 }
+"kernels.*" = { latency = 0.03, "latency.p90" = 0.1, memory = 0.01 }
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "perf").mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_full_perfci_toml(tmp_path: Path) -> None:
+    path = write(tmp_path, "perfci.toml", FULL)
+    cfg = load_config(path)
+    assert cfg.source == path
+    assert cfg.paths == (tmp_path / "perf",)
+    assert cfg.suites == ("kernels", "mine")
+    assert cfg.devices == ("cpu", "cuda:1")
+    assert (cfg.rounds, cfg.case_timeout_s, cfg.budget_s, cfg.threads) == (7, 60.0, 0.25, 2)
+    assert (cfg.runner, cfg.build_command) == ("ci-cpu", "pip install -e .")
+    assert cfg.thresholds["kernels.*"] == {"latency": 0.03, "latency.p90": 0.1, "memory": 0.01}
+
+
+def test_threshold_lookup_later_pattern_and_exact_metric_win(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, "perfci.toml", FULL))
+    assert cfg.threshold("kernels.mm[n=1]@cpu", "latency.median") == 0.03
+    assert cfg.threshold("kernels.mm[n=1]@cpu", "latency.p90") == 0.1
+    assert cfg.threshold("models.mlp@cpu", "latency.median") == 0.05
+    assert cfg.threshold("models.mlp@cpu", "memory.peak_rss") is None
+    assert Config().threshold("x", "latency") is None
+
+
+def test_pyproject_tool_table_and_search_upwards(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n[tool.perfci]\npaths = ["perf"]\nrounds = 3\n')
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    assert find_config(sub) == tmp_path / "pyproject.toml"
+    cfg = load_config(start=sub)
+    assert cfg.rounds == 3 and cfg.paths == (tmp_path / "perf",)
+
+
+def test_perfci_toml_beats_pyproject_and_pyproject_without_table_stops_search(tmp_path: Path) -> None:
+    write(tmp_path, "perfci.toml", "rounds = 2\n")
+    inner = tmp_path / "proj"
+    write(inner, "pyproject.toml", '[project]\nname = "x"\n')
+    assert find_config(inner) is None
+    assert load_config(start=inner) == Config()
+    write(inner, "perfci.toml", "rounds = 4\n")
+    assert load_config(start=inner).rounds == 4
+
+
+def test_missing_explicit_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="configuration file not found"):
+        load_config(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('paths = ["perf"]\npathz = ["x"]\n', "perfci.toml:2: key pathz: unknown key"),
+        ("rounds = 3\n[tresholds]\n", "perfci.toml:2: key tresholds: unknown key"),
+        ('rounds = "5"\n', "perfci.toml:1: key rounds: must be an integer > 0, got '5'"),
+        ("rounds = true\n", "perfci.toml:1: key rounds: must be an integer"),
+        ("rounds = 0\n", "perfci.toml:1: key rounds: must be an integer > 0"),
+        ("budget_s = -1\n", "perfci.toml:1: key budget_s: must be a number > 0"),
+        ('paths = "perf"\n', "perfci.toml:1: key paths: must be a list of strings"),
+        ('\n\npaths = ["perf", "nowhere"]\n', "perfci.toml:3: key paths: paths[1] 'nowhere' does not exist"),
+        ('devices = ["GPU 0"]\n', "perfci.toml:1: key devices: 'GPU 0' is not a device name"),
+        ('runner = ""\n', "perfci.toml:1: key runner: must be a non-empty string"),
+        ('[thresholds]\n"re:(" = { latency = 0.1 }\n', "perfci.toml:2: key thresholds.'re:(': bad case pattern"),
+        (
+            '[thresholds."kernels.*"]\nlatncy = 0.1\n',
+            "perfci.toml:2: key thresholds.'kernels.*'.latncy: unknown metric",
+        ),
+        ('[thresholds]\n"*" = { latency = "5%" }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
+        ('[thresholds]\n"*" = { latency = 0 }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
+        ('[thresholds]\n"*" = 0.05\n', "perfci.toml:2: key thresholds.'*': must be a table"),
+        ("thresholds = 0.05\n", "perfci.toml:1: key thresholds: must be a table"),
+        ('paths = ["perf"\nrounds = 3\n', "perfci.toml: invalid TOML: Unclosed array (at line 2, column 1)"),
+        ("rounds = = 3\n", "perfci.toml: invalid TOML: Invalid value (at line 1, column 10)"),
+    ],
+)
+def test_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, "perfci.toml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value).replace(str(tmp_path) + "/", "")
+    assert message.startswith(expected), message
+
+
+def test_unknown_key_hint_suggests_the_close_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "perfci.toml", "round = 3\n"))
+    assert info.value.hint == "did you mean 'rounds'?"
+
+
+def test_pyproject_errors_use_the_tool_prefix_and_pyproject_lines(tmp_path: Path) -> None:
+    text = '[project]\nname = "x"\nrounds = 1\n\n[tool.perfci]\nsuites = ["kernels"]\nrounds = "many"\n'
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "pyproject.toml", text))
+    assert str(info.value).endswith("pyproject.toml:7: key tool.perfci.rounds: must be an integer > 0, got 'many'.")

@@ -1,0 +1,128 @@
+"""`perfci list` / `perfci run` with configuration and filters, through typer's CliRunner (nothing measured)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfci.cli import app
+
+runner = CliRunner()
+
+WORKLOAD = """\
+import perfci
+
+@perfci.workload(params={"n": [1, 2]}, devices=["cpu", "cuda"], suite="mine")
+def summing(ctx, n):
+    return lambda: sum(range(n))
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "perf").mkdir()
+    (tmp_path / "perf" / "bench_sum.py").write_text(WORKLOAD)
+    (tmp_path / "perfci.toml").write_text('paths = ["perf"]\ndevices = ["cpu"]\n')
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_list_uses_configured_paths_and_devices(project: Path) -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    assert lines(result.stdout) == ["bench_sum.summing[n=1]@cpu", "bench_sum.summing[n=2]@cpu"]
+
+
+def test_command_line_beats_configuration(project: Path) -> None:
+    result = runner.invoke(app, ["list", "--device", "cuda", "-k", "n=2"])
+    assert lines(result.stdout) == ["bench_sum.summing[n=2]@cuda"]
+    result = runner.invoke(app, ["list", "--suite", "mine", "--suite", "default", "--device", "cpu", "-k", "*matmul*"])
+    assert lines(result.stdout) == ["default.matmul[n=384,dtype=float32]@cpu"]
+
+
+def test_list_json_and_all(project: Path) -> None:
+    rows = json.loads(runner.invoke(app, ["list", "--all", "--format", "json"]).stdout)
+    assert [(r["id"], r["suite"], r["left_out"]) for r in rows][-1] == (
+        "bench_sum.summing[n=2]@cuda",
+        "mine",
+        "device cuda not selected",
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ('paths = ["perf"]\nsuite = ["kernels"]\n', "perfci.toml:2: key suite: unknown key"),
+        ('paths = ["perf"]\nrounds = "3"\n', "perfci.toml:2: key rounds: must be an integer"),
+        ('paths = ["perf", "elsewhere"]\n', "perfci.toml:1: key paths: paths[1] 'elsewhere' does not exist"),
+        ('paths = ["perf"\n', "perfci.toml: invalid TOML"),
+        ('[thresholds]\n"re:[" = {latency = 0.1}\n', "perfci.toml:2: key thresholds.'re:[': bad case pattern"),
+    ],
+)
+@pytest.mark.parametrize("command", ["list", "run"])
+def test_config_errors_exit_2_naming_file_line_and_key(project: Path, config: str, needle: str, command: str) -> None:
+    (project / "perfci.toml").write_text(config)
+    result = runner.invoke(app, [command])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    first = lines(result.stderr)[0]
+    assert first.startswith("error: ") and needle in first.replace(str(project) + "/", ""), first
+
+
+def test_workload_file_with_syntax_error_exits_2_naming_file_and_line(project: Path) -> None:
+    (project / "perf" / "bench_bad.py").write_text("import perfci\n\n@perfci.workload\ndef broken(ctx:\n    pass\n")
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 2
+    assert "bench_bad.py:4: syntax error in workload file" in result.stderr.replace("\n", "")
+
+
+def test_invalid_workload_declaration_exits_2(project: Path) -> None:
+    (project / "perf" / "bench_bad.py").write_text(
+        "import perfci\n\n@perfci.workload(params={'n': 3})\ndef broken(ctx, n):\n    return lambda: n\n"
+    )
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 2
+    assert "parameter 'n' must be a non-empty list" in result.stderr.replace("\n", "")
+
+
+def test_explicit_config_option(project: Path, tmp_path: Path) -> None:
+    other = project / "ci.toml"
+    other.write_text('paths = ["perf"]\ndevices = ["cuda"]\n')
+    result = runner.invoke(app, ["list", "--config", str(other)])
+    assert lines(result.stdout) == ["bench_sum.summing[n=1]@cuda", "bench_sum.summing[n=2]@cuda"]
+    assert runner.invoke(app, ["list", "--config", str(project / "nope.toml")]).exit_code == 2
+
+
+def test_unknown_suite_and_bad_k_exit_2(project: Path) -> None:
+    result = runner.invoke(app, ["list", "--suite", "kernals"])
+    assert result.exit_code == 2 and "unknown suite 'kernals'" in result.stderr
+    assert "yours: mine" in result.stderr.replace("\n", " ")
+    result = runner.invoke(app, ["list", "-k", "re:("])
+    assert result.exit_code == 2 and "-k: invalid regular expression" in result.stderr
+
+
+def test_run_with_nothing_selected_exits_2(project: Path) -> None:
+    result = runner.invoke(app, ["run", "-k", "no-such-case"])
+    assert result.exit_code == 2 and "no cases to run" in result.stderr
+
+
+def test_builtin_suites_list_their_sweeps_by_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cpu = lines(runner.invoke(app, ["list", "--suite", "kernels", "--device", "cpu"]).stdout)
+    cuda = lines(runner.invoke(app, ["list", "--suite", "kernels", "--device", "cuda"]).stdout)
+    assert cpu and all(c.startswith("kernels.") and c.endswith("@cpu") for c in cpu)
+    assert "kernels.triton_add[mib=1024]@cuda" in cuda and all(c.endswith("@cuda") for c in cuda)
+    onnx = lines(runner.invoke(app, ["list", "--suite", "onnx", "--device", "cpu"]).stdout)
+    runtimes = {c.split("runtime=")[1].split("]")[0] for c in onnx if "runtime=" in c}
+    assert runtimes == {"eager", "torch-int8", "ort", "ort-int8"}
+    models = lines(runner.invoke(app, ["list", "--suite", "models", "--device", "cpu", "-k", "models.mlp"]).stdout)
+    assert models == [
+        f"models.mlp[batch={b},runtime={r}]@cpu" for b in (1, 32) for r in ("eager", "autocast-bf16", "torch-int8")
+    ]

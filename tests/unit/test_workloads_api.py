@@ -1,0 +1,128 @@
+"""The workload definition API: grid, per-device values, skip predicates, validation, run-time skip, checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perfci
+from perfci.errors import WorkloadDefinitionError
+from perfci.workloads.api import SkipCase, Workload, WorkloadContext
+from perfci.workloads.checks import Tolerance, assert_close
+
+
+def _setup(ctx: WorkloadContext, **params: object) -> object:
+    return lambda: None
+
+
+def test_grid_is_the_cartesian_product_in_declaration_order() -> None:
+    w = perfci.workload(params={"n": [1, 2], "dtype": ["f32", "bf16"]})(_setup)
+    assert w.grid() == [
+        {"n": 1, "dtype": "f32"},
+        {"n": 1, "dtype": "bf16"},
+        {"n": 2, "dtype": "f32"},
+        {"n": 2, "dtype": "bf16"},
+    ]
+    assert [c.id for c in w.cases("file", "src")][:2] == [
+        "file._setup[n=1,dtype=f32]@cpu",
+        "file._setup[n=1,dtype=bf16]@cpu",
+    ]
+
+
+def test_per_device_values_and_device_major_order() -> None:
+    w = perfci.workload(params={"n": {"cpu": [8], "cuda": [64, 128]}, "k": [1]}, devices=["cpu", "cuda"])(_setup)
+    assert [c.id for c in w.cases("k", "src")] == [
+        "k._setup[n=8,k=1]@cpu",
+        "k._setup[n=64,k=1]@cuda",
+        "k._setup[n=128,k=1]@cuda",
+    ]
+
+
+def test_skip_predicate_removes_combinations_and_gives_reasons() -> None:
+    def skip(device: str, n: int, dtype: str) -> bool | str | None:
+        if dtype == "bf16" and device == "cpu":
+            return "no bf16 on this CPU"
+        return n > 2
+
+    w = perfci.workload(params={"n": [1, 4], "dtype": ["f32", "bf16"]}, devices=["cpu", "cuda"], skip=skip)(_setup)
+    ids = [c.id for c in w.cases("s", "src")]
+    assert ids == ["s._setup[n=1,dtype=f32]@cpu", "s._setup[n=1,dtype=f32]@cuda", "s._setup[n=1,dtype=bf16]@cuda"]
+    reasons = {spec.id: r for spec, r in w.all_cases("s", "src")}
+    assert reasons["s._setup[n=1,dtype=bf16]@cpu"] == "no bf16 on this CPU"
+    assert reasons["s._setup[n=4,dtype=f32]@cuda"] == "skipped by the workload's skip predicate"
+
+
+def test_skip_predicate_with_wrong_signature_is_a_definition_error() -> None:
+    w = perfci.workload(params={"n": [1]}, skip=lambda n: False)(_setup)
+    with pytest.raises(WorkloadDefinitionError, match="skip predicate"):
+        w.cases("s", "src")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"params": {"n": 5}}, "non-empty list"),
+        ({"params": {"n": []}}, "non-empty list"),
+        ({"params": {"n": "abc"}}, "non-empty list"),
+        ({"params": {"n": [[1, 2]]}}, "not a str, int, float or bool"),
+        ({"params": {"n": [1, 1]}}, "twice"),
+        ({"params": {"n": {"cpu": [1]}}, "devices": ["cpu", "cuda"]}, "no values for device 'cuda'"),
+        ({"devices": []}, "at least one device"),
+        ({"devices": "cpu"}, "at least one device"),
+        ({"timing": {"budget": 1.0}}, "unknown timing setting 'budget'"),
+    ],
+)
+def test_invalid_declarations_are_rejected(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(WorkloadDefinitionError, match=message):
+        perfci.workload(**kwargs)(_setup)  # type: ignore[call-overload]
+
+
+def test_parameter_must_be_an_argument_of_the_setup() -> None:
+    def setup(ctx: WorkloadContext, m: int) -> object:
+        return lambda: None
+
+    with pytest.raises(WorkloadDefinitionError, match="parameter 'n' is not an argument"):
+        perfci.workload(params={"n": [1]})(setup)
+
+
+def test_bare_decorator_and_options() -> None:
+    @perfci.workload
+    def plain(ctx: WorkloadContext) -> object:
+        return lambda: 1
+
+    assert isinstance(plain, Workload)
+    assert [c.id for c in plain.cases("f", "src")] == ["f.plain@cpu"]
+    named = perfci.workload(name="other", suite="mine", tags=["a"], timing={"budget_s": 0.1})(_setup)
+    spec = named.cases("f", "src")[0]
+    assert (spec.workload, spec.suite, spec.tags, named.timing) == ("f.other", "mine", ("a",), {"budget_s": 0.1})
+
+
+def test_ctx_skip_raises_skipcase_with_reason() -> None:
+    ctx = WorkloadContext("cuda", {}, 0)
+    with pytest.raises(SkipCase, match="triton is not installed"):
+        ctx.skip("triton is not installed")
+
+
+def test_check_close_sets_a_check_that_raises_assertion_error() -> None:
+    ctx = WorkloadContext("cpu", {}, 0)
+    out = np.array([1.0, 2.0, 3.0])
+    ctx.check_close(lambda: out + 1e-7, out, Tolerance(rtol=1e-6, atol=1e-6))
+    assert ctx.check is not None
+    ctx.check()
+    ctx.check_close(lambda: out + 0.5, out, Tolerance(rtol=1e-6, atol=1e-6), what="kernel")
+    with pytest.raises(AssertionError, match=r"kernel: 3 of 3 values off; worst at \(0,\)"):
+        ctx.check()
+
+
+def test_assert_close_modes() -> None:
+    e = np.linspace(-1.0, 1.0, 100)
+    assert_close(e * 1.01, e, Tolerance(max_rel_l2=0.02))
+    with pytest.raises(AssertionError, match=r"relative L2 error 0\.1 exceeds"):
+        assert_close(e * 1.1, e, Tolerance(max_rel_l2=0.02))
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close(e[:5], e, Tolerance())
+    with pytest.raises(AssertionError, match="non-finite"):
+        assert_close(np.full(3, np.nan), np.zeros(3), Tolerance(atol=1.0))
+    assert_close([e, e], (e, e), Tolerance())
+    with pytest.raises(AssertionError, match="2 outputs"):
+        assert_close([e, e], e, Tolerance())

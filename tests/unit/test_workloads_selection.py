@@ -1,0 +1,100 @@
+"""Case patterns (-k, thresholds), selection filters and source planning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.model import CaseSpec
+from perfci.patterns import case_pattern
+from perfci.workloads.discovery import all_cases_from_sources, builtin_source
+from perfci.workloads.selection import Selection, device_matches, plan_sources, select, unknown_suites
+
+MM = "kernels.matmul[n=512,dtype=float32]@cpu"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "kind", "hit", "miss"),
+    [
+        ("matmul[n=512", "substring", MM, "kernels.matmul[n=256,dtype=float32]@cpu"),
+        ("@cuda", "substring", "kernels.copy[mib=1024]@cuda", MM),
+        ("kernels.*@cpu", "glob", MM, "kernels.copy[mib=1024]@cuda"),
+        ("*[n=512,*", "glob", MM, "kernels.matmul[n=256,dtype=float32]@cpu"),
+        ("kernels.matmul?n=512*", "glob", MM, "models.mlp@cpu"),
+        ("re:^kernels\\.(matmul|sdpa)\\[", "regex", MM, "kernels.copy[mib=64]@cpu"),
+    ],
+)
+def test_pattern_kinds(pattern: str, kind: str, hit: str, miss: str) -> None:
+    p = case_pattern(pattern)
+    assert p.kind == kind
+    assert p.matches(hit)
+    assert not p.matches(miss)
+
+
+def test_glob_must_match_the_whole_id() -> None:
+    assert not case_pattern("kernels.*@cpu").matches("x.kernels.a@cpu.y")
+    assert case_pattern("*kernels*").matches("x.kernels.a@cpu.y")
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "re:", "re:(", "re:[a-"])
+def test_bad_patterns(bad: str) -> None:
+    with pytest.raises(ValueError):
+        case_pattern(bad)
+
+
+def _spec(name: str, device: str = "cpu", suite: str = "s", **params: int) -> CaseSpec:
+    return CaseSpec(workload=f"{suite}.{name}", params=dict(params), device=device, suite=suite)
+
+
+def test_selection_filters_combine() -> None:
+    specs = [_spec("a", n=1), _spec("a", "cuda", n=1), _spec("b", suite="t"), _spec("c", "cuda:1")]
+    assert select(specs, Selection()) == specs
+    assert [s.id for s in select(specs, Selection(devices=("cuda",)))] == ["s.a[n=1]@cuda", "s.c@cuda:1"]
+    assert [s.id for s in select(specs, Selection(devices=("cuda:1",)))] == ["s.c@cuda:1"]
+    assert [s.id for s in select(specs, Selection(suites=("t",)))] == ["t.b@cpu"]
+    pats = (case_pattern("s.a"), case_pattern("*.b@*"))
+    assert [s.id for s in select(specs, Selection(patterns=pats, devices=("cpu",)))] == ["s.a[n=1]@cpu", "t.b@cpu"]
+    assert unknown_suites(specs, ["s", "zzz"]) == ["zzz"]
+
+
+def test_device_matches() -> None:
+    assert device_matches("cuda", "cuda:0") and device_matches("cuda", "cuda")
+    assert not device_matches("cuda:0", "cuda:1") and not device_matches("cpu", "cuda")
+
+
+def test_plan_sources(tmp_path: Path) -> None:
+    (tmp_path / "perf_a.py").write_text("")
+    (tmp_path / "_helper.py").write_text("")
+    assert plan_sources([], []) == [builtin_source("default")]
+    assert plan_sources([], ["kernels", "mine"]) == [builtin_source("kernels")]
+    assert plan_sources([tmp_path], ["onnx"]) == [str(tmp_path / "perf_a.py"), builtin_source("onnx")]
+    with pytest.raises(WorkloadDefinitionError, match="no such workload file"):
+        plan_sources([tmp_path / "missing"], [])
+
+
+def test_builtin_suites_list_without_importing_torch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from perfci.workloads.discovery import all_cases_from_sources, builtin_source\n"
+        "for s in ('default', 'kernels', 'models', 'onnx'):\n"
+        "    assert all_cases_from_sources([builtin_source(s)]), s\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_builtin_suites_declare_cpu_and_cuda_and_triton_is_cuda_only() -> None:
+    cases = [s for s, r in all_cases_from_sources([builtin_source("kernels")]) if r is None]
+    by_device = {d: {s.workload for s in cases if s.device == d} for d in ("cpu", "cuda")}
+    kernels = {"matmul", "softmax", "layernorm", "sdpa", "conv2d", "gelu_chain", "row_sum", "copy"}
+    assert {f"kernels.{k}" for k in kernels} <= by_device["cpu"]
+    assert {f"kernels.{k}" for k in kernels} | {"kernels.triton_add"} <= by_device["cuda"]
+    assert "kernels.triton_add" not in by_device["cpu"]
+    ids = {s.id for s in cases}
+    assert "kernels.matmul[n=4096,dtype=bfloat16]@cuda" in ids and "kernels.matmul[n=512,dtype=float32]@cpu" in ids
