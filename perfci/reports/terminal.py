@@ -8,6 +8,7 @@ from rich.text import Text
 
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
 from perfci.reports.units import format_ratio, format_seconds, format_value
+from perfci.reports.verdicts import headline, sort_rows
 
 VERDICT_STYLE = {
     Verdict.REGRESSION: "bold red",
@@ -46,13 +47,21 @@ def run_table(run: RunResult) -> Table:
     return table
 
 
-def comparison_table(comparison: Comparison) -> Table:
-    table = Table(title=f"{comparison.baseline_label} -> {comparison.candidate_label}", title_justify="left")
+def comparison_table(comparison: Comparison, limit: int | None = None) -> Table:
+    """Most urgent rows first; with `limit`, only that many rows and a caption counting the rest."""
+    rows = sort_rows(comparison.rows)
+    shown = rows if limit is None else rows[:limit]
+    caption = f"... and {len(rows) - len(shown):,} more rows (see report.html)" if len(shown) < len(rows) else None
+    table = Table(
+        title=f"{comparison.baseline_label} -> {comparison.candidate_label}",
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+    )
     table.add_column("case", overflow="fold")
     for col in ("metric", "baseline", "candidate", "change", "99% interval", "verdict"):
         table.add_column(col)
-    order = list(Verdict)
-    for row in sorted(comparison.rows, key=lambda r: (order.index(r.verdict), r.case_id)):
+    for row in shown:
         interval = (
             f"{format_ratio(row.ratio_low)} .. {format_ratio(row.ratio_high)}" if row.ratio_low is not None else "-"
         )
@@ -73,11 +82,5 @@ def comparison_table(comparison: Comparison) -> Table:
 
 
 def verdict_line(comparison: Comparison | None, run: RunResult | None = None) -> str:
-    errors = [c for c in run.cases if c.status is CaseStatus.ERROR] if run else []
-    if comparison is None:
-        ok = len(run.cases) - len(errors) if run else 0
-        return f"measured {ok} case(s), {len(errors)} error(s); no baseline to compare with"
-    counts = {v: sum(1 for r in comparison.rows if r.verdict is v) for v in Verdict}
-    parts = [f"{n} {v.value}" for v, n in counts.items() if n]
-    head = "FAIL" if counts[Verdict.REGRESSION] else "PASS"
-    return f"{head}: " + ", ".join(parts)
+    """The one-line verdict (the same text heads the HTML report and the Markdown summary)."""
+    return headline(comparison, run)

@@ -1,0 +1,207 @@
+"""The compact data behind the report's charts: one JSON blob per page, drawn in the browser by plotly.js.
+
+Case ids are stored once (`cases`) and referred to by index. Numbers keep 4 significant digits. Raw samples
+are bounded per case and side (`max_samples`, chosen at evenly spaced quantiles, so the distribution's shape
+survives), so a 500-case comparison stays small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from perfci.metrics import round_medians
+from perfci.model import CaseResult, CaseStatus, RunResult, Verdict
+from perfci.reports.tables import ReportInput, device_peaks
+from perfci.reports.verdicts import sort_rows
+
+MAX_SAMPLES = 32
+MAX_TELEMETRY_POINTS = 1500
+GPU_SERIES = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c")
+_BENIGN_THROTTLE = {"gpu_idle", "applications_clocks_setting", "display_clocks_setting", "none", ""}
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def r4(x: float | None) -> float | None:
+    """Four significant digits (None and non-finite values become None)."""
+    if x is None or not math.isfinite(x):
+        return None
+    return float(f"{x:.4g}")
+
+
+def bounded(values: Sequence[float], limit: int) -> list[float]:
+    """At most `limit` values at evenly spaced quantiles of the sorted input (all of them when fewer)."""
+    xs = sorted(values)
+    if len(xs) <= limit:
+        return xs
+    return [xs[round(i * (len(xs) - 1) / (limit - 1))] for i in range(limit)]
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    return next(((u, s) for u, s in _TIME_UNITS if seconds >= s), _TIME_UNITS[-1])
+
+
+def _side(case: CaseResult | None, scale: float, limit: int) -> dict[str, list[float | None]] | None:
+    if case is None or not case.rounds:
+        return None
+    samples = [x for r in case.rounds for x in r.per_call]
+    return {
+        "r": [r4(m / scale) for m in round_medians(case.rounds)],
+        "s": [r4(x / scale) for x in bounded(samples, limit)],
+    }
+
+
+class _Index:
+    """Case ids stored once; charts refer to a case by its position."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._pos: dict[str, int] = {}
+
+    def __call__(self, case_id: str) -> int:
+        if case_id not in self._pos:
+            self._pos[case_id] = len(self.ids)
+            self.ids.append(case_id)
+        return self._pos[case_id]
+
+
+def _case_order(inp: ReportInput) -> list[str]:
+    """Case ids in the table's order: most urgent verdict first (comparison) or errors first (run)."""
+    if inp.comparison is not None:
+        return list(dict.fromkeys(r.case_id for r in sort_rows(inp.comparison.rows)))
+    cases = inp.candidate.cases if inp.candidate else ()
+    return [c.id for c in sorted(cases, key=lambda c: c.status is not CaseStatus.ERROR)]
+
+
+def distributions(inp: ReportInput, idx: _Index, limit: int) -> list[dict[str, Any]]:
+    out = []
+    for cid in _case_order(inp):
+        base = inp.baseline.case(cid) if inp.baseline else None
+        cand = inp.candidate.case(cid) if inp.candidate else None
+        present = [c for c in (cand, base) if c is not None and c.rounds]
+        if not present:
+            continue
+        unit, scale = time_unit(min(round_medians(present[0].rounds)))
+        out.append({"c": idx(cid), "u": unit, "b": _side(base, scale, limit), "n": _side(cand, scale, limit)})
+    return out
+
+
+def ratios(inp: ReportInput, idx: _Index) -> dict[str, Any] | None:
+    if inp.comparison is None:
+        return None
+    rows = [r for r in inp.comparison.rows if r.ratio is not None and r.verdict is not Verdict.ERROR]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: r.ratio or 0.0)
+    threshold = next((r.threshold for r in rows if r.threshold is not None), None)
+    return {
+        "threshold": threshold,
+        "rows": [
+            [idx(r.case_id), r.metric, r4(r.ratio), r4(r.ratio_low), r4(r.ratio_high), r.verdict.value] for r in rows
+        ],
+    }
+
+
+def roofline(inp: ReportInput, idx: _Index) -> dict[str, Any] | None:
+    """Achieved FLOP/s against arithmetic intensity (FLOP per byte) for cases that declare both."""
+    points: list[list[Any]] = []
+    devices: dict[str, dict[str, Any]] = {}
+    for side, run in (("baseline", inp.baseline), ("candidate", inp.candidate)):
+        if run is None:
+            continue
+        for c in run.cases:
+            fl = c.metric("flops")
+            if fl and c.flops and c.bytes:
+                points.append([idx(c.id), side, r4(c.flops / c.bytes), r4(fl.value), r4(fl.low), r4(fl.high)])
+                devices[c.spec.device.split(":")[0]] = run.fingerprint
+    if not points:
+        return None
+    roofs = []
+    for device, fp in devices.items():
+        peaks = device_peaks(fp, device)
+        bw, fl = peaks.get("bandwidth_gbps"), peaks.get("flops")
+        if isinstance(bw, int | float) and isinstance(fl, int | float) and bw > 0 and fl > 0:
+            roofs.append({"device": device, "bw": bw * 1e9, "flops": fl})
+    return {"points": points, "roofs": roofs}
+
+
+def _numbers(value: Any) -> list[float | None]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, list):
+        return [float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None for v in value]
+    return []
+
+
+def _throttled(value: Any) -> list[str]:
+    """Per sample block: the active non-benign throttle reasons (empty when none)."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        names = item if isinstance(item, list) else [item] if item else []
+        out.append(",".join(str(n) for n in names if str(n) not in _BENIGN_THROTTLE))
+    return out
+
+
+def telemetry(run: RunResult | None, idx: _Index) -> dict[str, Any] | None:
+    """GPU clocks, power, temperature and throttle flags per sample block, in round order across the run."""
+    if run is None:
+        return None
+    blocks = sorted(
+        ((r.index, pos, c.id, r.telemetry) for pos, c in enumerate(run.cases) for r in c.rounds),
+        key=lambda b: (b[0], b[1]),
+    )
+    series: dict[str, list[float | None]] = {k: [] for k in GPU_SERIES}
+    who: list[int] = []
+    throttle: list[str] = []
+    for _, _, cid, tel in blocks:
+        nested = tel.get("gpu")
+        gpu: dict[str, Any] = nested if isinstance(nested, dict) else tel
+        per_key = {k: _numbers(gpu.get(k)) for k in GPU_SERIES}
+        flags = _throttled(gpu.get("throttle", gpu.get("throttle_reasons")))
+        n = max([len(v) for v in per_key.values()] + [len(flags) if any(flags) else 0])
+        for k in GPU_SERIES:
+            vals = per_key[k]
+            series[k].extend(r4(vals[i]) if i < len(vals) else None for i in range(n))
+        throttle.extend(flags[i] if i < len(flags) else "" for i in range(n))
+        who.extend([idx(cid)] * n)
+    if not who or (all(v is None for vals in series.values() for v in vals) and not any(throttle)):
+        return None
+    step = max(1, math.ceil(len(who) / MAX_TELEMETRY_POINTS))
+    return {
+        "step": step,
+        "case": who[::step],
+        "series": {k: v[::step] for k, v in series.items() if any(x is not None for x in v)},
+        "throttle": [[i, who[i], t] for i, t in enumerate(throttle) if t][:MAX_TELEMETRY_POINTS],
+    }
+
+
+def _peak(case: CaseResult | None, name: str) -> float | None:
+    m = case.metric(name) if case else None
+    return r4(m.value) if m else None
+
+
+def memory(inp: ReportInput, idx: _Index) -> list[list[Any]] | None:
+    rows = []
+    for cid in _case_order(inp):
+        base = inp.baseline.case(cid) if inp.baseline else None
+        cand = inp.candidate.case(cid) if inp.candidate else None
+        values = [_peak(c, n) for n in ("memory.peak_rss", "memory.peak_device") for c in (base, cand)]
+        if any(v is not None for v in values):
+            rows.append([idx(cid), *values])  # [case, rss base, rss cand, device base, device cand]
+    return rows or None
+
+
+def chart_data(inp: ReportInput, max_samples: int = MAX_SAMPLES) -> dict[str, Any]:
+    idx = _Index()
+    data = {
+        "dist": distributions(inp, idx, max_samples),
+        "ratio": ratios(inp, idx),
+        "roof": roofline(inp, idx),
+        "telemetry": telemetry(inp.candidate, idx),
+        "memory": memory(inp, idx),
+    }
+    return {"cases": idx.ids, **data}

@@ -1,0 +1,133 @@
+"""Markdown summary for pull-request comments and the CI step summary (GitHub-flavoured Markdown).
+
+The verdict line, a short table of the cases that need a look (regressions, errors, inconclusive, missing),
+and a pointer to the HTML report. It stays under `budget` characters for any suite size (GitHub refuses
+comments over 65,536 characters): rows beyond `max_rows` or the budget are counted in a truncation line.
+
+Every string that came from a results file (case ids, labels, notes) is written as a code span: Markdown,
+HTML and @-mentions in it stay inert, and `|` is escaped so it cannot split a table cell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
+from perfci.reports.units import format_ratio, format_value
+from perfci.reports.verdicts import expected_reason, headline, sort_rows
+
+GITHUB_COMMENT_LIMIT = 65_536
+DEFAULT_BUDGET = 60_000
+DEFAULT_MAX_ROWS = 50
+LISTED = (Verdict.REGRESSION, Verdict.ERROR, Verdict.INCONCLUSIVE, Verdict.MISSING)
+_HEAD = (
+    "| verdict | case | metric | change | interval | baseline | candidate |\n"
+    "| --- | --- | --- | --: | --: | --: | --: |"
+)
+
+
+def code(text: object, limit: int = 200) -> str:
+    """`text` as an inline code span that is safe in a table cell (one line, pipes escaped, length bounded)."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.replace("|", "\\|")
+    if not s:
+        return ""
+    run, longest = 0, 0
+    for ch in s:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or s.startswith(" ") or s.endswith(" ") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _row(r: MetricComparison) -> str:
+    interval = (
+        f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}" if r.ratio_low is not None else "-"
+    )
+    verdict = r.verdict.value + (f" (expected: {code(expected_reason(r), 80)})" if expected_reason(r) else "")
+    if r.note and r.verdict in (Verdict.ERROR, Verdict.INCONCLUSIVE):
+        verdict += f" {code(r.note, 120)}"
+    cells = [
+        verdict,
+        code(r.case_id),
+        code(r.metric, 40),
+        format_ratio(r.ratio),
+        interval,
+        format_value(r.baseline, r.unit),
+        format_value(r.candidate, r.unit),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(lines: list[str], rows: list[str], what: str, report: str, budget: int, max_rows: int) -> None:
+    """Append a table of `rows` to `lines`, stopping at `max_rows` or before `budget` characters."""
+    if not rows:
+        return
+    lines.extend(["", _HEAD])
+    used = sum(len(x) + 1 for x in lines)
+    reserve = 200  # the truncation line and the footer
+    shown = 0
+    for row in rows[:max_rows]:
+        if used + len(row) + 1 > budget - reserve:
+            break
+        lines.append(row)
+        used += len(row) + 1
+        shown += 1
+    if shown < len(rows):
+        lines.append("")
+        lines.append(f"… and {len(rows) - shown:,} more {what} (see {report})")
+
+
+def render_markdown(
+    run: RunResult | None,
+    comparison: Comparison | None,
+    baseline: RunResult | None = None,
+    report: str = "report.html",
+    max_rows: int = DEFAULT_MAX_ROWS,
+    budget: int = DEFAULT_BUDGET,
+) -> str:
+    lines = [f"### perfci: {headline(comparison, run)}", ""]
+    if comparison is not None:
+        lines.append(f"Baseline {code(comparison.baseline_label)} → candidate {code(comparison.candidate_label)}.")
+        fp_b = side_fingerprint(baseline, getattr(comparison, "baseline_run", {}) or {})
+        fp_c = side_fingerprint(run, getattr(comparison, "candidate_run", {}) or {})
+        mismatches = fingerprint_mismatches(fp_b, fp_c) if fp_b and fp_c else []
+        if mismatches:
+            keys = ", ".join(code(k, 60) for k, _, _ in mismatches[:5])
+            more = f" and {len(mismatches) - 5} more" if len(mismatches) > 5 else ""
+            lines.append(f"\n**Runner fingerprint mismatch**: {keys}{more} differ between baseline and candidate.")
+        for w in comparison.warnings[:5]:
+            lines.append(f"\n> warning: {code(w, 300)}")
+        listed = [r for r in sort_rows(comparison.rows) if r.verdict in LISTED]
+        _table(lines, [_row(r) for r in listed], "cases", report, budget, max_rows)
+        improved = sum(1 for r in comparison.rows if r.verdict is Verdict.IMPROVEMENT)
+        if not listed:
+            lines.append("\nNo regressions, errors or inconclusive cases.")
+        if improved:
+            lines.append(f"\n{improved:,} improvement(s): see {report}.")
+    elif run is not None:
+        failed = [c for c in run.cases if c.status is CaseStatus.ERROR]
+        rows = [
+            f"| error | {code(c.id)} | {code(c.errors[0].kind if c.errors else 'error', 40)} | "
+            f"{code(c.errors[0].message if c.errors else '', 160)} |"
+            for c in failed
+        ]
+        if rows:
+            lines.extend(["", "| status | case | kind | message |", "| --- | --- | --- | --- |"])
+            lines.extend(rows[:max_rows])
+            if len(rows) > max_rows:
+                lines.append(f"\n… and {len(rows) - max_rows:,} more cases (see {report})")
+    lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
+    text = "\n".join(lines) + "\n"
+    return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"
+
+
+def write_markdown(
+    path: Path, run: RunResult | None, comparison: Comparison | None, baseline: RunResult | None = None
+) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown(run, comparison, baseline), "utf-8")

@@ -1,0 +1,227 @@
+"""What the HTML report shows as text: case rows, the runner fingerprint, revisions, mismatches, runtime groups.
+
+Plain data (dicts of strings and numbers) for the template; no markup is built here, so autoescaping covers
+every string that came from a results file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
+from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value
+from perfci.reports.verdicts import expected_reason, sort_rows, verdict_rank
+
+# Cases of one model run through several runtimes differ only by this parameter (eager|compile|ort|...).
+RUNTIME_PARAM = "runtime"
+
+# Fingerprint entries that differ between two machines of one runner class without making results incomparable.
+_NOT_COMPARED = ("uuid", "peaks", "gpu_note", "hostname", "cpu_affinity_cores")
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """What one report is about: a run, optionally compared with a baseline run (either side may be absent)."""
+
+    candidate: RunResult | None
+    comparison: Comparison | None = None
+    baseline: RunResult | None = None
+
+
+def _num(x: float | None) -> float | str:
+    """A sort key for `data-v` (six significant digits are plenty to order by)."""
+    return "" if x is None else float(f"{x:.6g}")
+
+
+def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
+    assert inp.comparison is not None
+    rows = []
+    for r in sort_rows(inp.comparison.rows):
+        cand = inp.candidate.case(r.case_id) if inp.candidate else None
+        cv = cand.metric("noise.round_cv") if cand else None
+        rows.append(
+            {
+                "case": r.case_id,
+                "metric": r.metric,
+                "verdict": r.verdict.value,
+                "rank": verdict_rank(r.verdict),
+                "change": format_ratio(r.ratio),
+                "ratio": _num(r.ratio),
+                "interval": f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}"
+                if r.ratio_low is not None and r.ratio_high is not None
+                else "-",
+                "baseline": format_value(r.baseline, r.unit),
+                "baseline_v": _num(r.baseline),
+                "candidate": format_value(r.candidate, r.unit),
+                "candidate_v": _num(r.candidate),
+                "unit": r.unit,
+                "noise": f"{cv.value * 100:.1f}%" if cv else "-",
+                "noise_v": _num(cv.value if cv else None),
+                "note": "; ".join(x for x in (r.note, expected_reason(r) and f"expected: {expected_reason(r)}") if x),
+            }
+        )
+    return rows
+
+
+def device_peaks(fp: dict[str, Any], device: str) -> dict[str, Any]:
+    """The runner's measured peaks for `device` (`fingerprint["peaks"]` is keyed by device type: cpu, cuda)."""
+    peaks = fp.get("peaks") or {}
+    if any(isinstance(v, dict) for v in peaks.values()):
+        found = peaks.get(device.split(":")[0])
+        return found if isinstance(found, dict) else {}
+    return peaks
+
+
+def _peak_pct(case: CaseResult, metric: str, peak: Any) -> str:
+    m, pct = case.metric(metric), case.metric(f"{metric}.pct_peak")
+    if pct is not None:
+        return f" ({pct.value:.0f}% of peak)"
+    if m is None or not isinstance(peak, int | float) or peak <= 0:
+        return ""
+    return f" ({m.value / peak * 100:.0f}% of peak)"
+
+
+def run_rows(run: RunResult) -> list[dict[str, Any]]:
+    rows = []
+    for c in run.cases:
+        peaks = device_peaks(run.fingerprint, c.spec.device)
+        energy = c.metric("energy_per_call")
+        med, cv, bw, fl = (c.metric(n) for n in ("latency.median", "noise.round_cv", "bandwidth", "flops"))
+        p90, rss, dev = (c.metric(n) for n in ("latency.p90", "memory.peak_rss", "memory.peak_device"))
+        error = c.status is CaseStatus.ERROR
+        rows.append(
+            {
+                "case": c.id,
+                "status": c.status.value,
+                "rank": 0 if error else 1,
+                "median": format_seconds(med.value if med else None),
+                "median_v": _num(med.value if med else None),
+                "interval": f"{format_seconds(med.low)} .. {format_seconds(med.high)}" if med else "-",
+                "p90": format_seconds(p90.value if p90 else None),
+                "noise": f"{cv.value * 100:.1f}%" if cv else "-",
+                "noise_v": _num(cv.value if cv else None),
+                "rounds": len(c.rounds),
+                "bandwidth": format_value(bw.value, bw.unit) + _peak_pct(c, "bandwidth", peaks.get("bandwidth_gbps"))
+                if bw
+                else "-",
+                "bandwidth_v": _num(bw.value if bw else None),
+                "flops": format_value(fl.value, fl.unit) + _peak_pct(c, "flops", peaks.get("flops")) if fl else "-",
+                "flops_v": _num(fl.value if fl else None),
+                "memory": format_bytes(rss.value if rss else None)
+                + (f" / device {format_bytes(dev.value)}" if dev else ""),
+                "memory_v": _num(rss.value if rss else None),
+                "energy": f"{energy.value:.3g} J" if energy else "-",
+                "energy_v": _num(energy.value if energy else None),
+                "errors": "; ".join(f"{e.kind}: {e.message}" for e in c.errors),
+            }
+        )
+    return sorted(rows, key=lambda r: r["rank"])
+
+
+def fingerprint_summary(fp: dict[str, Any]) -> list[tuple[str, str]]:
+    libs = fp.get("libraries") or {}
+    gpus = fp.get("gpus") or []
+    mem = fp.get("memory_total_bytes")
+    items = [
+        ("CPU", f"{fp.get('cpu_model', '?')} ({fp.get('cpu_logical_cores', '?')} logical cores)"),
+        ("memory", format_bytes(mem) if isinstance(mem, int | float) else "-"),
+        ("OS", f"{fp.get('os', '?')} {fp.get('machine', '')}".strip()),
+        ("Python", str(fp.get("python", "?"))),
+        ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "-"),
+        ("GPUs", ", ".join(str(g.get("name", "?")) for g in gpus) or str(fp.get("gpu_note") or "none")),
+    ]
+    if fp.get("gpu_driver") or fp.get("cuda_driver"):
+        items.append(("driver", f"{fp.get('gpu_driver') or '-'} (CUDA {fp.get('cuda_driver') or '-'})"))
+    peaks = fp.get("peaks") or {}
+    per_device = peaks if any(isinstance(v, dict) for v in peaks.values()) else {"": peaks} if peaks else {}
+    for device, p in per_device.items():
+        if isinstance(p, dict):
+            items.append((f"measured peaks {device}".strip(), _peaks_text(p)))
+    return items
+
+
+def _peaks_text(p: dict[str, Any]) -> str:
+    bw, fl = p.get("bandwidth_gbps"), p.get("flops")
+    parts = [
+        f"{bw:.4g} GB/s" if isinstance(bw, int | float) else "",
+        format_value(fl, "FLOP/s") if isinstance(fl, int | float) else "",
+        f"({p['method']})" if p.get("method") else "",
+    ]
+    return " ".join(x for x in parts if x) or json.dumps(p)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list):
+        out = {}
+        for i, v in enumerate(value):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+        return out
+    return {prefix: json.dumps(value)}
+
+
+def fingerprint_mismatches(base: dict[str, Any], cand: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, baseline value, candidate value) for each comparable fingerprint entry that differs."""
+    fb, fc = _flatten(base), _flatten(cand)
+    keys = [k for k in dict.fromkeys([*fb, *fc]) if not any(word in k for word in _NOT_COMPARED)]
+    return [(k, fb.get(k, "absent"), fc.get(k, "absent")) for k in keys if fb.get(k) != fc.get(k)]
+
+
+def _git_text(git: GitInfo | dict[str, Any] | None) -> str:
+    if git is None:
+        return "no git information"
+    g = git if isinstance(git, dict) else {"commit": git.commit, "branch": git.branch, "dirty": git.dirty}
+    commit = str(g.get("commit") or "?")[:12]
+    return f"{commit} on {g.get('branch') or '?'}" + (", dirty" if g.get("dirty") else "")
+
+
+def side_info(label: str, run: RunResult | None, saved: dict[str, Any]) -> dict[str, str]:
+    """One side of the comparison: its label, run id, revision, time."""
+    if run is not None:
+        return {"label": label, "run": run.run_id, "git": _git_text(run.git), "when": run.started_at}
+    return {
+        "label": label,
+        "run": str(saved.get("run_id", "-")),
+        "git": _git_text(saved.get("git")) if saved else "-",
+        "when": str(saved.get("started_at", "")),
+    }
+
+
+def side_fingerprint(run: RunResult | None, saved: dict[str, Any]) -> dict[str, Any]:
+    if run is not None:
+        return run.fingerprint
+    fp = saved.get("fingerprint")
+    return fp if isinstance(fp, dict) else {}
+
+
+def runtime_groups(run: RunResult, param: str = RUNTIME_PARAM) -> tuple[list[str], list[dict[str, Any]]]:
+    """Cases that differ only by `param`, side by side: (runtimes, groups). Only groups of two or more."""
+    groups: dict[str, dict[str, CaseResult]] = {}
+    for c in run.cases:
+        if param not in c.spec.params:
+            continue
+        rest = {k: v for k, v in c.spec.params.items() if k != param}
+        key = c.spec.workload + (f"[{','.join(f'{k}={v}' for k, v in rest.items())}]" if rest else "")
+        groups.setdefault(f"{key}@{c.spec.device}", {})[str(c.spec.params[param])] = c
+    groups = {k: v for k, v in groups.items() if len(v) >= 2}
+    runtimes = list(dict.fromkeys(r for g in groups.values() for r in g))
+    out = []
+    for key, members in groups.items():
+        meds = {r: m.value for r, c in members.items() if (m := c.metric("latency.median"))}
+        best = min(meds.values()) if meds else None
+        cells = {}
+        for r, c in members.items():
+            v = meds.get(r)
+            if v is None:
+                cells[r] = {"text": c.status.value, "best": False, "rel": ""}
+            else:
+                rel = f"{v / best:.2f}x" if best else ""
+                cells[r] = {"text": format_seconds(v), "best": v == best, "rel": rel}
+        out.append({"group": key, "cells": cells})
+    return runtimes, out
