@@ -45,6 +45,7 @@ class RunSettings:
     memory_limit_bytes: int = field(default_factory=_default_memory_limit)
     timing: TimingSettings = field(default_factory=TimingSettings)
     cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
+    slices: int = 3  # a round samples its cases in this many interleaved slices (see perfci/worker.py)
     # where measured runner peaks are cached; None: do not measure peaks
     peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
 
@@ -185,6 +186,7 @@ class Runner:
             "threads": self.settings.threads,
             "timing": asdict(self.settings.timing),
             "cpu_affinity": list(self.settings.cpu_affinity) if self.settings.cpu_affinity else None,
+            "slices": self.settings.slices,
         }
 
     def _limits(self) -> Limits:

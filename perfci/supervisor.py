@@ -123,7 +123,7 @@ def _supervise(
             if kind == "start":
                 current = event["case"]
                 deadline = time.monotonic() + limits.case_timeout_s
-            elif kind in ("result", "error"):
+            elif kind in ("result", "error", "idle"):
                 current = None
                 deadline = time.monotonic() + limits.case_timeout_s
             on_event(event)

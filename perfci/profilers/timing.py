@@ -8,7 +8,7 @@ A `BlockTimer` times `iterations` calls of a function; the CPU one reads the clo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from perfci.stats.summary import relative_halfwidth
@@ -95,6 +95,40 @@ def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, sett
     return iterations
 
 
+@dataclass
+class Sampler:
+    """Adaptive sampling of one case, runnable in slices so that a worker can interleave several cases
+    (each case's samples then spread over the whole round instead of one burst)."""
+
+    fn: Callable[[], object]
+    timer: BlockTimer
+    clock: Clock
+    iterations: int
+    settings: TimingSettings
+    before_sample: Callable[[], None] | None = None
+    samples: list[float] = field(default_factory=list)
+    stop_reason: str | None = None
+
+    def run_slice(self, budget_s: float, final: bool = True) -> None:
+        """Sample for up to `budget_s`. Stops the case for good on the noise target or max_samples; the
+        final slice also keeps going until `min_samples` are taken, then stops on the budget."""
+        st = self.settings
+        start = self.clock()
+        while self.stop_reason is None:
+            if self.before_sample is not None:
+                self.before_sample()
+            self.samples.append(self.timer(self.fn, self.iterations))
+            n = len(self.samples)
+            if n >= st.max_samples:
+                self.stop_reason = "max_samples"
+            elif n >= st.min_samples and relative_halfwidth(self.samples, st.confidence) <= st.noise_target:
+                self.stop_reason = "noise_target"
+            elif self.clock() - start >= budget_s and (not final or n >= st.min_samples):
+                if final:
+                    self.stop_reason = "budget"
+                return
+
+
 def sample(
     fn: Callable[[], object],
     timer: BlockTimer,
@@ -107,20 +141,9 @@ def sample(
 
     `before_sample` (e.g. a telemetry probe) runs outside the timed region, before each sample.
     """
-    samples: list[float] = []
-    start = clock()
-    while True:
-        if before_sample is not None:
-            before_sample()
-        samples.append(timer(fn, iterations))
-        n = len(samples)
-        if n >= settings.max_samples:
-            return tuple(samples), "max_samples"
-        if n >= settings.min_samples:
-            if relative_halfwidth(samples, settings.confidence) <= settings.noise_target:
-                return tuple(samples), "noise_target"
-            if clock() - start >= settings.budget_s:
-                return tuple(samples), "budget"
+    sampler = Sampler(fn, timer, clock, iterations, settings, before_sample)
+    sampler.run_slice(settings.budget_s, final=True)
+    return tuple(sampler.samples), sampler.stop_reason or "budget"
 
 
 def measure(

@@ -1,0 +1,181 @@
+"""One case inside a worker: set up, check, derive work, warm up and calibrate (`prepare`); sample in slices
+(`CaseSession.sampler`); then the energy block, throttle rule, memory and teardown (`finish`)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfci.profilers import memory
+from perfci.profilers.cuda_timing import cuda_timer
+from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
+from perfci.profilers.timing import (
+    BlockTimer,
+    Sampler,
+    TimingSettings,
+    calibrate,
+    clock_block_timer,
+    timer_overhead,
+    warm_up,
+)
+from perfci.profilers.work import resolve_work
+from perfci.workloads.api import WorkloadContext
+from perfci.workloads.discovery import find_workload
+
+
+class CheckFailed(Exception):
+    """The workload's correctness check rejected its output."""
+
+
+@dataclass
+class CaseSession:
+    case_id: str
+    ctx: WorkloadContext
+    settings: TimingSettings
+    sampler: Sampler
+    threads: int
+    mode: str
+    timer_name: str
+    warmup_s: float
+    overhead_s: float
+    peak_rss: int
+    rss_before: int
+    flops: float | None
+    nbytes: float | None
+    work_sources: dict[str, str]
+    torch: Any | None
+    probe: NvmlProbe | None
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+
+
+def set_threads(threads: int) -> int:
+    """Pin torch's intra-op threads when the workload uses torch (it is imported only then: it is slow)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return threads
+    if threads > 0 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return int(torch.get_num_threads())
+
+
+def _require_cuda() -> Any:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("a CUDA device was requested but torch.cuda.is_available() is False on this runner")
+    return torch
+
+
+def _device_index(device: str) -> int:
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+def _run_check(ctx: WorkloadContext) -> None:
+    if ctx.check is None:
+        return
+    try:
+        ctx.check()
+    except AssertionError as exc:
+        raise CheckFailed(f"correctness check failed: {exc}") from None
+
+
+def _timer(device: str, mode: str, torch: Any) -> tuple[BlockTimer, int | None, str]:
+    if not device.startswith("cuda"):
+        return clock_block_timer(time.perf_counter), None, "perf_counter"
+    setup = cuda_timer(torch, mode)
+    return setup.timer, setup.fixed_iterations, f"cuda_event/{mode}"
+
+
+def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
+    """Everything before sampling. Raises on workload errors (the worker reports them)."""
+    wl = find_workload(case["source"], case["workload"])
+    threads = set_threads(int(job.get("threads", 1)))
+    settings = TimingSettings(**{**job.get("timing", {}), **wl.timing})
+    ctx = WorkloadContext(device=case["device"], params=dict(case["params"]), seed=int(job.get("seed", 0)))
+    mode = str(ctx.params.get("gpu_mode", settings.gpu_mode))
+    cuda = _require_cuda() if ctx.device.startswith("cuda") else None
+    if cuda is not None:
+        cuda.cuda.synchronize()
+        cuda.cuda.reset_peak_memory_stats()
+    gc.collect()
+    memory.reset_peak_rss()
+    rss_before = memory.current_rss()
+    fn: Callable[[], object] = wl(ctx, **ctx.params)
+    _run_check(ctx)
+    torch = sys.modules.get("torch")
+    flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
+    timer, fixed, timer_name = _timer(ctx.device, mode, torch)
+    clock = time.perf_counter
+    warm = warm_up(fn, clock, settings)
+    overhead = timer_overhead(clock)
+    iterations = fixed or calibrate(fn, timer, overhead, settings)
+    probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
+    session = CaseSession(
+        case_id=case["id"],
+        ctx=ctx,
+        settings=settings,
+        sampler=Sampler(fn, timer, clock, iterations, settings),
+        threads=threads,
+        mode=mode,
+        timer_name=timer_name,
+        warmup_s=warm,
+        overhead_s=overhead,
+        peak_rss=memory.peak_rss(),
+        rss_before=rss_before,
+        flops=flops,
+        nbytes=nbytes,
+        work_sources=sources,
+        torch=cuda,
+        probe=probe,
+    )
+    if probe is not None:
+        session.sampler.before_sample = lambda: session.snapshots.append(probe.snapshot())
+    return session
+
+
+def finish(s: CaseSession) -> dict[str, Any]:
+    """Energy block, throttle rule, memory; the result event."""
+    sampler = s.sampler
+    telemetry: dict[str, Any] = {
+        "timer_overhead_s": s.overhead_s,
+        "timer": s.timer_name,
+        "work_sources": s.work_sources,
+    }
+    samples = tuple(sampler.samples)
+    if s.probe is not None and s.snapshots:
+        start, end, calls = s.snapshots[0], s.snapshots[-1], 0
+        if s.mode != "cold" and s.settings.energy_window_s > 0:
+            start, end, calls = energy_block(
+                s.probe,
+                lambda n: sampler.timer(sampler.fn, n),
+                sampler.iterations,
+                s.settings.energy_window_s,
+                time.perf_counter,
+            )
+        telemetry.update(summarize(s.snapshots, start, end, calls))
+        samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
+        telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
+    peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
+    if s.ctx.teardown is not None:
+        s.ctx.teardown()
+    return {
+        "event": "result",
+        "case": s.case_id,
+        "flops": s.flops,
+        "bytes": s.nbytes,
+        "round": {
+            "iterations": sampler.iterations,
+            "samples": list(samples),
+            "warmup_s": s.warmup_s,
+            "stop_reason": sampler.stop_reason or "budget",
+            "threads": s.threads,
+            "peak_rss_bytes": s.peak_rss,
+            "rss_increase_bytes": max(0, s.peak_rss - s.rss_before),
+            "peak_device_bytes": peak_device,
+            "telemetry": telemetry,
+        },
+    }
