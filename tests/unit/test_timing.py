@@ -94,3 +94,32 @@ def test_measure_warms_up_then_samples() -> None:
     # each sample is iterations x call cost, within the injected noise
     for s in outcome.samples:
         assert abs(s / outcome.iterations - 1e-4) / 1e-4 < 0.01
+
+
+def test_sampler_slices_spread_samples_and_final_slice_sets_the_reason() -> None:
+    from perfci.profilers.timing import Sampler
+
+    clock = FakeClock(call_cost=1e-3, noise=0.5, seed=5)
+    settings = TimingSettings(min_samples=10, noise_target=0.0001, budget_s=0.03, max_samples=10_000)
+    sampler = Sampler(clock.workload(), clock_block_timer(clock), clock, 1, settings)
+    sampler.run_slice(0.01, final=False)
+    first = len(sampler.samples)
+    # a non-final slice ends at the first sample that reaches its budget, even below min_samples
+    assert sampler.stop_reason is None and first < settings.min_samples
+    assert sum(sampler.samples[: first - 1]) < 0.01 <= sum(sampler.samples) + 1e-6
+    sampler.run_slice(0.01, final=False)
+    assert sampler.stop_reason is None
+    sampler.run_slice(0.01, final=True)
+    assert sampler.stop_reason == "budget"
+    assert len(sampler.samples) >= settings.min_samples
+    assert 0.03 <= sum(sampler.samples) + 1e-5 < 0.03 + 3 * 0.01
+
+
+def test_final_slice_keeps_sampling_until_min_samples() -> None:
+    from perfci.profilers.timing import Sampler
+
+    clock = FakeClock(call_cost=1e-2, noise=0.5, seed=6)
+    settings = TimingSettings(min_samples=10, noise_target=0.0001, budget_s=0.01)
+    sampler = Sampler(clock.workload(), clock_block_timer(clock), clock, 1, settings)
+    sampler.run_slice(0.001, final=True)
+    assert len(sampler.samples) == 10 and sampler.stop_reason == "budget"
