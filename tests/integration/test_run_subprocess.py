@@ -41,7 +41,7 @@ def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> No
 
 def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert perfci("run", str(DATA / "tiny.py"), "--out", str(out), "--rounds", "3", cwd=tmp_path).returncode == 0
+    assert perfci("run", str(DATA / "tiny.py"), "--out", str(out), "--rounds", "6", cwd=tmp_path).returncode == 0
     results = out / "results.json"
     same = perfci("compare", str(results), str(results), cwd=tmp_path)
     assert same.returncode == 0, same.stdout + same.stderr
