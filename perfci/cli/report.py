@@ -52,9 +52,7 @@ def _sides(comparison: Comparison, runs: list[RunResult]) -> tuple[RunResult | N
     return base, cand
 
 
-def load_inputs(
-    paths: list[Path], threshold: float
-) -> tuple[RunResult | None, Comparison | None, RunResult | None]:
+def load_inputs(paths: list[Path], threshold: float) -> tuple[RunResult | None, Comparison | None, RunResult | None]:
     """(candidate run, comparison, baseline run) from 1-3 files."""
     kinds = [_kind(p) for p in paths]
     comparisons = [p for p, k in zip(paths, kinds, strict=True) if k == "comparison"]

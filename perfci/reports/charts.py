@@ -77,8 +77,7 @@ def _case_order(inp: ReportInput) -> list[str]:
 def distributions(inp: ReportInput, idx: _Index, limit: int) -> list[dict[str, Any]]:
     out = []
     for cid in _case_order(inp):
-        base = inp.baseline.case(cid) if inp.baseline else None
-        cand = inp.candidate.case(cid) if inp.candidate else None
+        base, cand = inp.cases(cid)
         present = [c for c in (cand, base) if c is not None and c.rounds]
         if not present:
             continue
@@ -187,8 +186,7 @@ def _peak(case: CaseResult | None, name: str) -> float | None:
 def memory(inp: ReportInput, idx: _Index) -> list[list[Any]] | None:
     rows = []
     for cid in _case_order(inp):
-        base = inp.baseline.case(cid) if inp.baseline else None
-        cand = inp.candidate.case(cid) if inp.candidate else None
+        base, cand = inp.cases(cid)
         values = [_peak(c, n) for n in ("memory.peak_rss", "memory.peak_device") for c in (base, cand)]
         if any(v is not None for v in values):
             rows.append([idx(cid), *values])  # [case, rss base, rss cand, device base, device cand]

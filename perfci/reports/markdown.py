@@ -45,9 +45,7 @@ def code(text: object, limit: int = 200) -> str:
 
 
 def _row(r: MetricComparison) -> str:
-    interval = (
-        f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}" if r.ratio_low is not None else "-"
-    )
+    interval = f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}" if r.ratio_low is not None else "-"
     verdict = r.verdict.value + (f" (expected: {code(expected_reason(r), 80)})" if expected_reason(r) else "")
     if r.note and r.verdict in (Verdict.ERROR, Verdict.INCONCLUSIVE):
         verdict += f" {code(r.note, 120)}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
@@ -29,6 +30,18 @@ class ReportInput:
     comparison: Comparison | None = None
     baseline: RunResult | None = None
 
+    @cached_property
+    def _index(self) -> tuple[dict[str, CaseResult], dict[str, CaseResult]]:
+        def by_id(run: RunResult | None) -> dict[str, CaseResult]:
+            return {c.id: c for c in run.cases} if run is not None else {}
+
+        return by_id(self.baseline), by_id(self.candidate)
+
+    def cases(self, case_id: str) -> tuple[CaseResult | None, CaseResult | None]:
+        """(baseline, candidate) results of one case, by id (indexed once: `RunResult.case` is a linear scan)."""
+        base, cand = self._index
+        return base.get(case_id), cand.get(case_id)
+
 
 def _num(x: float | None) -> float | str:
     """A sort key for `data-v` (six significant digits are plenty to order by)."""
@@ -39,7 +52,7 @@ def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
     assert inp.comparison is not None
     rows = []
     for r in sort_rows(inp.comparison.rows):
-        cand = inp.candidate.case(r.case_id) if inp.candidate else None
+        _, cand = inp.cases(r.case_id)
         cv = cand.metric("noise.round_cv") if cand else None
         rows.append(
             {

@@ -1,0 +1,208 @@
+"""The HTML report in a real browser: headless Chromium (Debian's package) driven by playwright.
+
+Skipped with a reason when Chromium or the playwright package is missing, unless PERFCI_REQUIRE_BROWSER is set
+(`.ci/run` sets it): then a missing browser fails. Screenshots go to $PERFCI_ARTIFACTS_DIR or `artifacts/`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfci.model import Comparison, RunResult
+from perfci.reports.html import render_html
+from tests.report_fixtures import HOSTILE, suite_comparison
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SIZE_LIMIT = 6_000_000  # bytes
+RENDER_LIMIT_S = 5.0
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _chromium() -> str | None:
+    explicit = os.environ.get("PERFCI_CHROMIUM")
+    if explicit:
+        return explicit
+    return next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
+
+
+def artifacts_dir() -> Path:
+    path = Path(os.environ.get("PERFCI_ARTIFACTS_DIR") or REPO / "artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    required = bool(os.environ.get("PERFCI_REQUIRE_BROWSER"))
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    problem = (
+        "Chromium not found (apt-get install chromium, or set PERFCI_CHROMIUM)"
+        if executable is None
+        else "the playwright package is not installed (pip install -e '.[dev]')"
+        if sync_playwright is None
+        else None
+    )
+    if problem:
+        if required:
+            pytest.fail(f"PERFCI_REQUIRE_BROWSER is set but {problem}")
+        pytest.skip(f"browser test skipped: {problem}")
+    assert sync_playwright is not None
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A report opened offline: console errors, page errors, dialogs and non-file requests are recorded."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"), d.dismiss()))
+        self.context.on("request", lambda r: self.requests.append(r.url))
+        start = time.perf_counter()
+        self.page.goto(path.as_uri())
+        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+        self.ready_s = time.perf_counter() - start
+        self.timings = self.page.evaluate("window.perfciDrawAll()")  # draw the charts not yet in view
+        self.all_s = time.perf_counter() - start
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text}")
+
+    def network(self) -> list[str]:
+        return [u for u in self.requests if not u.startswith("file://")]
+
+    def column(self, index: int) -> list[str]:
+        return self.page.eval_on_selector_all(
+            "#cases tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{index}].textContent)"
+        )
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _write(tmp_path: Path, name: str, run: RunResult, comparison: Comparison | None, base: RunResult | None) -> Path:
+    path = tmp_path / name
+    path.write_text(render_html(run, comparison, base), "utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[RunResult, Comparison, RunResult]:
+    base, cand, comp = suite_comparison(500, telemetry=True)
+    return cand, comp, base
+
+
+def test_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    base, cand, comp = suite_comparison(24, telemetry=True)
+    path = _write(tmp_path, "report.html", cand, comp, base)
+    page = Page(browser, path)
+    try:
+        assert page.problems == []
+        assert page.network() == []
+        assert page.page.inner_text("#verdict").startswith("FAIL: 1 regression")
+        shown = page.column(1)
+        assert sorted(shown) == sorted(r.case_id for r in comp.rows)  # every case, as text
+        assert f"suite.hostile[name={HOSTILE}]@cpu" in shown  # the hostile name renders as text
+        assert page.page.evaluate("document.querySelectorAll('#cases script').length") == 0
+        assert page.column(0)[0] == "regression"  # regressions first
+
+        # sorting: the "change" column, ascending then descending (empty values last)
+        header = page.page.locator("#cases th", has_text="change")
+        header.click()
+        values = [
+            float(v)
+            for v in page.page.eval_on_selector_all(
+                "#cases tbody tr", "rows => rows.map(r => r.cells[3].dataset.v).filter(v => v !== '')"
+            )
+        ]
+        assert values == sorted(values)
+        assert header.get_attribute("aria-sort") == "ascending"
+        header.click()
+        values = [
+            float(v)
+            for v in page.page.eval_on_selector_all(
+                "#cases tbody tr", "rows => rows.map(r => r.cells[3].dataset.v).filter(v => v !== '')"
+            )
+        ]
+        assert values == sorted(values, reverse=True)
+
+        # filtering by verdict and by text
+        page.page.select_option("#verdict-filter", "regression")
+        assert set(page.column(0)) == {"regression"}
+        page.page.select_option("#verdict-filter", "")
+        page.page.fill("#filter", "runtime=ort")
+        assert page.column(1) and all("runtime=ort" in c for c in page.column(1))
+        page.page.fill("#filter", "")
+
+        # every chart drew, and a click on a case shows its distribution
+        for chart in ("ratio", "dist", "roof", "telemetry", "memory"):
+            assert page.page.locator(f"#chart-{chart} .main-svg").count() > 0, chart
+        page.page.locator("#cases td.case", has_text="kernels.k[n=7]@cpu").first.click()
+        assert page.page.eval_on_selector("#dist-case", "s => s.options[s.selectedIndex].text") == "kernels.k[n=7]@cpu"
+        page.page.evaluate("window.scrollTo(0, 0)")
+        page.page.screenshot(path=str(artifacts_dir() / "report-comparison-top.png"))
+        page.page.screenshot(path=str(artifacts_dir() / "report-comparison.png"), full_page=True)
+        assert page.problems == [] and page.network() == []
+    finally:
+        page.close()
+
+
+def test_run_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    _, cand, _ = suite_comparison(8, telemetry=True)
+    page = Page(browser, _write(tmp_path, "run.html", cand, None, None))
+    try:
+        assert page.problems == [] and page.network() == []
+        assert "no baseline" in page.page.inner_text("#verdict")
+        assert page.column(0)[0] == "error"
+        page.page.screenshot(path=str(artifacts_dir() / "report-run.png"), full_page=False)
+    finally:
+        page.close()
+
+
+def test_500_case_comparison_size(big: tuple[RunResult, Comparison, RunResult], tmp_path: Path) -> None:
+    cand, comp, base = big
+    size = _write(tmp_path, "big.html", cand, comp, base).stat().st_size
+    assert size < SIZE_LIMIT, f"{size:,} bytes"
+
+
+def test_500_case_comparison_renders_fast(
+    browser: Any, big: tuple[RunResult, Comparison, RunResult], tmp_path: Path
+) -> None:
+    cand, comp, base = big
+    page = Page(browser, _write(tmp_path, "big.html", cand, comp, base))
+    try:
+        print(f"500-case comparison: ready {page.ready_s:.2f} s, all charts {page.all_s:.2f} s, {page.timings}")
+        assert page.problems == [] and page.network() == []
+        assert page.ready_s < RENDER_LIMIT_S
+        assert len(page.column(1)) == len(comp.rows)
+    finally:
+        page.close()

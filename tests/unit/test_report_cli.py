@@ -1,0 +1,69 @@
+"""`perfci report`: renders results, pairs of results and saved comparisons again (CliRunner, synthetic files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfci.cli import app
+from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.compare.saved import dump_comparison
+from perfci.schema import dump_results
+from tests.report_fixtures import suite_pair
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("report")
+    base, cand = suite_pair(8)
+    paths = {"base": folder / "base.json", "cand": folder / "cand.json", "cmp": folder / "comparison.json"}
+    dump_results(base, paths["base"])
+    dump_results(cand, paths["cand"])
+    dump_comparison(compare_runs(base, cand, DecisionSettings(), ("main", "pr")), paths["cmp"])
+    return paths
+
+
+def test_report_of_one_results_file(files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", str(files["cand"]), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert "no baseline to compare with" in html and "kernels.k[n=7]@cpu" in html
+
+
+def test_report_of_two_results_files_compares_them(files: dict[str, Path], tmp_path: Path) -> None:
+    out, md = tmp_path / "r.html", tmp_path / "summary.md"
+    args = ["report", str(files["base"]), str(files["cand"]), "-o", str(out), "--markdown", str(md)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output  # a report never gates
+    assert "FAIL: 1 regression" in out.read_text()
+    assert md.read_text().startswith("### perfci: FAIL: 1 regression")
+    assert "`r.html`" in md.read_text()
+
+
+def test_report_of_a_saved_comparison_with_and_without_results(files: dict[str, Path], tmp_path: Path) -> None:
+    alone, full = tmp_path / "alone.html", tmp_path / "full.html"
+    assert runner.invoke(app, ["report", str(files["cmp"]), "-o", str(alone)]).exit_code == 0
+    args = ["report", str(files["cmp"]), str(files["base"]), str(files["cand"]), "-o", str(full)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert "main" in alone.read_text() and "FAIL: 1 regression" in alone.read_text()
+    assert '"dist":[]' in alone.read_text()  # no raw data without the results files
+    assert '"dist":[{' in full.read_text()
+
+
+def test_markdown_to_stdout(files: dict[str, Path], tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(files["cmp"]), "-o", str(tmp_path / "r.html"), "--markdown", "-"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("### perfci: FAIL")
+
+
+def test_bad_inputs_exit_2(files: dict[str, Path], tmp_path: Path) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"schema": "something else"}')
+    for args in ([str(tmp_path / "missing.json")], [str(junk)], [str(files["cmp"])] * 2):
+        result = runner.invoke(app, ["report", *args, "-o", str(tmp_path / "r.html")])
+        assert result.exit_code == 2, (args, result.output)
