@@ -38,7 +38,7 @@ CHROMIUM_ARGS = [
 def _chromium() -> str | None:
     explicit = os.environ.get("PERFCI_CHROMIUM")
     if explicit:
-        return explicit
+        return explicit if Path(explicit).is_file() else None
     return next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
 
 

@@ -9,6 +9,7 @@
                  unchanged: "#5f6b7a", "new": "#5b3ea8", missing: "#5b3ea8" };
   var BASE = "#7f8c9d", CAND = "#1f5fbf";
   var CONFIG = { displaylogo: false, responsive: true };
+  var LAZY_ABOVE = 100;  /* with more cases than this, charts are drawn as they scroll into view */
 
   /* plotly.js reads a small HTML subset in text; escape so names show as typed. */
   function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
@@ -107,7 +108,8 @@
       shapes.push(hline((1 / (1 + r.threshold) - 1) * 100, COLORS.improvement, "dash"));
     }
     draw("chart-ratio", traces, { height: 400, shapes: shapes, hovermode: "closest", legend: { orientation: "h" },
-      xaxis: { title: { text: "cases, sorted by change (hover for names)" }, zeroline: false },
+      xaxis: { title: { text: "cases, sorted by change (hover for names)" }, zeroline: false,
+               dtick: Math.max(1, Math.ceil(r.rows.length / 20)) },
       yaxis: { title: { text: "candidate vs baseline (%)" }, ticksuffix: "%" } });
   }
 
@@ -172,7 +174,7 @@
     });
     var layout = { height: 420, hovermode: "closest",
       xaxis: { type: "log", title: { text: "arithmetic intensity (FLOP per byte)" } },
-      yaxis: { type: "log", title: { text: "achieved FLOP/s" } } };
+      yaxis: { type: "log", exponentformat: "SI", title: { text: "achieved FLOP/s" } } };
     var lo = Math.min.apply(null, xs) / 10, hi = Math.max.apply(null, xs) * 10;
     r.roofs.forEach(function (roof) {
       var ridge = roof.flops / roof.bw, rx = [lo, Math.max(lo, Math.min(ridge, hi)), hi];
@@ -276,7 +278,11 @@
     if (data[c[0]] && (!Array.isArray(data[c[0]]) || data[c[0]].length)) { show(c[0]); } else { c.done = true; }
   });
   window.setTimeout(function () {  /* let the table paint first */
-    if (!("IntersectionObserver" in window)) { window.perfciDrawAll(); document.body.dataset.ready = "1"; return; }
+    if (!("IntersectionObserver" in window) || ids.length <= LAZY_ABOVE) {
+      window.perfciDrawAll();
+      document.body.dataset.ready = "1";
+      return;
+    }
     var pending = charts.filter(function (c) { return !c.done; }), seen = 0;
     var observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (e) {
