@@ -2,7 +2,7 @@
 
 The `Config` dataclass is what the rest of perfci reads; `load_config` finds, parses and validates the file
 (unknown key, wrong type, bad pattern, missing path: a ConfigError naming the file, the line where it can be
-found, and the key). The accepted keys are documented in docs/configuration.md.
+found, and the key). The accepted keys are documented in docs/workloads.md ("Configuration").
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Find workloads: built-in suites by name, user files and folders by path. Import errors become clear messages."""
+"""Find workloads: built-in suites by name, user files and folders by path. Import errors become clear messages.
+
+A workload file can import modules that sit next to it and modules of its project: before it is executed, its
+folder and its project root (the closest folder above it with a `perfci.toml`, a `pyproject.toml` or a
+`.git`) are put at the front of `sys.path` (as pytest does with its rootdir), in the CLI and in the worker alike.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +45,9 @@ def load_source(source: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise WorkloadDefinitionError(f"{path}: cannot be imported as a Python module.")
     module = importlib.util.module_from_spec(spec)
+    for folder in import_roots(path):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -56,6 +64,21 @@ def load_source(source: str) -> ModuleType:
             f"(at {Path(frame.filename).name}:{frame.lineno}).",
         ) from None
     return module
+
+
+PROJECT_MARKERS = ("perfci.toml", "pyproject.toml", ".git")
+
+
+def import_roots(path: Path) -> list[Path]:
+    """The workload file's folder and its project root (when there is one), the root last."""
+    folder = path.resolve().parent
+    roots = [folder]
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            if candidate != folder:
+                roots.append(candidate)
+            break
+    return roots
 
 
 def workloads_in(module: ModuleType) -> list[Workload]:
