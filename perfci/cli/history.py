@@ -1,0 +1,77 @@
+"""`perfci history ingest`, `perfci trend`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfci.cli.app import OutputFormat, app, consoles, guard, history_app
+from perfci.errors import UsageError
+from perfci.patterns import case_pattern
+from perfci.profilers.fingerprint import runner_name
+from perfci.reports.trend import trend_table, trends_json
+from perfci.schema import load_results
+from perfci.store.history import HistoryStore, default_url
+from perfci.store.trend import trends
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
+]
+
+
+def _store(db: str | None) -> HistoryStore:
+    return HistoryStore(db or os.environ.get("PERFCI_DB") or default_url(Path.cwd()))
+
+
+@history_app.command("ingest")
+def history_ingest(
+    results: Annotated[list[Path], typer.Argument(help="Results files to add.")],
+    db: DbOpt = None,
+    runner: Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER or fingerprint).")] = None,
+) -> None:
+    """Add results files to the history store (a run already stored is skipped)."""
+
+    def body() -> int:
+        runs = [load_results(p) for p in results]  # validate every file before writing anything
+        store = _store(db)
+        items = [(r, runner or os.environ.get("PERFCI_RUNNER") or runner_name(r.fingerprint)) for r in runs]
+        added, skipped = store.ingest_many(items)
+        _, err = consoles()
+        err.print(f"ingested {added} run(s), skipped {skipped} already stored", highlight=False)
+        return 0
+
+    guard(body)
+
+
+@app.command()
+def trend(
+    db: DbOpt = None,
+    metric: Annotated[str, typer.Option(help="Metric to follow.")] = "latency.median",
+    runner: Annotated[str | None, typer.Option(help="Only this runner class.")] = None,
+    k: Annotated[list[str] | None, typer.Option("-k", help="Case pattern (as in perfci run). Repeatable.")] = None,
+    min_effect: Annotated[float, typer.Option(help="Smallest change worth reporting (0.03 = 3%).")] = 0.03,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
+
+    def body() -> int:
+        store = _store(db)
+        items = trends(store, metric, runner, tuple(case_pattern(p) for p in k or ()), min_effect)
+        if not items:
+            raise UsageError(
+                f"the history store has no values of {metric!r} for the selected cases.",
+                hint="add runs with 'perfci history ingest RESULTS.json'",
+            )
+        out, _ = consoles()
+        if fmt is OutputFormat.json:
+            out.print_json(json.dumps(trends_json(items)))
+        else:
+            out.print(trend_table(items))
+        return 0
+
+    guard(body)

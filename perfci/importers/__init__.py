@@ -1,0 +1,1 @@
+"""Importers: turn other tools' result files into perfci results."""

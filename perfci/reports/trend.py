@@ -1,0 +1,44 @@
+"""Terminal and JSON renderings of trends (history + change points)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from perfci.reports.units import format_ratio
+from perfci.store.trend import Trend
+
+
+def _value(v: float | None, unit_hint: str) -> str:
+    if v is None:
+        return "-"
+    return f"{v * 1e3:.4g} ms" if unit_hint.startswith("latency") else f"{v:.4g}"
+
+
+def trend_table(items: list[Trend]) -> Table:
+    table = Table(title="perfci trend", title_justify="left")
+    table.add_column("runner")
+    table.add_column("case", overflow="fold")
+    table.add_column("metric")
+    table.add_column("runs", justify="right")
+    table.add_column("latest")
+    table.add_column("change points (run, commit: change)")
+    for t in items:
+        shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts) or "none"
+        table.add_row(t.runner, Text(t.case_id), t.metric, str(len(t.points)), _value(t.latest, t.metric), Text(shifts))
+    return table
+
+
+def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
+    return [
+        {
+            "runner": t.runner,
+            "case_id": t.case_id,
+            "metric": t.metric,
+            "points": [p.__dict__ for p in t.points],
+            "change_points": [s.__dict__ for s in t.shifts],
+        }
+        for t in items
+    ]

@@ -1,0 +1,157 @@
+"""Ingest runs into the history store and read metric series back.
+
+`HistoryStore(url)` opens (and creates) the store: `sqlite:///path/history.db` or
+`postgresql+psycopg://user@host/db`. Ingesting the same run twice for a runner is a no-op, so a CI job can
+retry safely. A store written by a newer perfci (higher `store_version`) is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import create_engine, insert, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+
+from perfci.errors import InfrastructureError, UsageError
+from perfci.model import CaseStatus, RunResult
+from perfci.store.tables import STORE_VERSION, measurements, metadata, runs, store_meta
+
+
+@dataclass(frozen=True)
+class Point:
+    """One stored value of a metric for a case, in time order."""
+
+    run_id: str
+    commit: str | None
+    started_at: str
+    value: float
+    low: float | None
+    high: float | None
+
+
+def default_url(root: Path) -> str:
+    return f"sqlite:///{root / '.perfci' / 'history.db'}"
+
+
+class HistoryStore:
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.engine: Engine = create_engine(url, future=True)
+            metadata.create_all(self.engine)
+            self._check_version()
+        except ArgumentError:
+            raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
+        except OperationalError as exc:
+            raise InfrastructureError(f"cannot open the history store {self._safe(url)}: {exc.orig}") from None
+
+    @staticmethod
+    def _safe(url: str) -> str:
+        """The URL without a password, for messages."""
+        if "@" in url and "://" in url:
+            scheme, rest = url.split("://", 1)
+            creds, host = rest.rsplit("@", 1)
+            return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+        return url
+
+    def _check_version(self) -> None:
+        with self.engine.begin() as conn:
+            row = conn.execute(select(store_meta.c.value).where(store_meta.c.key == "store_version")).first()
+            if row is None:
+                conn.execute(insert(store_meta).values(key="store_version", value=str(STORE_VERSION)))
+            elif int(row[0]) > STORE_VERSION:
+                raise UsageError(
+                    f"the history store has version {row[0]}; this perfci reads up to {STORE_VERSION}.",
+                    hint="upgrade perfci",
+                )
+
+    def ingest(self, run: RunResult, runner: str) -> bool:
+        """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""
+        try:
+            with self.engine.begin() as conn:
+                exists = conn.execute(
+                    select(runs.c.id).where(runs.c.runner == runner, runs.c.run_id == run.run_id)
+                ).first()
+                if exists is not None:
+                    return False
+                inserted = conn.execute(
+                    insert(runs).values(
+                        run_id=run.run_id,
+                        runner=runner,
+                        commit=run.git.commit if run.git else None,
+                        branch=run.git.branch if run.git else None,
+                        dirty=run.git.dirty if run.git else None,
+                        started_at=run.started_at,
+                        finished_at=run.finished_at,
+                        fingerprint=json.dumps(run.fingerprint, sort_keys=True),
+                    )
+                ).inserted_primary_key
+                if inserted is None:
+                    raise InfrastructureError("the history store did not return the new run's key")
+                run_pk = inserted[0]
+                rows = [
+                    {
+                        "run": run_pk,
+                        "case_id": c.id,
+                        "metric": m.name,
+                        "unit": m.unit,
+                        "direction": m.direction.value,
+                        "value": m.value,
+                        "low": m.low,
+                        "high": m.high,
+                    }
+                    for c in run.cases
+                    if c.status is CaseStatus.OK
+                    for m in c.metrics
+                ]
+                if rows:
+                    conn.execute(insert(measurements), rows)
+        except SQLAlchemyError as exc:
+            raise InfrastructureError(f"could not write to the history store: {exc}") from None
+        return True
+
+    def runners(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(select(runs.c.runner).distinct().order_by(runs.c.runner))]
+
+    def cases(self, runner: str, metric: str) -> list[str]:
+        q = (
+            select(measurements.c.case_id)
+            .join(runs, measurements.c.run == runs.c.id)
+            .where(runs.c.runner == runner, measurements.c.metric == metric)
+            .distinct()
+            .order_by(measurements.c.case_id)
+        )
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q)]
+
+    def series(self, runner: str, case_id: str, metric: str) -> list[Point]:
+        q = (
+            select(
+                runs.c.run_id,
+                runs.c.commit,
+                runs.c.started_at,
+                measurements.c.value,
+                measurements.c.low,
+                measurements.c.high,
+            )
+            .join(runs, measurements.c.run == runs.c.id)
+            .where(runs.c.runner == runner, measurements.c.case_id == case_id, measurements.c.metric == metric)
+            .order_by(runs.c.started_at, runs.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [Point(*row) for row in conn.execute(q)]
+
+    def ingest_many(self, items: Iterable[tuple[RunResult, str]]) -> tuple[int, int]:
+        added = skipped = 0
+        for run, runner in items:
+            if self.ingest(run, runner):
+                added += 1
+            else:
+                skipped += 1
+        return added, skipped

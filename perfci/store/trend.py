@@ -1,0 +1,60 @@
+"""Trend analysis over the history store: per runner, case and metric, the series and its change points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfci.patterns import CasePattern, matches_any
+from perfci.stats.changepoint import ChangePoint, detect_change_points
+from perfci.store.history import HistoryStore, Point
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A change point, named by the run and commit that started the new regime."""
+
+    run_id: str
+    commit: str | None
+    started_at: str
+    before: float
+    after: float
+    ratio: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Trend:
+    runner: str
+    case_id: str
+    metric: str
+    points: tuple[Point, ...]
+    shifts: tuple[Shift, ...]
+
+    @property
+    def latest(self) -> float | None:
+        return self.points[-1].value if self.points else None
+
+
+def _shift(points: list[Point], cp: ChangePoint) -> Shift:
+    first = points[cp.index]
+    return Shift(first.run_id, first.commit, first.started_at, cp.before, cp.after, cp.ratio, cp.p_value)
+
+
+def trends(
+    store: HistoryStore,
+    metric: str = "latency.median",
+    runner: str | None = None,
+    patterns: tuple[CasePattern, ...] = (),
+    min_effect: float = 0.03,
+    alpha: float = 0.01,
+) -> list[Trend]:
+    out: list[Trend] = []
+    for r in [runner] if runner else store.runners():
+        for case_id in store.cases(r, metric):
+            if patterns and not matches_any(patterns, case_id):
+                continue
+            points = store.series(r, case_id, metric)
+            values = [p.value for p in points]
+            cps = detect_change_points(values, alpha=alpha, min_effect=min_effect) if min(values, default=0) > 0 else []
+            out.append(Trend(r, case_id, metric, tuple(points), tuple(_shift(points, cp) for cp in cps)))
+    return out

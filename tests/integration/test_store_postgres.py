@@ -1,0 +1,42 @@
+"""History store on a real PostgreSQL server.
+
+URL from PERFCI_TEST_POSTGRES_URL (`.ci/run` starts PostgreSQL 15 and sets it). Skipped with a reason when it
+is unset, unless PERFCI_REQUIRE_POSTGRES is set (CI), where a missing server fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from perfci.store.history import HistoryStore
+from tests.store_cases import check_store
+
+URL = os.environ.get("PERFCI_TEST_POSTGRES_URL")
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def pg_url() -> str:
+    if not URL:
+        if os.environ.get("PERFCI_REQUIRE_POSTGRES"):
+            pytest.fail("PERFCI_REQUIRE_POSTGRES is set but PERFCI_TEST_POSTGRES_URL is not")
+        pytest.skip("no PostgreSQL server (set PERFCI_TEST_POSTGRES_URL)")
+    return URL
+
+
+def test_postgres_store(pg_url: str) -> None:
+    import sqlalchemy as sa
+
+    schema = f"t_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(pg_url)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    try:
+        sep = "&" if "?" in pg_url else "?"
+        check_store(HistoryStore(f"{pg_url}{sep}options=-csearch_path%3D{schema}"))
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))

@@ -1,0 +1,56 @@
+"""History store on a real SQLite file, and the history/trend CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from perfci.cli import app
+from perfci.schema import dump_results
+from perfci.store.history import HistoryStore
+from tests.store_cases import check_store, history_runs
+
+
+def test_sqlite_store(tmp_path: Path) -> None:
+    check_store(HistoryStore(f"sqlite:///{tmp_path / 'h.db'}"))
+    # reopening the same file sees the same data
+    again = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    assert len(again.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 16
+
+
+def test_history_cli_ingest_and_trend(tmp_path: Path) -> None:
+    files = []
+    for run in history_runs():
+        path = tmp_path / f"{run.run_id}.json"
+        dump_results(run, path)
+        files.append(str(path))
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+    res = runner.invoke(app, ["history", "ingest", *files, "--db", db, "--runner", "cpu-test"])
+    assert res.exit_code == 0, res.output
+    assert "ingested 16 run(s), skipped 0" in res.stderr
+    res = runner.invoke(app, ["trend", "--db", db, "--format", "json", "-k", "alpha"])
+    assert res.exit_code == 0, res.output
+    (item,) = json.loads(res.stdout)
+    assert item["case_id"] == "t.alpha[n=8]@cpu"
+    assert [c["commit"] for c in item["change_points"]] == ["c010"]
+
+
+def test_trend_on_empty_store_is_a_clear_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["trend", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
+    assert res.exit_code == 2
+    assert "no values" in res.stderr
+
+
+def test_ingest_rejects_a_corrupt_file_without_writing(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    dump_results(history_runs(1)[0], good)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "perfci.results", "schema_version": 1')
+    db = tmp_path / "h.db"
+    res = CliRunner().invoke(app, ["history", "ingest", str(good), str(bad), "--db", f"sqlite:///{db}"])
+    assert res.exit_code == 2
+    assert "bad.json" in res.stderr
+    assert not db.exists()  # nothing written: every file is validated first
