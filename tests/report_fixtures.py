@@ -6,7 +6,17 @@ import random
 from dataclasses import replace
 
 from perfci.compare.decide import DecisionSettings, compare_runs
-from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, Comparison, Round, RunResult
+from perfci.model import (
+    CaseError,
+    CaseResult,
+    CaseSpec,
+    CaseStatus,
+    Comparison,
+    MetricComparison,
+    Round,
+    RunResult,
+    Verdict,
+)
 from tests.conftest import make_case, make_run
 
 HOSTILE = "<script>alert(1)</script>"
@@ -76,9 +86,45 @@ def suite_pair(n: int, seed: int = 0, telemetry: bool = False) -> tuple[RunResul
     return base_run, cand_run
 
 
+def _verdict(i: int) -> Verdict:
+    return {1: Verdict.REGRESSION, 2: Verdict.IMPROVEMENT, 3: Verdict.INCONCLUSIVE, 4: Verdict.ERROR}.get(
+        i % 50, Verdict.UNCHANGED
+    )
+
+
+def fixed_comparison(base: RunResult, cand: RunResult) -> Comparison:
+    """A comparison with the verdicts `suite_pair` planted (independent of the decision rule in perfci.compare):
+    latency and peak-RSS rows per case; ratio of medians, interval from the medians' intervals."""
+    rows = []
+    for i, (b, c) in enumerate(zip(base.cases, cand.cases, strict=True)):
+        verdict = _verdict(i)
+        if verdict is Verdict.ERROR:
+            bm = b.metric("latency.median")
+            rows.append(
+                MetricComparison(c.id, "latency.median", verdict, "s", bm.value if bm else None, note="worker died")
+            )
+            continue
+        for name in ("latency.median", "memory.peak_rss"):
+            bm, cm = b.metric(name), c.metric(name)
+            assert bm is not None and cm is not None
+            ratio = cm.value / bm.value
+            low = (cm.low or cm.value) / (bm.high or bm.value)
+            high = (cm.high or cm.value) / (bm.low or bm.value)
+            v = verdict if name == "latency.median" else Verdict.UNCHANGED
+            rows.append(MetricComparison(c.id, name, v, bm.unit, bm.value, cm.value, ratio, low, high, 0.05))
+    warning = "hardware differs: cpu_logical_cores: 2 (baseline) vs 4 (candidate)"
+    return Comparison("main@abc123", "pr-42@def456", tuple(rows), (warning,))
+
+
 def suite_comparison(n: int, telemetry: bool = False) -> tuple[RunResult, RunResult, Comparison]:
     base, cand = suite_pair(n, telemetry=telemetry)
-    return base, cand, compare_runs(base, cand, DecisionSettings(), ("main@abc123", "pr-42@def456"))
+    return base, cand, fixed_comparison(base, cand)
+
+
+def decided_comparison(n: int) -> tuple[RunResult, RunResult, Comparison]:
+    """The same pair through perfci's decision rule (for the CLI round trip)."""
+    base, cand = suite_pair(n)
+    return base, cand, compare_runs(base, cand, DecisionSettings(), ("main", "pr"))
 
 
 def plain_round(index: int, samples: tuple[float, ...]) -> Round:

@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.compare.decide import DecisionSettings, compare_runs
-from perfci.compare.saved import dump_comparison
+from perfci.compare.saved import dump_comparison, load_comparison
+from perfci.reports.verdicts import headline
 from perfci.schema import dump_results
-from tests.report_fixtures import suite_pair
+from tests.report_fixtures import decided_comparison
 
 runner = CliRunner()
 
@@ -19,12 +19,18 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("report")
-    base, cand = suite_pair(8)
+    base, cand, comparison = decided_comparison(8)
     paths = {"base": folder / "base.json", "cand": folder / "cand.json", "cmp": folder / "comparison.json"}
     dump_results(base, paths["base"])
     dump_results(cand, paths["cand"])
-    dump_comparison(compare_runs(base, cand, DecisionSettings(), ("main", "pr")), paths["cmp"])
+    dump_comparison(comparison, paths["cmp"])
     return paths
+
+
+@pytest.fixture(scope="module")
+def verdict(files: dict[str, Path]) -> str:
+    """The verdict line perfci's decision rule gives for the pair (these tests check rendering, not the rule)."""
+    return headline(load_comparison(files["cmp"]))
 
 
 def test_report_of_one_results_file(files: dict[str, Path], tmp_path: Path) -> None:
@@ -35,30 +41,32 @@ def test_report_of_one_results_file(files: dict[str, Path], tmp_path: Path) -> N
     assert "no baseline to compare with" in html and "kernels.k[n=7]@cpu" in html
 
 
-def test_report_of_two_results_files_compares_them(files: dict[str, Path], tmp_path: Path) -> None:
+def test_report_of_two_results_files_compares_them(files: dict[str, Path], verdict: str, tmp_path: Path) -> None:
     out, md = tmp_path / "r.html", tmp_path / "summary.md"
     args = ["report", str(files["base"]), str(files["cand"]), "-o", str(out), "--markdown", str(md)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output  # a report never gates
-    assert "FAIL: 1 regression" in out.read_text()
-    assert md.read_text().startswith("### perfci: FAIL: 1 regression")
+    assert verdict in out.read_text()
+    assert md.read_text().startswith(f"### perfci: {verdict}")
     assert "`r.html`" in md.read_text()
 
 
-def test_report_of_a_saved_comparison_with_and_without_results(files: dict[str, Path], tmp_path: Path) -> None:
+def test_report_of_a_saved_comparison_with_and_without_results(
+    files: dict[str, Path], verdict: str, tmp_path: Path
+) -> None:
     alone, full = tmp_path / "alone.html", tmp_path / "full.html"
     assert runner.invoke(app, ["report", str(files["cmp"]), "-o", str(alone)]).exit_code == 0
     args = ["report", str(files["cmp"]), str(files["base"]), str(files["cand"]), "-o", str(full)]
     assert runner.invoke(app, args).exit_code == 0
-    assert "main" in alone.read_text() and "FAIL: 1 regression" in alone.read_text()
+    assert "main" in alone.read_text() and verdict in alone.read_text()
     assert '"dist":[]' in alone.read_text()  # no raw data without the results files
     assert '"dist":[{' in full.read_text()
 
 
-def test_markdown_to_stdout(files: dict[str, Path], tmp_path: Path) -> None:
+def test_markdown_to_stdout(files: dict[str, Path], verdict: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(files["cmp"]), "-o", str(tmp_path / "r.html"), "--markdown", "-"])
     assert result.exit_code == 0
-    assert result.stdout.startswith("### perfci: FAIL")
+    assert result.stdout.startswith(f"### perfci: {verdict}")
 
 
 def test_bad_inputs_exit_2(files: dict[str, Path], tmp_path: Path) -> None:
