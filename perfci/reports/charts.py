@@ -170,11 +170,12 @@ def telemetry(run: RunResult | None, idx: _Index) -> dict[str, Any] | None:
     if not who or (all(v is None for vals in series.values() for v in vals) and not any(throttle)):
         return None
     step = max(1, math.ceil(len(who) / MAX_TELEMETRY_POINTS))
+    flagged = [[i, who[i], t] for i, t in enumerate(throttle) if t]
     return {
         "step": step,
         "case": who[::step],
         "series": {k: v[::step] for k, v in series.items() if any(x is not None for x in v)},
-        "throttle": [[i, who[i], t] for i, t in enumerate(throttle) if t][:MAX_TELEMETRY_POINTS],
+        "throttle": flagged[:: max(1, math.ceil(len(flagged) / MAX_TELEMETRY_POINTS))],
     }
 
 

@@ -107,7 +107,8 @@
       shapes.push(hline(r.threshold * 100, COLORS.regression, "dash"));
       shapes.push(hline((1 / (1 + r.threshold) - 1) * 100, COLORS.improvement, "dash"));
     }
-    draw("chart-ratio", traces, { height: 400, shapes: shapes, hovermode: "closest", legend: { orientation: "h" },
+    draw("chart-ratio", traces, { height: 420, shapes: shapes, hovermode: "closest",
+      legend: { orientation: "h", y: 1.02, yanchor: "bottom" }, margin: { l: 60, r: 20, t: 40, b: 50 },
       xaxis: { title: { text: "cases, sorted by change (hover for names)" }, zeroline: false,
                dtick: Math.max(1, Math.ceil(r.rows.length / 20)) },
       yaxis: { title: { text: "candidate vs baseline (%)" }, ticksuffix: "%" } });
@@ -207,8 +208,9 @@
         text: t.throttle.map(function (f) { return esc(ids[f[1]]) + ": " + esc(f[2]); }),
         hovertemplate: "%{text}<extra>throttled</extra>", marker: { symbol: "x", color: COLORS.regression } });
     }
-    draw("chart-telemetry", traces, { height: 520, hovermode: "closest", legend: { orientation: "h" },
-      xaxis: { title: { text: "sample blocks in measuring order" } },
+    draw("chart-telemetry", traces, { height: 540, hovermode: "closest",
+      legend: { orientation: "h", y: 1.02, yanchor: "bottom" }, margin: { l: 60, r: 20, t: 40, b: 50 },
+      xaxis: { anchor: "y4", title: { text: "sample blocks in measuring order" } },
       yaxis: { domain: [0.55, 1], title: { text: "MHz" } }, yaxis2: { domain: [0.3, 0.52], title: { text: "W" } },
       yaxis3: { domain: [0.08, 0.27], title: { text: "\u00b0C" } },
       yaxis4: { domain: [0, 0.05], showticklabels: false, title: { text: "throttle" } } });
