@@ -72,7 +72,11 @@ def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
                 "unit": r.unit,
                 "noise": f"{cv.value * 100:.1f}%" if cv else "-",
                 "noise_v": _num(cv.value if cv else None),
-                "note": "; ".join(x for x in (r.note, expected_reason(r) and f"expected: {expected_reason(r)}") if x),
+                "note": "; ".join(
+                    x
+                    for x in (r.note, expected_reason(r) and f"expected: {expected_reason(r)}", throttle_note(cand))
+                    if x
+                ),
             }
         )
     return rows
@@ -85,6 +89,17 @@ def device_peaks(fp: dict[str, Any], device: str) -> dict[str, Any]:
         found = peaks.get(device.split(":")[0])
         return found if isinstance(found, dict) else {}
     return peaks
+
+
+def throttle_note(case: CaseResult | None) -> str:
+    """`N samples throttled (M dropped)` from the rounds' telemetry, or '' when none were (or none recorded)."""
+    if case is None:
+        return ""
+    flagged = sum(int(r.telemetry.get("throttle_flagged") or 0) for r in case.rounds)
+    dropped = sum(int(r.telemetry.get("throttle_dropped") or 0) for r in case.rounds)
+    if not flagged and not dropped:
+        return ""
+    return f"{flagged} samples throttled" + (f" ({dropped} dropped)" if dropped else "")
 
 
 def _peak_pct(case: CaseResult, metric: str, peak: Any) -> str:
@@ -127,7 +142,7 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "memory_v": _num(rss.value if rss else None),
                 "energy": f"{energy.value:.3g} J" if energy else "-",
                 "energy_v": _num(energy.value if energy else None),
-                "errors": "; ".join(f"{e.kind}: {e.message}" for e in c.errors),
+                "notes": "; ".join(x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c)) if x),
             }
         )
     return sorted(rows, key=lambda r: r["rank"])

@@ -146,3 +146,13 @@ def test_helpers() -> None:
 def test_default_suite_sized_run_is_small() -> None:
     run = make_run([make_case(n, 1e-3) for n in ("matmul", "softmax", "mlp", "layernorm")])
     assert len(render_html(run, None).encode()) < 2_000_000
+
+
+def test_throttled_samples_and_incomplete_runs_are_noted() -> None:
+    case = make_case("hot", 1e-3)
+    rounds = tuple(replace(r, telemetry={"throttle_flagged": 3, "throttle_dropped": 1}) for r in case.rounds)
+    run = make_run([replace(case, rounds=rounds)])
+    run = replace(run, settings={**run.settings, "complete": False})
+    html = render_html(run, None)
+    assert "15 samples throttled (5 dropped)" in html
+    assert "This run did not finish" in html
