@@ -98,3 +98,31 @@ def test_builtin_suites_declare_cpu_and_cuda_and_triton_is_cuda_only() -> None:
     assert "kernels.triton_add" not in by_device["cpu"]
     ids = {s.id for s in cases}
     assert "kernels.matmul[n=4096,dtype=bfloat16]@cuda" in ids and "kernels.matmul[n=512,dtype=float32]@cpu" in ids
+
+
+def test_workload_files_import_from_their_folder_and_project_root(tmp_path: Path) -> None:
+    import sys
+
+    from perfci.workloads.discovery import import_roots, load_source
+
+    (tmp_path / "perfci.toml").write_text("")
+    (tmp_path / "projlib_for_test.py").write_text("VALUE = 41\n")
+    perf = tmp_path / "perf"
+    perf.mkdir()
+    (perf / "sibling_for_test.py").write_text("ONE = 1\n")
+    bench = perf / "bench_imports.py"
+    bench.write_text(
+        "import perfci\nimport projlib_for_test, sibling_for_test\n\n"
+        "@perfci.workload\ndef answer(ctx):\n    return lambda: projlib_for_test.VALUE + sibling_for_test.ONE\n"
+    )
+    assert import_roots(bench) == [perf.resolve(), tmp_path.resolve()]
+    try:
+        ((spec, reason),) = all_cases_from_sources([str(bench)])
+        assert (spec.id, reason) == ("bench_imports.answer@cpu", None)
+        assert load_source(str(bench)).answer(None)() == 42
+    finally:
+        for name in ("projlib_for_test", "sibling_for_test"):
+            sys.modules.pop(name, None)
+        for folder in (str(perf.resolve()), str(tmp_path.resolve())):
+            if folder in sys.path:
+                sys.path.remove(folder)
