@@ -6,6 +6,7 @@ import random
 from dataclasses import replace
 
 from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.metrics import case_metrics
 from perfci.model import (
     CaseError,
     CaseResult,
@@ -40,7 +41,7 @@ def _gpu_telemetry(case: CaseResult, seed: int) -> CaseResult:
             "throttle": [["sw_power_cap"] if i % 9 == 0 else ["gpu_idle"] for i in range(n)],
         }
         rounds.append(replace(r, telemetry={**r.telemetry, "gpu": gpu, "energy_j": 1.5}, peak_device_bytes=2**30))
-    return replace(case, rounds=tuple(rounds))
+    return replace(case, rounds=tuple(rounds), metrics=case_metrics(tuple(rounds), case.flops, case.bytes))
 
 
 def suite_pair(n: int, seed: int = 0, telemetry: bool = False) -> tuple[RunResult, RunResult]:
@@ -94,7 +95,8 @@ def _verdict(i: int) -> Verdict:
 
 def fixed_comparison(base: RunResult, cand: RunResult) -> Comparison:
     """A comparison with the verdicts `suite_pair` planted (independent of the decision rule in perfci.compare):
-    latency and peak-RSS rows per case; ratio of medians, interval from the medians' intervals."""
+    latency, peak-RSS and (with telemetry) peak device memory rows per case; ratio of medians, interval from
+    the medians' intervals."""
     rows = []
     for i, (b, c) in enumerate(zip(base.cases, cand.cases, strict=True)):
         verdict = _verdict(i)
@@ -104,9 +106,10 @@ def fixed_comparison(base: RunResult, cand: RunResult) -> Comparison:
                 MetricComparison(c.id, "latency.median", verdict, "s", bm.value if bm else None, note="worker died")
             )
             continue
-        for name in ("latency.median", "memory.peak_rss"):
+        for name in ("latency.median", "memory.peak_rss", "memory.peak_device"):
             bm, cm = b.metric(name), c.metric(name)
-            assert bm is not None and cm is not None
+            if bm is None or cm is None:
+                continue
             ratio = cm.value / bm.value
             low = (cm.low or cm.value) / (bm.high or bm.value)
             high = (cm.high or cm.value) / (bm.low or bm.value)
