@@ -96,7 +96,7 @@
     });
     var traces = Object.keys(byVerdict).map(function (v) {
       var t = byVerdict[v];
-      return { type: "scatter", mode: "markers", name: t.other ? v : primary + ": " + v, x: t.x, y: t.y, text: t.text,
+      return { type: "scatter", mode: "markers", name: esc(t.other ? v : primary + ": " + v), x: t.x, y: t.y, text: t.text,
                visible: t.other ? "legendonly" : true,
                hovertemplate: "%{text}<br>change %{y:+.1f}%<extra>" + esc(v) + "</extra>",
                marker: { color: COLORS[v] || "#555", size: 6 },
