@@ -1,81 +1,172 @@
-"""Decide, per case, whether the candidate regressed against the baseline.
+"""Decide, per case and metric, whether the candidate regressed against the baseline.
 
-Rule (unpaired rounds, e.g. two separate runs): the unit of replication is the round (worker process).
-Let r = ratio of geometric means of per-round median latencies (candidate / baseline), with a one-sided
-99% Welch-t bound on the log scale.
-- regression: lower bound > 1 and r >= 1 + threshold
-- improvement: upper bound < 1 and r <= 1 / (1 + threshold)
-- inconclusive: r is beyond the threshold but the bound does not confirm it (too noisy to tell)
-- unchanged: otherwise
+The round (worker process) is the unit of replication: every statistic works on one value per round.
+
+- Timed metrics (latency...): `perfci.stats.decision.decide` on an estimate of log(candidate / baseline):
+  * paired (same-machine A/B, `paired=True`): rounds with the same index on both sides form a pair, ran
+    back-to-back in random order; d_i = log(B_i / A_i), t bound on mean(d);
+  * unpaired (two separate runs): Welch on log per-round values plus the cross-job term `job_noise`, because
+    rounds of one job share that job's machine state; with the default job noise a stored-baseline comparison
+    flags only large changes and calls smaller ones `inconclusive` (then `perfci run --confirm` or `perfci ab`).
+- Memory and other near-deterministic metrics: `tolerance_verdict` on per-round values.
+Details, defaults and why: docs/compare.md.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from perfci.metrics import round_medians
+from perfci.compare.fingerprints import fingerprint_differences
+from perfci.compare.policy import (
+    DecisionSettings,
+    MetricDef,
+    job_noise,
+    metric_def,
+    practical_threshold,
+    round_values,
+)
+from perfci.compare.saved import run_side
+from perfci.errors import UsageError
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
-from perfci.stats.ratio import unpaired_log_ratio
+from perfci.stats.decision import decide, tolerance_verdict
+from perfci.stats.logratio import paired_log_ratio, unpaired_log_ratio
+from perfci.stats.summary import median
 
 LATENCY = "latency.median"
+__all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
 
 
-@dataclass(frozen=True)
-class DecisionSettings:
-    threshold: float = 0.05
-    confidence: float = 0.99
-
-
-def _value(case: CaseResult) -> float | None:
-    m = case.metric(LATENCY)
+def _value(case: CaseResult, metric: str = LATENCY) -> float | None:
+    m = case.metric(metric)
     return m.value if m else None
 
 
-def compare_case(base: CaseResult, cand: CaseResult, settings: DecisionSettings) -> MetricComparison:
-    if cand.status is CaseStatus.ERROR:
-        message = cand.errors[0].message if cand.errors else "error"
-        return MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", _value(base), None, note=message)
-    if base.status is CaseStatus.ERROR or not base.rounds:
-        return MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")
-    est = unpaired_log_ratio(round_medians(base.rounds), round_medians(cand.rounds), settings.confidence)
-    up = 1.0 + settings.threshold
-    if math.isnan(est.lower_bound):
-        verdict = Verdict.INCONCLUSIVE
-    elif est.lower_bound > 1.0 and est.ratio >= up:
-        verdict = Verdict.REGRESSION
-    elif est.upper_bound < 1.0 and est.ratio <= 1.0 / up:
-        verdict = Verdict.IMPROVEMENT
-    elif est.ratio >= up or est.ratio <= 1.0 / up:
-        verdict = Verdict.INCONCLUSIVE
+def _nan_none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _timed_row(
+    case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
+    settings: DecisionSettings, paired: bool,
+) -> MetricComparison:  # fmt: skip
+    if paired:
+        common = sorted(set(base) & set(cand))
+        est = paired_log_ratio([base[i] for i in common], [cand[i] for i in common], settings.trim)
     else:
-        verdict = Verdict.UNCHANGED
+        est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id))
+    higher = mdef.direction.value == "higher"
+    d = decide(est, theta, alpha, higher, settings.noise_factor)
+    low, high = est.interval(1.0 - 2.0 * alpha)
+    note = "" if not math.isnan(est.se) else "too few rounds to estimate the noise"
     return MetricComparison(
-        case_id=cand.id,
-        metric=LATENCY,
-        verdict=verdict,
-        unit="s",
-        baseline=_value(base),
-        candidate=_value(cand),
+        case_id=case_id,
+        metric=mdef.name,
+        verdict=Verdict(d.verdict),
+        unit=mdef.unit,
+        baseline=median(list(base.values())),
+        candidate=median(list(cand.values())),
         ratio=est.ratio,
-        ratio_low=est.low,
-        ratio_high=est.high,
-        threshold=settings.threshold,
+        ratio_low=_nan_none(low),
+        ratio_high=_nan_none(high),
+        threshold=d.threshold,
+        note=note,
+        direction=mdef.direction,
+        method="paired" if paired else "unpaired",
+        confidence=1.0 - alpha,
+        bound=_nan_none(d.bound),
+        noise=_nan_none(est.se),
+        n_baseline=est.n_baseline,
+        n_candidate=est.n_candidate,
     )
 
 
+def _tolerance_row(
+    case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, slack: float
+) -> MetricComparison:
+    b, c = list(base.values()), list(cand.values())
+    verdict = tolerance_verdict(b, c, theta, slack, mdef.direction.value == "higher")
+    mb, mc = median(b), median(c)
+    return MetricComparison(
+        case_id=case_id,
+        metric=mdef.name,
+        verdict=Verdict(verdict),
+        unit=mdef.unit,
+        baseline=mb,
+        candidate=mc,
+        ratio=mc / mb,
+        ratio_low=min(c) / max(b),
+        ratio_high=max(c) / min(b),
+        threshold=theta,
+        direction=mdef.direction,
+        method="tolerance",
+        n_baseline=len(b),
+        n_candidate=len(c),
+    )
+
+
+def compare_case(
+    base: CaseResult, cand: CaseResult, settings: DecisionSettings, paired: bool = False, n_cases: int = 1
+) -> list[MetricComparison]:
+    """All metric rows for one case present on both sides."""
+    if cand.status is CaseStatus.ERROR:
+        message = cand.errors[0].message if cand.errors else "error"
+        return [MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", _value(base), None, note=message)]
+    if base.status is CaseStatus.ERROR or not base.rounds:
+        return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")]
+    alpha = settings.alpha(n_cases)
+    rows: list[MetricComparison] = []
+    for name in settings.metrics:
+        mdef = metric_def(name)
+        bv, cv = round_values(base, mdef), round_values(cand, mdef)
+        if not bv or not cv:
+            continue
+        theta = practical_threshold(settings, cand.id, mdef)
+        if mdef.timed:
+            rows.append(_timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired))
+        else:
+            slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
+            rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))
+    return rows
+
+
 def compare_runs(
-    baseline: RunResult, candidate: RunResult, settings: DecisionSettings, labels: tuple[str, str] = ("", "")
+    baseline: RunResult,
+    candidate: RunResult,
+    settings: DecisionSettings,
+    labels: tuple[str, str] = ("", ""),
+    paired: bool = False,
 ) -> Comparison:
     rows: list[MetricComparison] = []
-    base_ids = {c.id for c in baseline.cases}
+    n_cases = sum(1 for c in candidate.cases if baseline.case(c.id) is not None)
     for cand in candidate.cases:
         base = baseline.case(cand.id)
         if base is None:
             rows.append(MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand)))
         else:
-            rows.append(compare_case(base, cand, settings))
+            rows += compare_case(base, cand, settings, paired, n_cases)
+    cand_ids = {c.id for c in candidate.cases}
     for base in baseline.cases:
-        if base.id not in {c.id for c in candidate.cases} and base.id in base_ids:
+        if base.id not in cand_ids:
             rows.append(MetricComparison(base.id, LATENCY, Verdict.MISSING, "s", _value(base), None))
-    return Comparison(labels[0] or baseline.run_id, labels[1] or candidate.run_id, tuple(rows))
+    hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
+    warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
+    return Comparison(
+        labels[0] or baseline.run_id,
+        labels[1] or candidate.run_id,
+        tuple(rows),
+        warnings,
+        mode="paired" if paired else "unpaired",
+        baseline_run=run_side(baseline),
+        candidate_run=run_side(candidate),
+        settings=settings.as_dict(),
+    )
+
+
+def check_comparable(baseline: RunResult, candidate: RunResult, allow_mismatch: bool) -> None:
+    """The fingerprint rule (perfci.compare.fingerprints): refuse on a hardware difference unless allowed."""
+    hardware, _ = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
+    if hardware and not allow_mismatch:
+        raise UsageError(
+            f"the two runs come from different hardware ({'; '.join(hardware)}), so their timings are not comparable.",
+            hint="compare results of the same runner class, or pass --allow-mismatch to compare anyway",
+        )

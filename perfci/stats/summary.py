@@ -1,11 +1,14 @@
-"""Point estimates and intervals for one sample of measurements."""
+"""Point estimates and intervals for one sample of measurements.
+
+No scipy at import time: the worker process imports this module (through the timing code) and every round
+pays for its imports; the binomial tail is computed exactly with integers instead.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from scipy import stats as sps
+from statistics import NormalDist
 
 
 def median(xs: Sequence[float]) -> float:
@@ -41,12 +44,27 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     n = len(s)
     alpha = 1.0 - confidence
     # largest k with P(Bin(n, 1/2) <= k - 1) <= alpha / 2: then [x_(k), x_(n-k+1)] covers >= confidence
-    k = int(sps.binom.ppf(alpha / 2.0, n, 0.5))
-    while k > 0 and sps.binom.cdf(k - 1, n, 0.5) > alpha / 2.0:
-        k -= 1
+    k = _order_rank(n, alpha / 2.0)
     if k < 1:
         return s[0], s[-1]
     return s[k - 1], s[n - k]
+
+
+def _order_rank(n: int, tail: float) -> int:
+    """Largest k <= n // 2 with P(Bin(n, 1/2) <= k - 1) <= tail (the float recurrence is exact enough for
+    n <= 1000; beyond, the normal approximation). Cheap: the timing loop calls it after every sample."""
+    if n > 1000:
+        z = NormalDist().inv_cdf(tail)
+        return max(0, min(n // 2, math.floor((n + z * math.sqrt(n)) / 2.0)))
+    pmf = 0.5**n
+    cdf, k = 0.0, 0
+    while k < n // 2:
+        cdf += pmf  # P(Bin <= k)
+        if cdf > tail * (1.0 + 1e-12):
+            break
+        pmf *= (n - k) / (k + 1.0)
+        k += 1
+    return k
 
 
 def relative_halfwidth(xs: Sequence[float], confidence: float = 0.95) -> float:
@@ -68,6 +86,8 @@ def log_mean_interval(xs: Sequence[float], confidence: float = 0.95) -> tuple[fl
     mean = sum(logs) / n
     if n < 2:
         return math.exp(mean), math.nan, math.nan
+    from scipy import stats as sps  # lazily: see the module docstring
+
     sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
     half = float(sps.t.ppf(0.5 + confidence / 2.0, n - 1)) * sd / math.sqrt(n)
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)

@@ -52,7 +52,7 @@ def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
         r["samples"] = [s * 1.5 for s in r["samples"]]
     slower = tmp_path / "slower.json"
     slower.write_text(json.dumps(doc))
-    reg = perfci("compare", str(results), str(slower), cwd=tmp_path)
+    reg = perfci("compare", str(results), str(slower), "--job-noise", "0.02", cwd=tmp_path)
     assert reg.returncode == 1
     assert slow_id in reg.stdout
     assert "regression" in reg.stdout

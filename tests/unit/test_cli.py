@@ -31,7 +31,8 @@ def test_compare_slower_case_exits_1_and_names_it(tmp_path: Path, sample_run: Ru
     cand_run = replace(sample_run, cases=(sample_run.cases[0], slow, sample_run.cases[2]))
     cand = tmp_path / "cand.json"
     dump_results(cand_run, cand)
-    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
+    # a steady runner: little noise between jobs (the CPU default, 0.10, would call 1.5x "inconclusive")
+    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json", "--job-noise", "0.02"])
     assert result.exit_code == 1
     rows = json.loads(result.stdout)["rows"]
     assert [r["case_id"] for r in rows if r["verdict"] == "regression"] == [slow.id]
@@ -42,8 +43,8 @@ def test_compare_exit_zero_reports_only(tmp_path: Path, sample_run: RunResult) -
     dump_results(sample_run, base)
     cand = tmp_path / "cand.json"
     dump_results(make_run([make_case("alpha", 1e-3, scale=2.0)]), cand)
-    assert runner.invoke(app, ["compare", str(base), str(cand)]).exit_code == 1
-    assert runner.invoke(app, ["compare", str(base), str(cand), "--exit-zero"]).exit_code == 0
+    assert runner.invoke(app, ["compare", str(base), str(cand), "--job-noise", "0.02"]).exit_code == 1
+    assert runner.invoke(app, ["compare", str(base), str(cand), "--job-noise", "0.02", "--exit-zero"]).exit_code == 0
 
 
 def test_missing_and_new_cases_do_not_fail(tmp_path: Path) -> None:

@@ -1,0 +1,120 @@
+"""Stored-baseline comparisons across separate invocations: false alarms and power of `perfci compare`.
+
+Runs `perfci run` N times on each of two revisions of the injected-slowdown repo (common.WORKLOAD), alternating
+v1, v2, v1, v2, ... as separate invocations (fresh processes, minutes apart), then compares with the real
+`perfci compare` CLI:
+- A/A: consecutive runs of the same revision (v1_i vs v1_i+1, v2_i vs v2_i+1): every case is an A/A;
+- power: v1_i vs v2_i for the cases with injected factors.
+Also estimates the cross-job noise (sd of the per-invocation shift of log round medians beyond what the rounds
+explain), the quantity behind `--job-noise`.
+Usage: python benchmarks/quality/stored.py [N] [extra perfci compare options...]
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import CASES, Clock, machine, make_injected_repo, now, perfci, rows_of, save, sh, write_doc
+
+
+def case_logs(results: Path) -> dict[str, list[float]]:
+    from perfci.metrics import round_medians
+    from perfci.schema import load_results
+
+    run = load_results(results)
+    return {c.id.split("case=")[1].split("]")[0]: [math.log(m) for m in round_medians(c.rounds)] for c in run.cases}
+
+
+def job_noise(runs: list[Path]) -> dict[str, float]:
+    """Per case: sqrt(max(0, var(per-run mean log) - mean(within-run var / n)))."""
+    per_case: dict[str, list[list[float]]] = {}
+    for r in runs:
+        for case, logs in case_logs(r).items():
+            per_case.setdefault(case, []).append(logs)
+    out = {}
+    for case, runs_logs in per_case.items():
+        means = [statistics.fmean(x) for x in runs_logs]
+        within = statistics.fmean(statistics.variance(x) / len(x) for x in runs_logs)
+        out[case] = math.sqrt(max(0.0, statistics.variance(means) - within))
+    return out
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    extra = sys.argv[2:]
+    info = {"started": now(), "machine": machine(), "n": n, "options": extra}
+    clock = Clock()
+    with tempfile.TemporaryDirectory(prefix="perfci-stored-") as tmp:
+        repo = make_injected_repo(Path(tmp) / "repo")
+        for rev, name in (("HEAD~1", "v1"), ("HEAD", "v2")):
+            sh(["git", "worktree", "add", "--detach", str(Path(tmp) / name), rev], repo)
+        runs: dict[str, list[Path]] = {"v1": [], "v2": []}
+        for i in range(n):
+            for name in ("v1", "v2"):
+                out = Path(tmp) / "runs" / f"{name}-{i}"
+                perfci(["run", "perf", "--rounds", "5", "--seed", str(i), "--out", str(out), "--exit-zero"],
+                       Path(tmp) / name)  # fmt: skip
+                if (out / "results.json").exists():
+                    runs[name].append(out / "results.json")
+            print(f"invocation pair {i} done [{clock.elapsed():.0f}s]", flush=True)
+
+        def compare(a: Path, b: Path, tag: str) -> dict[str, dict]:  # type: ignore[type-arg]
+            out = Path(tmp) / "cmp" / tag
+            perfci(["compare", str(a), str(b), "--out", str(out), "--exit-zero", *extra], Path(tmp))
+            return rows_of(out / "comparison.json") if (out / "comparison.json").exists() else {}
+
+        aa = [compare(r[i], r[i + 1], f"aa-{k}-{i}") for k, r in runs.items() for i in range(len(r) - 1)]
+        power = [compare(a, b, f"ab-{i}") for i, (a, b) in enumerate(zip(runs["v1"], runs["v2"], strict=False))]
+        info["job_noise"] = job_noise(runs["v1"] + runs["v2"])
+    info.update(elapsed_s=clock.elapsed(), finished=now(), aa=aa, power=power)
+    save("stored", info)
+    write_doc("stored", report(info))
+
+
+def report(info: dict) -> str:  # type: ignore[type-arg]
+    aa, power = [x for x in info["aa"] if x], [x for x in info["power"] if x]
+    fa = sum(any(r["verdict"] == "regression" for r in comp.values()) for comp in aa)
+    aa_counts: dict[str, int] = {}
+    for comp in aa:
+        for r in comp.values():
+            aa_counts[r["verdict"]] = aa_counts.get(r["verdict"], 0) + 1
+    lines = [
+        "# Stored-baseline comparisons across separate invocations (`perfci run` + `perfci compare`)",
+        "",
+        f"Produced by `python benchmarks/quality/stored.py {info['n']} {' '.join(info['options'])}` on"
+        f" {info['started']} (finished {info['finished']}, {info['elapsed_s'] / 60:.1f} min).",
+        f"Machine: {info['machine']}. Other agents were using the same 2 cores during the run.",
+        "",
+        f"A/A (consecutive invocations of the same revision, 6 cases each): {len(aa)} comparisons;"
+        f" **{fa} had a `regression` verdict** (bar: <= 5% of suite runs). timed-metric verdicts: {aa_counts}.",
+        "",
+        "Power (v1 vs v2 invocations):",
+        "",
+        "| case | factor | regression | inconclusive | unchanged/other | median estimate |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case, factor in CASES.items():
+        vs = [comp[case]["verdict"] for comp in power if case in comp]
+        ests = sorted(comp[case]["ratio"] for comp in power if case in comp)
+        med = (ests[len(ests) // 2] - 1) * 100 if ests else float("nan")
+        reg, inc = vs.count("regression"), vs.count("inconclusive")
+        lines.append(
+            f"| {case} | {factor:.2f} | {reg}/{len(vs)} | {inc}/{len(vs)} | {len(vs) - reg - inc} | {med:+.1f}% |"
+        )
+    noise = info.get("job_noise", {})
+    lines += [
+        "",
+        "Cross-job noise (sd of the per-invocation shift of mean log round medians beyond the rounds' own spread):",
+        ", ".join(f"{c}: {v:.3f}" for c, v in noise.items()) + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

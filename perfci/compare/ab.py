@@ -1,0 +1,183 @@
+"""Same-machine A/B of two revisions: paired rounds in random order, adaptive extra pairs, one verdict per case.
+
+Procedure (docs/compare.md explains why):
+1. Check out each revision (`perfci.compare.revisions`), optionally build it, list its cases in a subprocess
+   that imports the revision's code.
+2. Look 1: `pairs` pairs. A pair is one base worker and one head worker, each measuring every active case
+   (in a shuffled order); which of the two runs first is a fair coin per pair (seeded).
+3. Decide per case with the paired rule at alpha / looks (Bonferroni over the planned looks). Cases still
+   undecided on a timed metric (`needs_more`: inconclusive, or unchanged but at least half-way to the threshold)
+   get `extra` more pairs, for at most `looks` looks in all, while the time budget lasts. Every other case
+   keeps the verdict of its last look.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from perfci.compare.decide import compare_runs
+from perfci.compare.policy import DecisionSettings, metric_def
+from perfci.compare.revisions import Side, build
+from perfci.errors import InfrastructureError, WorkloadDefinitionError
+from perfci.model import CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
+from perfci.runner import ProgressFn, Runner, RunSettings
+
+_LIST_SCRIPT = """
+import json, sys
+from perfci.workloads.discovery import cases_from_sources
+specs = cases_from_sources(json.loads(sys.argv[1]))
+rows = [dict(workload=s.workload, params=s.params, device=s.device, source=s.source, tags=list(s.tags),
+             suite=s.suite) for s in specs]
+print("PERFCI_CASES " + json.dumps(rows))
+"""
+
+
+@dataclass(frozen=True)
+class ABSettings:
+    pairs: int = 8  # pairs of the first look
+    extra: int = 6  # pairs added per further look, to undecided cases only (see `needs_more`)
+    looks: int = 3  # looks in all (alpha is split evenly over them)
+    budget_s: float = 900.0  # wall-clock budget of the measuring; no new look starts when it would overrun
+    seed: int = 0
+    run: RunSettings = field(default_factory=RunSettings)
+    decision: DecisionSettings = field(default_factory=DecisionSettings)
+    build_command: str | None = None
+
+
+@dataclass(frozen=True)
+class ABOutcome:
+    comparison: Comparison
+    base: RunResult
+    head: RunResult
+    pairs_run: int
+    looks_run: int
+    elapsed_s: float
+
+
+def list_cases(side: Side, sources: list[str], python: str | None = None) -> list[CaseSpec]:
+    """Discover the side's cases in a subprocess with the side's environment (its own code is imported)."""
+    cmd = [python or sys.executable, "-c", _LIST_SCRIPT, json.dumps(sources)]
+    try:
+        proc = subprocess.run(cmd, cwd=side.root, env=side.env, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InfrastructureError(f"listing the cases of {side.label} failed: {exc}.") from None
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("PERFCI_CASES ")), None)
+    if proc.returncode != 0 or line is None:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise WorkloadDefinitionError(f"cannot list the cases of {side.label}: {tail}")
+    rows: list[dict[str, Any]] = json.loads(line[len("PERFCI_CASES ") :])
+    return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
+
+
+def needs_more(row: MetricComparison) -> bool:
+    """Worth more pairs: `inconclusive`, or `unchanged` with the estimate at least half-way to the threshold on
+    the worse side (so a change near theta is decided on more data rather than at the first look). Only which
+    cases get more pairs depends on this; the error rate is held by splitting alpha over the planned looks."""
+    if not metric_def(row.metric).timed or row.ratio is None:
+        return False
+    if row.verdict is Verdict.INCONCLUSIVE:
+        return True
+    if row.verdict is not Verdict.UNCHANGED or row.threshold is None:
+        return False
+    worse = math.log(row.ratio) if row.direction is Direction.LOWER else -math.log(row.ratio)
+    return worse >= 0.5 * math.log1p(row.threshold)
+
+
+def _to_continue(comparison: Comparison) -> list[str]:
+    return sorted({r.case_id for r in comparison.rows if needs_more(r)})
+
+
+def _with_git(run: RunResult, side: Side) -> RunResult:
+    git = GitInfo(commit=side.commit, branch=None, dirty=False) if side.commit else run.git
+    return replace(run, git=git)
+
+
+@dataclass
+class _PairedRunner:
+    """Two runners measured in pairs; pair i is round i on both sides, in a coin-flip order."""
+
+    base: Runner
+    head: Runner
+    rng: random.Random
+    next_index: int = 0
+    order: list[str] = field(default_factory=list)
+
+    def pairs(self, n: int, only: list[str] | None) -> None:
+        for _ in range(n):
+            i = self.next_index
+            first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
+            self.order.append("AB" if first is self.base else "BA")
+            first.run_round(i, only)
+            second.run_round(i, only)
+            self.next_index += 1
+
+
+def run_ab(
+    base: Side,
+    head: Side,
+    sources: tuple[list[str], list[str]],
+    settings: ABSettings,
+    out_dir: Path,
+    select: Callable[[str], bool] | None = None,
+    progress: ProgressFn | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ABOutcome:
+    """Run the whole A/B (see the module docstring). `sources` are each side's workload sources."""
+    start = clock()
+    if settings.build_command:
+        for side in (base, head):
+            build(side, settings.build_command, out_dir / "logs" / f"build-{side.name}.log")
+    specs_a = [s for s in list_cases(base, sources[0]) if select is None or select(s.id)]
+    specs_b = [s for s in list_cases(head, sources[1]) if select is None or select(s.id)]
+    if not specs_a and not specs_b:
+        raise WorkloadDefinitionError("no cases to compare on either revision.")
+    run_settings = replace(settings.run, seed=settings.seed)
+    runner_a = Runner(run_settings, out_dir / "base", progress, worker_env=base.env)
+    runner_b = Runner(run_settings, out_dir / "head", progress, worker_env=head.env)
+    planned = settings.pairs + settings.extra * (settings.looks - 1)
+    runner_a.start(specs_a, planned)
+    runner_b.start(specs_b, planned)
+    paired = _PairedRunner(runner_a, runner_b, random.Random(f"ab:{settings.seed}"))
+    decision = replace(settings.decision, looks=settings.looks)
+    only: list[str] | None = None
+    looks = 0
+    comparison: Comparison | None = None
+    measure_start = clock()
+    while True:
+        n = settings.pairs if looks == 0 else settings.extra
+        paired.pairs(n, only)
+        looks += 1
+        run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
+        comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
+        only = _to_continue(comparison)
+        if not only or looks >= settings.looks:
+            break
+        per_pair = (clock() - measure_start) / max(1, paired.next_index)
+        share = len(only) / max(1, len(specs_b))
+        if clock() - start + per_pair * settings.extra * max(share, 0.25) > settings.budget_s:
+            comparison = replace(comparison, warnings=(*comparison.warnings, "time budget reached: no further look"))
+            break
+    assert comparison is not None
+    meta = {
+        "pairs_initial": settings.pairs,
+        "pairs_extra": settings.extra,
+        "looks_planned": settings.looks,
+        "looks_run": looks,
+        "pairs_run": paired.next_index,
+        "pair_order": "".join(o[0] for o in paired.order),
+        "budget_s": settings.budget_s,
+        "build_command": settings.build_command,
+        "seed": settings.seed,
+    }
+    comparison = replace(comparison, settings={**comparison.settings, "ab": meta})
+    elapsed = clock() - start
+    return ABOutcome(comparison, run_a, run_b, paired.next_index, looks, elapsed)

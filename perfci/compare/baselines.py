@@ -1,0 +1,93 @@
+"""Stored baselines: `baselines/<runner>.json`, one per runner class, committed to the repository.
+
+A baseline is an ordinary results file (schema perfci.results v1) whose `settings["baseline"]` records why and
+when it was accepted: `{"reason", "accepted_at", "source", "runner", "previous"}` (`previous`: run id and commit
+of the baseline it replaced). The git history of the file is the history of accepted baselines.
+
+Runner class, first found wins: `--runner`, `$PERFCI_RUNNER`, the configuration's `runner`, else a name derived
+from the fingerprint (`perfci env` shows it), e.g. `cpu-amd-epyc-7b13-2c`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from perfci.errors import ResultsFormatError, UsageError
+from perfci.model import CaseStatus, RunResult
+from perfci.profilers.fingerprint import runner_name
+from perfci.schema import dump_results, load_results
+
+BASELINE_DIR = Path("baselines")
+RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def resolve_runner(explicit: str | None, env: dict[str, str], configured: str | None, fp: dict[str, Any]) -> str:
+    name = explicit or env.get("PERFCI_RUNNER") or configured or runner_name(fp)
+    if not RUNNER_RE.fullmatch(name):
+        raise UsageError(f"runner class {name!r} is not a valid name.", hint="use letters, digits, '.', '_' and '-'")
+    return name
+
+
+def baseline_path(runner: str, folder: Path = BASELINE_DIR) -> Path:
+    return folder / f"{runner}.json"
+
+
+def latest_results(runs_dir: Path = Path(".perfci") / "runs") -> Path:
+    found = sorted(runs_dir.glob("*/results.json"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise UsageError(f"no results under {runs_dir}.", hint="run `perfci run` first or name a results file")
+    return found[-1]
+
+
+def accept(
+    run: RunResult, reason: str, source: str, runner: str, previous: RunResult | None, now: str = ""
+) -> RunResult:
+    """The run as a baseline, with its acceptance record (pure)."""
+    if not reason.strip():
+        raise UsageError("a baseline update needs a reason.", hint='pass --reason "why these numbers are right"')
+    if run.settings.get("complete") is False:
+        raise UsageError(f"{source}: the run did not complete; it cannot become a baseline.")
+    if all(c.status is CaseStatus.ERROR for c in run.cases):
+        raise UsageError(f"{source}: every case failed; there is nothing to accept.")
+    record = {
+        "reason": reason.strip(),
+        "accepted_at": now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": source,
+        "runner": runner,
+        "previous": (
+            {"run_id": previous.run_id, "commit": previous.git.commit if previous.git else None} if previous else None
+        ),
+    }
+    return replace(run, settings={**run.settings, "baseline": record})
+
+
+def update_baseline(results: Path, reason: str, runner: str, folder: Path = BASELINE_DIR) -> tuple[Path, RunResult]:
+    run = load_results(results)
+    path = baseline_path(runner, folder)
+    previous = None
+    if path.exists():
+        try:
+            previous = load_results(path)
+        except ResultsFormatError:
+            previous = None  # a broken old baseline is replaced, not an obstacle
+    accepted = accept(run, reason, str(results), runner, previous)
+    dump_results(accepted, path)
+    return path, accepted
+
+
+def record(run: RunResult) -> dict[str, Any]:
+    rec = run.settings.get("baseline")
+    return rec if isinstance(rec, dict) else {}
+
+
+def load_baseline(runner: str, folder: Path = BASELINE_DIR) -> RunResult:
+    path = baseline_path(runner, folder)
+    if not path.exists():
+        known = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        hint = f"known runner classes: {', '.join(known)}" if known else "create one with `perfci baseline update`"
+        raise UsageError(f"no baseline for runner class {runner!r} ({path} does not exist).", hint=hint)
+    return load_results(path)

@@ -1,0 +1,110 @@
+"""Declared expected changes: a versioned file in the repository that lets a pull request that knowingly trades
+speed (or memory) for something else pass the gate, with a note.
+
+`perfci-expected.toml` at the project root (or `--expected PATH`):
+
+    version = 1
+
+    [[change]]
+    case = "default.matmul*"         # case pattern (perfci.patterns: substring, glob or re:)
+    metric = "latency"               # metric name or family (default "latency")
+    max_change = 0.10                # the largest worsening accepted, as a fraction (0.10 = 10% slower)
+    reason = "exact softmax instead of the approximation (#123)"
+
+A `regression` row that matches an entry and whose estimated change is within `max_change` keeps its verdict
+but gets `expected = reason`, and the gate passes it. A regression beyond `max_change` still fails, with a note.
+Remove the entry once the new numbers are the baseline.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from perfci.errors import ConfigError
+from perfci.model import Comparison, Direction, MetricComparison, Verdict
+from perfci.patterns import case_pattern
+
+EXPECTED_FILE = "perfci-expected.toml"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class ExpectedChange:
+    case: str
+    metric: str
+    max_change: float
+    reason: str
+
+    def covers(self, row: MetricComparison) -> bool:
+        family = row.metric.split(".", 1)[0]
+        return self.metric in (row.metric, family) and case_pattern(self.case).matches(row.case_id)
+
+
+def _entry(raw: object, where: str) -> ExpectedChange:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: each [[change]] must be a table.")
+    unknown = set(raw) - {"case", "metric", "max_change", "reason"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
+    case, reason = raw.get("case"), raw.get("reason")
+    metric, max_change = raw.get("metric", "latency"), raw.get("max_change")
+    if not isinstance(case, str) or not isinstance(metric, str):
+        raise ConfigError(f"{where}: 'case' and 'metric' must be strings.")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigError(f"{where}: 'reason' is required: say why the change is expected.")
+    if isinstance(max_change, bool) or not isinstance(max_change, int | float) or max_change <= 0:
+        raise ConfigError(f"{where}: 'max_change' must be a positive fraction (0.10 = 10%).")
+    try:
+        case_pattern(case)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: bad case pattern {case!r}: {exc}.") from None
+    return ExpectedChange(case, metric, float(max_change), reason.strip())
+
+
+def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML ({exc}).") from None
+    if doc.get("version") != VERSION:
+        raise ConfigError(f"{source}: 'version = {VERSION}' is required (found {doc.get('version')!r}).")
+    unknown = set(doc) - {"version", "change"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}.")
+    changes = doc.get("change", [])
+    if not isinstance(changes, list):
+        raise ConfigError(f"{source}: 'change' must be an array of tables ([[change]]).")
+    return tuple(_entry(raw, f"{source}: change #{i + 1}") for i, raw in enumerate(changes))
+
+
+def load_expected(path: Path, required: bool = False) -> tuple[ExpectedChange, ...]:
+    if not path.exists():
+        if required:
+            raise ConfigError(f"{path}: expected-changes file not found.")
+        return ()
+    return parse_expected(path.read_text("utf-8"), str(path))
+
+
+def _worsening(row: MetricComparison) -> float | None:
+    if row.ratio is None:
+        return None
+    return row.ratio - 1.0 if row.direction is Direction.LOWER else 1.0 / row.ratio - 1.0
+
+
+def apply_expected(comparison: Comparison, changes: tuple[ExpectedChange, ...]) -> Comparison:
+    """Mark regressions covered by a declared expected change (see the module docstring)."""
+    if not changes:
+        return comparison
+    rows = []
+    for row in comparison.rows:
+        entry = next((c for c in changes if c.covers(row)), None) if row.verdict is Verdict.REGRESSION else None
+        worse = _worsening(row) if entry else None
+        if entry is not None and worse is not None and worse <= entry.max_change:
+            row = replace(row, expected=entry.reason)
+        elif entry is not None:
+            note = f"beyond the declared expected change of {entry.max_change:.0%} ({entry.reason})"
+            row = replace(row, note=f"{row.note}; {note}" if row.note else note)
+        rows.append(row)
+    return replace(comparison, rows=tuple(rows))

@@ -1,0 +1,86 @@
+"""JUnit XML from a comparison: each case is a test case; a regression is a failure.
+
+Mapping (one `<testcase classname="perfci.<suite or 'cases'>" name="<case id>">` per case):
+- any regression not covered by a declared expected change -> `<failure type="regression">`;
+- an `error` verdict -> `<error type="error">`;
+- `inconclusive` (and nothing worse) -> `<skipped>` with the reason, so CI shows it without failing;
+- `missing` -> `<skipped message="missing in candidate">`;
+- everything else passes. Every row of the case is listed in `<system-out>`.
+The document follows the common Jenkins/Ant JUnit schema that CI systems and pytest's parser read.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+
+from perfci.model import Comparison, MetricComparison, Verdict
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{(ratio - 1.0) * 100:+.2f}%"
+
+
+def _line(r: MetricComparison) -> str:
+    interval = f" [{_pct(r.ratio_low)} .. {_pct(r.ratio_high)}]" if r.ratio_low is not None else ""
+    threshold = f", threshold {r.threshold * 100:.1f}%" if r.threshold is not None else ""
+    extra = f" ({r.note})" if r.note else ""
+    expected = f" [expected: {r.expected}]" if r.expected else ""
+    return f"{r.metric}: {r.verdict.value} {_pct(r.ratio)}{interval}{threshold}{extra}{expected}"
+
+
+def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison]) -> str:
+    tc = ET.SubElement(suite, "testcase", classname="perfci.cases", name=case_id, time="0")
+    failing = [r for r in rows if r.verdict is Verdict.REGRESSION and not r.expected]
+    errors = [r for r in rows if r.verdict is Verdict.ERROR]
+    skipped = [r for r in rows if r.verdict in (Verdict.INCONCLUSIVE, Verdict.MISSING)]
+    outcome = "passed"
+    if failing:
+        el = ET.SubElement(tc, "failure", type="regression", message="; ".join(_line(r) for r in failing))
+        el.text = "\n".join(_line(r) for r in failing)
+        outcome = "failure"
+    elif errors:
+        el = ET.SubElement(tc, "error", type="error", message=errors[0].note or "the case failed")
+        el.text = "\n".join(r.note for r in errors)
+        outcome = "error"
+    elif skipped:
+        ET.SubElement(tc, "skipped", message="; ".join(_line(r) for r in skipped))
+        outcome = "skipped"
+    ET.SubElement(tc, "system-out").text = "\n".join(_line(r) for r in rows)
+    return outcome
+
+
+def _by_case(rows: Iterable[MetricComparison]) -> dict[str, list[MetricComparison]]:
+    out: dict[str, list[MetricComparison]] = {}
+    for r in rows:
+        out.setdefault(r.case_id, []).append(r)
+    return out
+
+
+def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
+    root = ET.Element("testsuites", name=suite_name)
+    suite = ET.SubElement(root, "testsuite", name=suite_name)
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="baseline", value=comparison.baseline_label)
+    ET.SubElement(props, "property", name="candidate", value=comparison.candidate_label)
+    ET.SubElement(props, "property", name="mode", value=comparison.mode)
+    for w in comparison.warnings:
+        ET.SubElement(props, "property", name="warning", value=w)
+    counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0, "passed": 0}
+    for case_id, rows in _by_case(comparison.rows).items():
+        counts[_testcase(suite, case_id, rows)] += 1
+        counts["tests"] += 1
+    for el in (root, suite):
+        el.set("tests", str(counts["tests"]))
+        el.set("failures", str(counts["failure"]))
+        el.set("errors", str(counts["error"]))
+        el.set("skipped", str(counts["skipped"]))
+    suite.set("time", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(path: Path, comparison: Comparison) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_junit(comparison), "utf-8")

@@ -1,0 +1,127 @@
+"""Estimates of a candidate / baseline ratio on the log scale, from per-round values (the unit of replication).
+
+- `paired_log_ratio`: A and B rounds run as pairs (random order within each pair, same machine, same job):
+  d_i = log(B_i / A_i), estimate mean(d), standard error sd(d) / sqrt(n), n - 1 degrees of freedom.
+- `unpaired_log_ratio`: two separate sets of rounds (e.g. two CI jobs): difference of mean logs, Welch standard
+  error, plus a *job term*: rounds of one job share that job's machine state (another host of the same class,
+  another neighbour, clock state), which more rounds do not average away. With `job_noise` = the standard
+  deviation of that per-job shift on the log scale, the standard error becomes
+  sqrt(s_a^2/n_a + s_b^2/n_b + 2 * job_noise^2) (each side has its own job shift).
+
+The result is a `LogRatio`: pure data with its own bounds. Nothing here reads clocks or files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LogRatio:
+    """Estimate of log(candidate / baseline) with its standard error and degrees of freedom.
+
+    `se` is nan when there are too few values to estimate it (fewer than two pairs, or than two rounds a side).
+    """
+
+    log_ratio: float
+    se: float
+    dof: float
+    n_baseline: int
+    n_candidate: int
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    def t_quantile(self, p: float) -> float:
+        if math.isnan(self.se) or self.dof <= 0:
+            return math.nan
+        from scipy import stats as sps  # lazily: importing scipy costs every CLI command ~1 s
+
+        if math.isinf(self.dof):
+            return float(sps.norm.ppf(p))
+        return float(sps.t.ppf(p, self.dof))
+
+    def lower(self, alpha: float) -> float:
+        """One-sided (1 - alpha) lower confidence bound of the ratio."""
+        return math.exp(self.log_ratio - self.t_quantile(1.0 - alpha) * self.se)
+
+    def upper(self, alpha: float) -> float:
+        """One-sided (1 - alpha) upper confidence bound of the ratio."""
+        return math.exp(self.log_ratio + self.t_quantile(1.0 - alpha) * self.se)
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        """Two-sided interval of the ratio at `confidence`."""
+        half = self.t_quantile(0.5 + confidence / 2.0) * self.se
+        return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
+
+
+def _logs(xs: Sequence[float], name: str) -> list[float]:
+    if not xs:
+        raise ValueError(f"{name}: no values")
+    if min(xs) <= 0 or not all(math.isfinite(x) for x in xs):
+        raise ValueError(f"{name}: values must be positive and finite")
+    return [math.log(x) for x in xs]
+
+
+def _mean_var(v: Sequence[float]) -> tuple[float, float]:
+    n = len(v)
+    m = sum(v) / n
+    return m, (sum((x - m) ** 2 for x in v) / (n - 1) if n > 1 else math.nan)
+
+
+def trimmed_mean_se(d: Sequence[float], trim: float) -> tuple[float, float, float]:
+    """Yuen's trimmed mean of `d` with its standard error and degrees of freedom.
+
+    g = floor(trim * n) values are cut from each end; the standard error comes from the winsorized variance:
+    se = sqrt((n - 1) * s_w^2 / (h * (h - 1))), h = n - 2g, dof = h - 1. With g = 0 it is the ordinary mean,
+    sd / sqrt(n) and n - 1. Returns nan se when h < 2.
+    """
+    if not 0.0 <= trim < 0.5:
+        raise ValueError("trim must lie in [0, 0.5)")
+    n = len(d)
+    s = sorted(d)
+    g = math.floor(trim * n)
+    h = n - 2 * g
+    mean = sum(s[g : n - g]) / h
+    if h < 2:
+        return mean, math.nan, math.nan
+    w = [s[g]] * g + s[g : n - g] + [s[n - g - 1]] * g
+    _, var_w = _mean_var(w)
+    return mean, math.sqrt((n - 1) * var_w / (h * (h - 1))), float(h - 1)
+
+
+def paired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], trim: float = 0.0) -> LogRatio:
+    """Paired estimate from per-pair values (baseline[i] and candidate[i] measured as one pair).
+
+    With `trim` > 0 the estimate is Yuen's trimmed mean of d (robust to the odd pair whose two rounds saw a
+    different machine state, e.g. a busy neighbour on the other hyperthread during one of them).
+    """
+    if len(baseline) != len(candidate):
+        raise ValueError("paired_log_ratio needs as many baseline as candidate values")
+    d = [b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True)]
+    n = len(d)
+    mean, se, dof = trimmed_mean_se(d, trim)
+    return LogRatio(mean, se, dof, n, n)
+
+
+def unpaired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], job_noise: float = 0.0) -> LogRatio:
+    """Unpaired estimate (difference of mean logs), Welch standard error plus the job term (see module doc).
+
+    Degrees of freedom are Welch-Satterthwaite's for the sampled part (the job term is taken as known), which
+    errs on the wide side.
+    """
+    if job_noise < 0:
+        raise ValueError("job_noise must be >= 0")
+    la, lb = _logs(baseline, "baseline"), _logs(candidate, "candidate")
+    (ma, va), (mb, vb) = _mean_var(la), _mean_var(lb)
+    na, nb = len(la), len(lb)
+    if na < 2 or nb < 2:
+        return LogRatio(mb - ma, math.nan, math.nan, na, nb)
+    sampled = va / na + vb / nb
+    se = math.sqrt(sampled + 2.0 * job_noise**2)
+    welch = (va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1)
+    dof = sampled**2 / welch if welch > 0 else math.inf
+    return LogRatio(mb - ma, se, dof, na, nb)

@@ -1,0 +1,119 @@
+"""`perfci ab` for real: a temp git repo with two commits of a tiny pure-Python workload file (no torch, so
+workers start fast), worktrees, paired rounds in worker processes, exit codes, outputs, clean-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = """
+import perfci
+import helper
+
+FAST = {{"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.03, "min_sample_s": 0.0005}}
+
+
+@perfci.workload(params={{"which": ["same", "changed"]}}, timing=FAST)
+def loop(ctx, which):
+    k = helper.K if which == "same" else {changed}
+
+    def f():
+        s = 0
+        for i in range(k):
+            s += i
+        return s
+
+    return f
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def perfci(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfci", *args], cwd=repo, capture_output=True, text=True, timeout=240
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "proj"
+    (repo / "perf").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@t")
+    git(repo, "config", "user.name", "t")
+    (repo / "helper.py").write_text("K = 3000\n")  # project code the workload imports: must come from each side
+    (repo / "perf" / "wl.py").write_text(WORKLOAD.format(changed="helper.K"))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "v1")
+    (repo / "perf" / "wl.py").write_text(WORKLOAD.format(changed="helper.K * 3"))  # 3x the work
+    git(repo, "commit", "-qam", "v2")
+    return repo
+
+
+def test_ab_flags_the_slower_case_only(repo: Path) -> None:
+    out = repo / "out"
+    args = ("ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "3", "--looks", "1", "--out", str(out))
+    proc = perfci(repo, *args, "--format", "json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads((out / "comparison.json").read_text())
+    assert doc["mode"] == "paired"
+    rows = {r["case_id"]: r for r in doc["rows"] if r["metric"] == "latency.median"}
+    changed, same = rows["wl.loop[which=changed]@cpu"], rows["wl.loop[which=same]@cpu"]
+    assert changed["verdict"] == "regression" and 2.0 < changed["ratio"] < 4.5
+    assert same["verdict"] != "regression"
+    assert changed["method"] == "paired" and changed["n_baseline"] == 3
+    assert len(doc["settings"]["ab"]["pair_order"]) == 3
+    assert doc["baseline"]["git"]["commit"] == git(repo, "rev-parse", "HEAD~1").strip()
+    assert (out / "base" / "results.json").exists() and (out / "junit.xml").exists()
+    assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
+
+
+def test_ab_working_tree_head_and_project_code_per_side(repo: Path) -> None:
+    # uncommitted edit in the working tree: the project module is 3x bigger on the head side only
+    (repo / "helper.py").write_text("K = 9000\n")
+    out = repo / "out2"
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--pairs", "3", "--looks", "1", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = json.loads((out / "comparison.json").read_text())["rows"]
+    same = next(r for r in rows if r["case_id"] == "wl.loop[which=same]@cpu" and r["metric"] == "latency.median")
+    assert same["verdict"] == "regression" and same["ratio"] > 2.0  # helper.K came from each side's own code
+    assert "working tree" in proc.stdout
+
+
+def test_ab_bad_revision_is_a_usage_error(repo: Path) -> None:
+    proc = perfci(repo, "ab", "no-such-branch", "--path", "perf")
+    assert proc.returncode == 2
+    assert "not a revision" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ab_build_failure_is_an_infrastructure_error(repo: Path) -> None:
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--path", "perf", "--build", "exit 7", "--out", str(repo / "o3"))
+    assert proc.returncode == 3
+    assert "build command failed" in proc.stderr
+
+
+def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
+    git(repo, "checkout", "-q", "HEAD~1")
+    first = perfci(repo, "run", "perf", "--rounds", "2", "--out", str(repo / "o1"), "--runner", "ci")
+    assert first.returncode == 0, first.stderr
+    assert perfci(repo, "baseline", "update", "o1/results.json", "--reason", "v1", "--runner", "ci").returncode == 0
+    git(repo, "checkout", "-q", "-")  # v2: the "changed" case does 3x the work
+    out = repo / "o2"
+    args = ("run", "perf", "--rounds", "2", "--runner", "ci", "--confirm", "--out", str(out))
+    proc = perfci(repo, *args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads((out / "comparison.json").read_text())
+    changed = next(r for r in doc["rows"] if r["case_id"] == "wl.loop[which=changed]@cpu")
+    assert changed["verdict"] == "regression" and changed["method"] == "paired"
+    assert "confirmed by A/B against" in changed["note"]
+    assert doc["settings"]["confirmation"]["revision"]

@@ -1,0 +1,189 @@
+"""The compare layer on synthetic runs: unpaired and paired rows, thresholds, memory, fingerprints, expected
+changes, confirmation merge, baselines."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfci.compare.ab import needs_more
+from perfci.compare.baselines import accept, load_baseline, resolve_runner, update_baseline
+from perfci.compare.confirm import flagged_cases, merge_confirmation
+from perfci.compare.decide import check_comparable, compare_runs
+from perfci.compare.expected import apply_expected, parse_expected
+from perfci.compare.fingerprints import fingerprint_differences
+from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
+from perfci.errors import ConfigError, UsageError
+from perfci.model import CaseError, CaseStatus, Comparison, MetricComparison, Round, Verdict
+from perfci.schema import dump_results
+from tests.conftest import make_case, make_run
+
+STEADY = DecisionSettings(job_noise=0.01)
+
+
+def _rows(comparison: Comparison, metric: str = "latency.median") -> dict[str, MetricComparison]:
+    return {r.case_id.split(".", 1)[1].split("[")[0]: r for r in comparison.rows if r.metric == metric}
+
+
+def test_unpaired_verdicts_and_new_missing_error() -> None:
+    base = make_run([make_case("same", 1e-3), make_case("slow", 1e-3), make_case("gone", 1e-3)])
+    broken = replace(make_case("broken", 1e-3), status=CaseStatus.ERROR, errors=(CaseError("crash", "SIGSEGV"),))
+    cand = make_run(
+        [make_case("same", 1e-3, seed=1), make_case("slow", 1e-3, seed=1, scale=1.3), make_case("fresh", 1e-3), broken]
+    )
+    base = replace(base, cases=(*base.cases, make_case("broken", 1e-3)))
+    rows = _rows(compare_runs(base, cand, STEADY))
+    assert rows["same"].verdict is Verdict.UNCHANGED and rows["same"].method == "unpaired"
+    assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].ratio == pytest.approx(1.3, rel=0.02)
+    assert rows["fresh"].verdict is Verdict.NEW and rows["gone"].verdict is Verdict.MISSING
+    assert rows["broken"].verdict is Verdict.ERROR and "SIGSEGV" in rows["broken"].note
+
+
+def test_default_cross_job_noise_says_inconclusive_not_regression() -> None:
+    base, cand = make_run([make_case("slow", 1e-3)]), make_run([make_case("slow", 1e-3, seed=1, scale=1.3)])
+    row = _rows(compare_runs(base, cand, DecisionSettings()))["slow"]
+    assert row.verdict is Verdict.INCONCLUSIVE and row.noise is not None and row.noise > 0.1
+
+
+def test_paired_rows_use_pairs_and_trim() -> None:
+    base = make_run([make_case("k", 1e-3, rounds=8)])
+    cand = make_run([make_case("k", 1e-3, rounds=8, seed=1, scale=1.08)])
+    row = _rows(compare_runs(base, cand, DecisionSettings(), paired=True))["k"]
+    assert row.method == "paired" and row.n_baseline == 8
+    assert row.verdict is Verdict.REGRESSION
+    assert row.bound is not None and 1.0 < row.bound < row.ratio
+
+
+def test_memory_uses_tolerance_and_direction() -> None:
+    base_case = make_case("m", 1e-3)
+    grown = replace(base_case, rounds=tuple(replace(r, peak_rss_bytes=150_000_000) for r in base_case.rounds))
+    rows = _rows(compare_runs(make_run([base_case]), make_run([grown]), STEADY), "memory.peak_rss")
+    assert rows["m"].verdict is Verdict.REGRESSION and rows["m"].method == "tolerance"
+
+
+def test_higher_is_better_metric() -> None:
+    base, cand = make_run([make_case("t", 1e-3)]), make_run([make_case("t", 1e-3, seed=1, scale=1.3)])
+    settings = replace(STEADY, metrics=("throughput",))
+    row = _rows(compare_runs(base, cand, settings), "throughput")["t"]
+    assert row.ratio is not None and row.ratio < 1 and row.verdict is Verdict.REGRESSION
+
+
+def test_thresholds_from_config_patterns_and_defaults() -> None:
+    lat, mem = metric_def("latency.median"), metric_def("memory.peak_rss")
+    cfg = {"kernels.*": {"latency": 0.05, "memory": 0.02}, "kernels.mm*": {"latency.median": 0.08}}
+    s = DecisionSettings(thresholds=cfg)
+    assert practical_threshold(s, "kernels.mm[n=1]@cpu", lat) == 0.08  # later pattern, exact metric
+    assert practical_threshold(s, "kernels.add@cpu", lat) == 0.05
+    assert practical_threshold(s, "kernels.add@cpu", mem) == 0.02
+    assert practical_threshold(s, "models.x@cpu", lat) == 0.03
+    assert practical_threshold(s, "models.x@cuda", lat) == 0.01
+    assert practical_threshold(replace(s, threshold=0.1), "kernels.add@cpu", lat) == 0.1
+
+
+def test_fingerprint_rule() -> None:
+    a = {"cpu_model": "EPYC", "cpu_logical_cores": 2, "gpus": [{"name": "H200"}], "libraries": {"torch": "2.4"}}
+    b = {**a, "libraries": {"torch": "2.5"}}
+    hw, sw = fingerprint_differences(a, b)
+    assert hw == [] and sw == ["torch: 2.4 (baseline) vs 2.5 (candidate)"]
+    hw, _ = fingerprint_differences(a, {**a, "gpus": [{"name": "H100"}]})
+    assert hw and "gpus" in hw[0]
+    run_a = make_run([make_case("x", 1e-3)])
+    run_b = replace(run_a, fingerprint={**run_a.fingerprint, "cpu_model": "other"})
+    with pytest.raises(UsageError, match="different hardware"):
+        check_comparable(run_a, run_b, allow_mismatch=False)
+    check_comparable(run_a, run_b, allow_mismatch=True)
+    assert any("hardware differs" in w for w in compare_runs(run_a, run_b, STEADY).warnings)
+
+
+EXPECTED = """
+version = 1
+[[change]]
+case = "t.slow*"
+metric = "latency"
+max_change = 0.5
+reason = "exact softmax (#12)"
+[[change]]
+case = "t.huge*"
+max_change = 0.05
+reason = "small trade"
+"""
+
+
+def test_expected_changes_pass_the_gate_with_a_note() -> None:
+    base = make_run([make_case("slow", 1e-3), make_case("huge", 1e-3)])
+    cand = make_run([make_case("slow", 1e-3, seed=1, scale=1.3), make_case("huge", 1e-3, seed=1, scale=1.5)])
+    comparison = apply_expected(compare_runs(base, cand, STEADY), parse_expected(EXPECTED, "e.toml"))
+    rows = _rows(comparison)
+    assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].expected == "exact softmax (#12)"
+    assert rows["huge"].expected == "" and "beyond the declared expected change" in rows["huge"].note
+    assert [r.case_id for r in comparison.failing] == [rows["huge"].case_id]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[change]]\ncase='x'\nmax_change=0.1\nreason='r'", "version = 1"),
+        ("version = 1\n[[change]]\ncase='x'\nmax_change=0.1", "reason"),
+        ("version = 1\n[[change]]\ncase='x'\nmax_change=-1\nreason='r'", "max_change"),
+        ("version = 1\n[[change]]\ncase='re:('\nmax_change=0.1\nreason='r'", "bad case pattern"),
+        ("version = 1\n[[chnage]]\ncase='x'", "unknown key"),
+    ],
+)
+def test_expected_file_errors(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_expected(text, "perfci-expected.toml")
+
+
+def test_needs_more_and_flagged_cases() -> None:
+    row = MetricComparison("c", "latency.median", Verdict.UNCHANGED, ratio=1.02, threshold=0.03)
+    assert needs_more(row)  # at least half-way to the threshold on the worse side
+    assert not needs_more(replace(row, ratio=0.98))
+    assert needs_more(replace(row, verdict=Verdict.INCONCLUSIVE, ratio=1.0))
+    assert not needs_more(replace(row, metric="memory.peak_rss", verdict=Verdict.INCONCLUSIVE))
+    stored = Comparison(
+        "b",
+        "c",
+        (
+            replace(row, case_id="a", verdict=Verdict.INCONCLUSIVE),
+            replace(row, case_id="b", verdict=Verdict.UNCHANGED),
+            replace(row, case_id="c", verdict=Verdict.REGRESSION),
+        ),
+    )
+    assert flagged_cases(stored) == ["a", "c"]
+    ab = Comparison("x", "y", (replace(row, case_id="a", verdict=Verdict.UNCHANGED, method="paired"),))
+    merged = merge_confirmation(stored, ab, "abc123")
+    by_case = {r.case_id: r for r in merged.rows}
+    assert by_case["a"].verdict is Verdict.UNCHANGED and "confirmed by A/B against abc123" in by_case["a"].note
+    assert by_case["c"].verdict is Verdict.REGRESSION  # not re-measured: kept
+    assert "inconclusive -> unchanged" in merged.warnings[-1]
+
+
+def test_baselines_accept_record_and_resolve(tmp_path: Path) -> None:
+    run = make_run([make_case("x", 1e-3)])
+    with pytest.raises(UsageError, match="reason"):
+        accept(run, "  ", "r.json", "cpu-x", None)
+    results = tmp_path / "results.json"
+    dump_results(run, results)
+    folder = tmp_path / "baselines"
+    path, first = update_baseline(results, "first numbers", "cpu-x", folder)
+    _, second = update_baseline(results, "second", "cpu-x", folder)
+    assert path == folder / "cpu-x.json"
+    assert load_baseline("cpu-x", folder).settings["baseline"]["reason"] == "second"
+    assert second.settings["baseline"]["previous"]["run_id"] == first.run_id
+    with pytest.raises(UsageError, match="no baseline"):
+        load_baseline("other", folder)
+    assert resolve_runner(None, {"PERFCI_RUNNER": "ci-a"}, "cfg", {}) == "ci-a"
+    assert resolve_runner(None, {}, "cfg", {}) == "cfg"
+    assert resolve_runner(None, {}, None, {"cpu_model": "AMD EPYC", "cpu_logical_cores": 2}) == "cpu-amd-epyc-2c"
+    with pytest.raises(UsageError):
+        resolve_runner("../evil", {}, None, {})
+
+
+def test_rounds_missing_a_value_are_skipped() -> None:
+    case = make_case("x", 1e-3)
+    no_dev = replace(case, rounds=tuple(replace(r, peak_device_bytes=None) for r in case.rounds))
+    rows = compare_runs(make_run([no_dev]), make_run([no_dev]), STEADY).rows
+    assert {r.metric for r in rows} == {"latency.median", "memory.peak_rss"}
+    assert isinstance(case.rounds[0], Round)
