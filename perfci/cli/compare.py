@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from perfci.cli.app import OutputFormat, app, baseline_app, consoles, guard
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
@@ -226,7 +227,15 @@ def run_ab_cli(
                 ab_sources(paths, cfg, suites, repo, b.root),
             )
             keep = (lambda cid: cid in only) if only is not None else (lambda cid: _keeps(selection, cid))
-            return run_ab(a, b, sources, settings, out_dir, select=keep)
+            _, err = consoles()
+            columns = (TextColumn("{task.description}"), TimeElapsedColumn())
+            with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+                task = bar.add_task("A/B: starting")
+
+                def progress(message: str, done: int, total: int) -> None:
+                    bar.update(task, description=f"A/B {message}"[:70])
+
+                return run_ab(a, b, sources, settings, out_dir, select=keep, progress=progress)
 
 
 def _keeps(selection: Selection, case_id: str) -> bool:

@@ -187,3 +187,12 @@ def test_rounds_missing_a_value_are_skipped() -> None:
     rows = compare_runs(make_run([no_dev]), make_run([no_dev]), STEADY).rows
     assert {r.metric for r in rows} == {"latency.median", "memory.peak_rss"}
     assert isinstance(case.rounds[0], Round)
+
+
+def test_alpha_is_split_over_looks_and_cases() -> None:
+    assert DecisionSettings().alpha(10) == pytest.approx(0.01)
+    assert DecisionSettings(looks=3).alpha(10) == pytest.approx(0.01 / 3)
+    assert DecisionSettings(looks=2, family="bonferroni").alpha(5) == pytest.approx(0.001)
+    base = make_run([make_case("a", 1e-3), make_case("b", 1e-3)])
+    rows = compare_runs(base, base, DecisionSettings(family="bonferroni", job_noise=0.01)).rows
+    assert [r.confidence for r in rows if r.metric == "latency.median"] == pytest.approx([0.995, 0.995])
