@@ -105,6 +105,7 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     memory.reset_peak_rss()
     rss_before = memory.current_rss()
     fn: Callable[[], object] = wl(ctx, **ctx.params)
+    threads = set_threads(int(job.get("threads", 1)))  # again: the set-up may have imported torch only now
     _run_check(ctx)
     torch = sys.modules.get("torch")
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
@@ -145,6 +146,8 @@ def finish(s: CaseSession) -> dict[str, Any]:
         "timer": s.timer_name,
         "work_sources": s.work_sources,
     }
+    if s.ctx.notes:
+        telemetry["notes"] = dict(s.ctx.notes)
     samples = tuple(sampler.samples)
     if s.probe is not None and s.snapshots:
         start, end, calls = s.snapshots[0], s.snapshots[-1], 0

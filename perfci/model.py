@@ -17,6 +17,7 @@ class Direction(StrEnum):
 class CaseStatus(StrEnum):
     OK = "ok"
     ERROR = "error"
+    SKIPPED = "skipped"  # the case cannot run on this runner (e.g. no triton); not a failure
 
 
 class Verdict(StrEnum):

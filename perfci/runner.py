@@ -103,7 +103,10 @@ class _CaseState:
     bytes: float | None = None
 
     def result(self, peaks: dict[str, Any] | None = None) -> CaseResult:
-        status = CaseStatus.ERROR if self.errors else CaseStatus.OK
+        if self.errors and all(e.kind == "skipped" for e in self.errors):
+            status = CaseStatus.SKIPPED
+        else:
+            status = CaseStatus.ERROR if self.errors else CaseStatus.OK
         rounds = tuple(self.rounds)
         metrics = case_metrics(rounds, self.flops, self.bytes, peaks) if status is CaseStatus.OK else ()
         return CaseResult(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)

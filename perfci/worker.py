@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
 from perfci.case_session import CaseSession, CheckFailed, finish, prepare
+from perfci.workloads.api import SkipCase
 
 T = TypeVar("T")
 
@@ -35,6 +36,8 @@ def _emit(stream: IO[str], event: dict[str, Any]) -> None:
 
 
 def _error_event(case_id: str, exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, SkipCase):
+        return {"event": "error", "case": case_id, "kind": "skipped", "message": str(exc)}
     if isinstance(exc, CheckFailed):
         return {"event": "error", "case": case_id, "kind": "check", "message": str(exc)}
     if isinstance(exc, MemoryError):

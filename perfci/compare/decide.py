@@ -111,7 +111,10 @@ def compare_case(
     if cand.status is CaseStatus.ERROR:
         message = cand.errors[0].message if cand.errors else "error"
         return [MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", _value(base), None, note=message)]
-    if base.status is CaseStatus.ERROR or not base.rounds:
+    if cand.status is CaseStatus.SKIPPED:
+        reason = cand.errors[0].message if cand.errors else "skipped"
+        return [MetricComparison(cand.id, LATENCY, Verdict.MISSING, "s", _value(base), None, note=f"skipped: {reason}")]
+    if base.status is not CaseStatus.OK or not base.rounds:
         return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")]
     alpha = settings.alpha(n_cases)
     rows: list[MetricComparison] = []

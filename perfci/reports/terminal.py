@@ -27,9 +27,10 @@ def run_table(run: RunResult) -> Table:
     for col in ("median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
         table.add_column(col)
     for c in run.cases:
-        if c.status is CaseStatus.ERROR:
-            msg = c.errors[0].message if c.errors else "error"
-            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"[bold red]error[/]: {escape(msg)}")
+        if c.status is not CaseStatus.OK:
+            msg = c.errors[0].message if c.errors else c.status.value
+            label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"
+            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"{label}: {escape(msg)}")
             continue
         med = c.metric("latency.median")
         cv = c.metric("noise.round_cv")

@@ -14,8 +14,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sps
-
 
 @dataclass(frozen=True)
 class ChangePoint:
@@ -37,6 +35,8 @@ def _pooled_t(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     se2 = ss / dof * (1.0 / na + 1.0 / nb)
     if se2 <= 0:
         return (math.inf if diff else 0.0), (0.0 if diff else 1.0)
+    from scipy import stats as sps  # lazily: importing scipy costs every CLI command about a second
+
     t = diff / math.sqrt(se2)
     return t, float(2.0 * sps.t.sf(abs(t), dof))
 

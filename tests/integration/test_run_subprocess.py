@@ -98,6 +98,8 @@ def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
         "hangs": ("timeout", "timed out after 3 s"),
         "eats_memory": ("oom", "memory limit"),
     }
+    assert by_name["needs_gpu"].status.value == "skipped"
+    assert by_name["needs_gpu"].errors[0].message == "no CUDA device on this runner"
     for name, (kind, text) in expectations.items():
         case = by_name[name]
         assert case.status.value == "error", name

@@ -102,3 +102,19 @@ def test_parse_size() -> None:
     assert parse_size("1000") == 1000
     with pytest.raises(UsageError):
         parse_size("lots")
+
+
+def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sample_run: RunResult) -> None:
+    from perfci.model import CaseError, CaseStatus
+
+    base = tmp_path / "base.json"
+    dump_results(sample_run, base)
+    skipped = replace(sample_run.cases[1], status=CaseStatus.SKIPPED, rounds=(), metrics=(),
+                      errors=(CaseError("skipped", "triton is not installed", 0),))
+    cand = tmp_path / "cand.json"
+    dump_results(replace(sample_run, cases=(sample_run.cases[0], skipped, sample_run.cases[2])), cand)
+    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["case_id"]: r for r in json.loads(result.stdout)["rows"] if r["metric"] == "latency.median"}
+    assert rows[skipped.id]["verdict"] == "missing"
+    assert "triton is not installed" in rows[skipped.id]["note"]

@@ -51,3 +51,8 @@ def eats_memory(ctx):
 def healthy(ctx, n):
     data = list(range(n))
     return lambda: sum(data)
+
+
+@perfci.workload(timing=FAST)
+def needs_gpu(ctx):
+    ctx.skip("no CUDA device on this runner")
