@@ -45,13 +45,13 @@ def json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
     return loaded
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "value") and isinstance(value, Direction | CaseStatus):
         return value.value
     return value
@@ -69,8 +69,8 @@ def case_to_dict(case: CaseResult) -> dict[str, Any]:
         "status": case.status.value,
         "flops": case.flops,
         "bytes": case.bytes,
-        "rounds": [_clean(asdict(r)) for r in case.rounds],
-        "metrics": [_clean({**asdict(m), "direction": m.direction.value}) for m in case.metrics],
+        "rounds": [json_safe(asdict(r)) for r in case.rounds],
+        "metrics": [json_safe({**asdict(m), "direction": m.direction.value}) for m in case.metrics],
         "errors": [asdict(e) for e in case.errors],
     }
 
@@ -82,9 +82,9 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "run_id": run.run_id,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
-        "fingerprint": _clean(run.fingerprint),
+        "fingerprint": json_safe(run.fingerprint),
         "git": asdict(run.git) if run.git else None,
-        "settings": _clean(run.settings),
+        "settings": json_safe(run.settings),
         "cases": [case_to_dict(c) for c in run.cases],
     }
 
@@ -128,21 +128,25 @@ def parse_results(doc: Any, source: str = "<results>") -> RunResult:
     return _decode_run(doc)
 
 
-def load_results(path: Path) -> RunResult:
+def read_json_document(path: Path, kind: str) -> Any:
+    """Parse a JSON file, turning every way it can be unreadable into one clear ResultsFormatError."""
     try:
         text = Path(path).read_text("utf-8")
     except FileNotFoundError:
-        raise ResultsFormatError(f"{path}: results file not found.") from None
+        raise ResultsFormatError(f"{path}: {kind} file not found.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: cannot read results file ({exc}).") from None
+        raise ResultsFormatError(f"{path}: cannot read {kind} file ({exc}).") from None
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsFormatError(
-            f"{path}: results file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            f"{path}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "it may be truncated.",
         ) from None
-    return parse_results(doc, str(path))
+
+
+def load_results(path: Path) -> RunResult:
+    return parse_results(read_json_document(path, "results"), str(path))
 
 
 def _decode_run(doc: dict[str, Any]) -> RunResult:

@@ -48,7 +48,7 @@ import jsonschema
 
 from perfci.errors import ResultsFormatError
 from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
-from perfci.schema import _clean
+from perfci.schema import json_safe, read_json_document
 
 SCHEMA_NAME = "perfci.comparison"
 SCHEMA_VERSION = 1
@@ -69,7 +69,7 @@ def run_side(run: RunResult | None) -> dict[str, Any]:
 
 
 def _row_to_dict(row: MetricComparison) -> dict[str, Any]:
-    d: dict[str, Any] = _clean(asdict(row))
+    d: dict[str, Any] = json_safe(asdict(row))
     d["verdict"] = row.verdict.value
     d["direction"] = row.direction.value
     return d
@@ -80,7 +80,7 @@ def _side(label: str, side: dict[str, Any]) -> dict[str, Any]:
         "label": label,
         "run_id": side.get("run_id"),
         "git": side.get("git"),
-        "fingerprint": _clean(side.get("fingerprint")),
+        "fingerprint": json_safe(side.get("fingerprint")),
     }
 
 
@@ -96,7 +96,7 @@ def comparison_to_dict(comparison: Comparison, created_at: str | None = None) ->
         "verdict": {"gate": "fail" if comparison.failing else "pass", "counts": {k: n for k, n in counts.items() if n}},
         "rows": [_row_to_dict(r) for r in comparison.rows],
         "warnings": list(comparison.warnings),
-        "settings": _clean(comparison.settings),
+        "settings": json_safe(comparison.settings),
     }
 
 
@@ -154,17 +154,4 @@ def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
 
 
 def load_comparison(path: Path) -> Comparison:
-    try:
-        text = Path(path).read_text("utf-8")
-    except FileNotFoundError:
-        raise ResultsFormatError(f"{path}: comparison file not found.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: cannot read comparison file ({exc}).") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultsFormatError(
-            f"{path}: comparison file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "it may be truncated.",
-        ) from None
-    return parse_comparison(doc, str(path))
+    return parse_comparison(read_json_document(path, "comparison"), str(path))
