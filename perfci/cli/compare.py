@@ -1,8 +1,8 @@
 """`perfci compare`, `perfci ab`, `perfci baseline update|show`.
 
 Both comparing commands print the verdict table (or `--format json`: the saved-comparison document), and with
-`--out DIR` write `comparison.json` (perfci.compare.saved), `report.html` and `junit.xml` there; `--junit PATH`
-writes JUnit XML anywhere. Exit codes: 0 no regression, 1 regression, 2 usage/input error, 3 failures.
+`--out DIR` write `comparison.json` (perfci.compare.saved), `report.html`, `summary.md` and `junit.xml` there;
+`--junit PATH` writes JUnit XML anywhere. Exit codes: 0 no regression, 1 regression, 2 usage/input error, 3 failures.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from perfci.patterns import case_pattern
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
 from perfci.reports.junit import write_junit
+from perfci.reports.markdown import write_markdown
 from perfci.reports.terminal import comparison_table, verdict_line
 from perfci.runner import RunSettings
 from perfci.schema import load_results
@@ -93,6 +94,7 @@ def finish(
         dump_comparison(comparison, out / "comparison.json")
         write_html(out / "report.html", candidate, comparison, baseline)
         write_junit(out / "junit.xml", comparison)
+        write_markdown(out / "summary.md", candidate, comparison, baseline)
         err.print(f"comparison: {out / 'comparison.json'}\nreport:     {out / 'report.html'}", highlight=False)
     if junit is not None:
         write_junit(junit, comparison)
