@@ -29,7 +29,7 @@ from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
 from perfci.schema import dump_results
-from perfci.supervisor import Limits, run_worker
+from perfci.supervisor import Limits, WorkerProcess, run_worker
 
 
 def _default_memory_limit() -> int:
@@ -163,23 +163,50 @@ class Runner:
             }
         self._header = (utc_now(), fp, git_info(Path.cwd()))
 
+    def todo(self, index: int, only: list[str] | None = None) -> list[CaseSpec]:
+        """The still-healthy cases of round `index` (or those of them in `only`), in the round's shuffled order."""
+        specs = [st.spec for st in self.states.values() if only is None or st.spec.id in only]
+        return [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
+
+    def lockstep_worker(self, todo: list[CaseSpec], index: int, finished: list[str], tag: str) -> WorkerProcess:
+        """A worker in lockstep mode for `todo` (see perfci/lockstep.py); its events are recorded here."""
+        handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
+        log = self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
+        job = {**self._job(todo, index), "cpu_affinity": list(self.lockstep_cpus())}
+        env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
+        return WorkerProcess(job, self._limits(), log, handler, env, self.worker_python)
+
+    def lockstep_cpus(self) -> tuple[int, ...]:
+        """Both workers of a lockstep pair run on the same CPUs (they never run at once), so neither gets the
+        faster core or the one the driver runs on: the configured affinity, else the last `threads` CPUs."""
+        if self.settings.cpu_affinity:
+            return self.settings.cpu_affinity
+        cpus = sorted(os.sched_getaffinity(0))
+        want = self.settings.threads or len(cpus)
+        return tuple(cpus[-want:])
+
+    def record_error(self, case_id: str, kind: str, message: str, index: int, finished: list[str]) -> None:
+        self._on_event({"event": "error", "case": case_id, "kind": kind, "message": message}, index, [], finished)
+
     def run_round(self, index: int, only: list[str] | None = None) -> None:
         """One round: the still-healthy cases (or those in `only`), in an order shuffled per round."""
-        specs = [st.spec for st in self.states.values() if only is None or st.spec.id in only]
-        todo = [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
-        self.done += len(specs) - len(todo)
+        todo = self.todo(index, only)
         attempt = 0
         while todo:
             finished: list[str] = []
             handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
             log = self.out_dir / "logs" / f"worker-r{index}-{attempt}.log"
-            run_worker(self._job(todo, index), self._limits(), log, handler, env=self._env(), python=self.worker_python)
+            env = self._env(pad_key=f"{index}:{attempt}:{self.out_dir.name}")
+            run_worker(self._job(todo, index), self._limits(), log, handler, env=env, python=self.worker_python)
             todo = [s for s in todo if s.id not in finished]
             attempt += 1
         self._write(final=False)
 
     def finish(self) -> RunResult:
         return self._write(final=True)
+
+    def write_partial(self) -> None:
+        self._write(final=False)
 
     def _job(self, todo: list[CaseSpec], index: int) -> dict[str, Any]:
         return {
@@ -209,11 +236,18 @@ class Runner:
                     self.states[s.id].errors.append(CaseError("infrastructure", event["message"], index))
                     finished.append(s.id)
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, pad_key: str | None = None) -> dict[str, str]:
+        """The worker's environment. With `pad_key`, a variable of pseudo-random length (0-4095, seeded by the
+        key) is added: the size of the environment shifts the initial stack alignment, a known cause of
+        consistent few-percent differences between otherwise identical processes; varying it per worker turns
+        that bias into noise that the rounds measure (two revisions with different PYTHONPATHs would otherwise
+        differ by it for ever)."""
         env = dict(self.worker_env if self.worker_env is not None else os.environ)
         if self.settings.threads > 0:
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env[var] = str(self.settings.threads)
+        if pad_key is not None:
+            env["PERFCI_ENV_PAD"] = "x" * random.Random(f"{self.settings.seed}:{pad_key}").randrange(4096)
         return env
 
     def _record(self, event: dict[str, Any], index: int) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
@@ -102,7 +102,7 @@ def run_worker(
             start_new_session=True,
         )
         assert proc.stdin is not None
-        proc.stdin.write(json.dumps(job).encode())
+        proc.stdin.write(json.dumps(job).encode() + b"\n")
         proc.stdin.close()
         _supervise(proc, limits, stderr_path, on_event)
 
@@ -150,3 +150,80 @@ def _supervise(
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+class WorkerLost(Exception):
+    """A lockstep worker died, hung or exceeded its memory limit; `case` was in flight (or None)."""
+
+    def __init__(self, reason: str, kind: str, case: str | None, worker: WorkerProcess | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.kind, self.case, self.worker = reason, kind, case, worker
+
+
+class WorkerProcess:
+    """A worker driven by commands (lockstep mode): send a command, then wait for an event, under the same
+    time-out and memory limit as `run_worker`. Every event read is passed to `on_event`."""
+
+    def __init__(
+        self,
+        job: dict[str, Any],
+        limits: Limits,
+        stderr_path: Path,
+        on_event: Callable[[dict[str, Any]], None],
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+    ) -> None:
+        stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        self.limits, self.stderr_path, self.on_event = limits, stderr_path, on_event
+        with open(stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(
+                [python or sys.executable, "-m", "perfci.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+            )
+        self.ps = psutil.Process(self.proc.pid)
+        self.events = _read_events(self.proc)
+        self.current: str | None = None
+        self.send({**job, "lockstep": True})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._lost(None)
+
+    def wait_for(self, kind: str, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        for event in self.events:
+            if event is not None:
+                k = event.get("event")
+                if k == "start":
+                    self.current = event["case"]
+                elif k in ("result", "error", "idle"):
+                    self.current = None
+                self.on_event(event)
+                if k == kind:
+                    return event
+                continue
+            if time.monotonic() > deadline:
+                self._lost(f"timed out after {timeout_s:g} s", "timeout")
+            if _tree_rss(self.ps) > self.limits.memory_limit_bytes:
+                limit = self.limits.memory_limit_bytes / 2**30
+                self._lost(f"exceeded the memory limit of {limit:.1f} GiB", "oom")
+        self._lost(None)
+
+    def _lost(self, reason: str | None, kind: str = "crash") -> NoReturn:
+        _kill(self.proc)
+        code = self.proc.wait()
+        message = (reason or _exit_reason(code)) + _stderr_tail(self.stderr_path)
+        raise WorkerLost(message, kind, self.current, self)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            _kill(self.proc)
+        self.proc.wait()

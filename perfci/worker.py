@@ -59,12 +59,24 @@ def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T
     return True, value
 
 
-def run_job(job: dict[str, Any], out: IO[str]) -> None:
+def _prepare_all(job: dict[str, Any], out: IO[str]) -> list[CaseSession]:
     sessions: list[CaseSession] = []
     for case in job["cases"]:
         ok, session = _guarded(out, case["id"], functools.partial(prepare, case, job))
         if ok and session is not None:
             sessions.append(session)
+    return sessions
+
+
+def _finish_all(sessions: list[CaseSession], out: IO[str]) -> None:
+    for s in sessions:
+        ok, event = _guarded(out, s.case_id, functools.partial(finish, s))
+        if ok and event is not None:
+            _emit(out, event)
+
+
+def run_job(job: dict[str, Any], out: IO[str]) -> None:
+    sessions = _prepare_all(job, out)
     slices = max(1, int(job.get("slices", 1)))
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -77,21 +89,47 @@ def run_job(job: dict[str, Any], out: IO[str]) -> None:
     finally:
         if gc_was_enabled:
             gc.enable()
-    for s in sessions:
-        ok, event = _guarded(out, s.case_id, functools.partial(finish, s))
-        if ok and event is not None:
-            _emit(out, event)
+    _finish_all(sessions, out)
+
+
+def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
+    """Lockstep mode (A/B pairs): after set-up, sample only when told, one command per line on stdin:
+    {"cmd": "sample", "case": id, "n": k} -> k samples, then {"event": "sampled", "case": id, "elapsed_s": t};
+    {"cmd": "finish"} -> results. The driver alternates two such workers sample by sample, so both revisions
+    see the same machine state (perfci/lockstep.py)."""
+    sessions = {s.case_id: s for s in _prepare_all(job, out)}
+    _emit(out, {"event": "prepared", "cases": list(sessions)})
+    gc.disable()
+    while line := commands.readline():
+        cmd = json.loads(line)
+        if cmd["cmd"] == "finish":
+            break
+        s = sessions.get(cmd["case"])
+        if s is None:
+            _emit(out, {"event": "sampled", "case": cmd["case"], "elapsed_s": 0.0, "missing": True})
+            continue
+        ok, elapsed = _guarded(out, s.case_id, functools.partial(s.sampler.take, int(cmd.get("n", 1))))
+        if not ok:
+            del sessions[s.case_id]
+        _emit(out, {"event": "sampled", "case": s.case_id, "elapsed_s": elapsed or 0.0, "failed": not ok})
+    gc.enable()
+    for s in sessions.values():
+        s.sampler.stop_reason = "lockstep"
+    _finish_all(list(sessions.values()), out)
 
 
 def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    job = json.loads(sys.stdin.read())
+    job = json.loads(sys.stdin.readline())
     if job.get("cpu_affinity"):
         os.sched_setaffinity(0, set(job["cpu_affinity"]))
     _emit(protocol, {"event": "ready"})
-    run_job(job, protocol)
+    if job.get("lockstep"):
+        run_lockstep(job, protocol, sys.stdin)
+    else:
+        run_job(job, protocol)
     _emit(protocol, {"event": "done"})
 
 

@@ -28,6 +28,7 @@ from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings, metric_def
 from perfci.compare.revisions import Side, build
 from perfci.errors import InfrastructureError, WorkloadDefinitionError
+from perfci.lockstep import run_lockstep_pair
 from perfci.model import CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
 from perfci.runner import ProgressFn, Runner, RunSettings
 
@@ -51,6 +52,7 @@ class ABSettings:
     run: RunSettings = field(default_factory=RunSettings)
     decision: DecisionSettings = field(default_factory=DecisionSettings)
     build_command: str | None = None
+    lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/lockstep.py)
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,16 @@ class _PairedRunner:
     next_index: int = 0
     order: list[str] = field(default_factory=list)
 
+    lockstep: bool = True
+
     def pairs(self, n: int, only: list[str] | None) -> None:
         for _ in range(n):
             i = self.next_index
+            if self.lockstep:
+                run_lockstep_pair(self.base, self.head, i, only, self.rng)
+                self.order.append("lockstep")
+                self.next_index += 1
+                continue
             first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
             self.order.append("AB" if first is self.base else "BA")
             first.run_round(i, only)
@@ -146,7 +155,7 @@ def run_ab(
     planned = settings.pairs + settings.extra * (settings.looks - 1)
     runner_a.start(specs_a, planned)
     runner_b.start(specs_b, planned)
-    paired = _PairedRunner(runner_a, runner_b, random.Random(f"ab:{settings.seed}"))
+    paired = _PairedRunner(runner_a, runner_b, random.Random(f"ab:{settings.seed}"), lockstep=settings.lockstep)
     decision = replace(settings.decision, looks=settings.looks)
     only: list[str] | None = None
     looks = 0

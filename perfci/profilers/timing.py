@@ -129,6 +129,17 @@ class Sampler:
                 return
 
 
+    def take(self, n: int = 1) -> float:
+        """Take exactly `n` samples, no stopping rule (a lockstep driver decides when to stop); returns the
+        time they took on the clock."""
+        start = self.clock()
+        for _ in range(n):
+            if self.before_sample is not None:
+                self.before_sample()
+            self.samples.append(self.timer(self.fn, self.iterations))
+        return self.clock() - start
+
+
 def sample(
     fn: Callable[[], object],
     timer: BlockTimer,

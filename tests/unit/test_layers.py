@@ -12,7 +12,7 @@ LAYERS: dict[str, int] = {
     "errors": 1, "model": 1, "schema": 1, "schemas": 1, "patterns": 1, "config": 1,
     "stats": 2,
     "profilers": 3, "workloads": 3, "metrics": 3,
-    "case_session": 4, "worker": 4, "supervisor": 4, "runner": 4,
+    "case_session": 4, "lockstep": 4, "worker": 4, "supervisor": 4, "runner": 4,
     "store": 5, "compare": 5, "importers": 5,
     "reports": 6,
     "cli": 7, "__main__": 7, "__init__": 7,

@@ -1,0 +1,97 @@
+"""Lockstep A/B pairs: one worker per revision, both set up side by side, then sampled alternately.
+
+Why: on a shared 2-core VM the speed of the machine wanders by 10-30% over seconds. Two processes measured
+one after the other (the classic paired round) see different machine states, and their ratio wanders almost
+as much (measured: per-pair sd of log(median_B/median_A) 0.17-0.25 for the default suite). Alternating the
+two revisions *sample by sample* makes them share the machine state: in one process, alternating two identical
+matmuls call by call gave a ratio sd of 0.8% per 0.6 s window, against 2.1-2.4% for blocks of 10-50 calls
+(benchmarks in docs/compare.md). So a pair here is: start both workers, let both set up every case, then for
+each step visit the cases in a shuffled order and, per case, ask one worker then the other (coin flip) for
+one sample, until each side has spent its sampling budget and has `min_samples`. The round medians of a pair
+then differ by the code, not by the minute they ran in.
+
+Failures: a case that raises on one side is dropped from the pair (its error is recorded on that side); a
+worker that crashes, hangs or exceeds its memory limit is killed with its partner, the case in flight gets the
+error, and the pair's remaining cases are measured by ordinary rounds on each side, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import random
+
+from perfci.model import CaseSpec
+from perfci.runner import Runner
+from perfci.supervisor import WorkerLost, WorkerProcess
+
+
+def _sample(worker: WorkerProcess, case_id: str, timeout_s: float) -> tuple[float, bool]:
+    worker.send({"cmd": "sample", "case": case_id, "n": 1})
+    event = worker.wait_for("sampled", timeout_s)
+    return float(event.get("elapsed_s") or 0.0), bool(event.get("failed") or event.get("missing"))
+
+
+def run_lockstep_pair(base: Runner, head: Runner, index: int, only: list[str] | None, rng: random.Random) -> None:
+    """Pair `index` of an A/B: cases present on both sides in lockstep, the others in ordinary rounds."""
+    todo_a, todo_b = base.todo(index, only), head.todo(index, only)
+    ids_b = {s.id for s in todo_b}
+    common = [s.id for s in todo_a if s.id in ids_b]
+    for runner, todo in ((base, todo_a), (head, todo_b)):
+        alone = [s.id for s in todo if s.id not in common]
+        if alone:
+            runner.run_round(index, alone)
+    if common:
+        _lockstep(base, head, [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common], index, rng)
+
+
+def _lockstep(
+    base: Runner, head: Runner, todo_a: list[CaseSpec], todo_b: list[CaseSpec], index: int, rng: random.Random
+) -> None:
+    settings = base.settings
+    timeout = settings.case_timeout_s
+    done_a: list[str] = []
+    done_b: list[str] = []
+    workers: list[WorkerProcess] = []
+    sides = {id(base): done_a, id(head): done_b}
+    try:
+        wa = base.lockstep_worker(todo_a, index, done_a, "A")
+        workers.append(wa)
+        wb = head.lockstep_worker(todo_b, index, done_b, "B")
+        workers.append(wb)
+        setup = timeout * max(1, len(todo_a)) + 120.0
+        ready = set(wa.wait_for("prepared", setup)["cases"]) & set(wb.wait_for("prepared", setup)["cases"])
+        live = [s.id for s in todo_a if s.id in ready]
+        spent = {c: [0.0, 0.0] for c in live}
+        counts = dict.fromkeys(live, 0)
+        budget, least, most = settings.timing.budget_s, settings.timing.min_samples, settings.timing.max_samples
+        while live:
+            order = list(live)
+            rng.shuffle(order)
+            for case_id in order:
+                pair = [(0, wa), (1, wb)] if rng.random() < 0.5 else [(1, wb), (0, wa)]
+                for side, worker in pair:
+                    elapsed, failed = _sample(worker, case_id, timeout)
+                    spent[case_id][side] += elapsed
+                    if failed:
+                        live.remove(case_id)
+                        break
+                else:
+                    counts[case_id] += 1
+            live = [c for c in live if counts[c] < most and (min(spent[c]) < budget or counts[c] < least)]
+        for worker in (wa, wb):
+            worker.send({"cmd": "finish"})
+            worker.wait_for("done", timeout * max(1, len(todo_a)))
+    except WorkerLost as lost:
+        failed_side = base if workers and lost.worker is workers[0] else head
+        if lost.case is not None:
+            failed_side.record_error(lost.case, lost.kind, lost.reason, index, sides[id(failed_side)])
+        for w in workers:
+            w.close()
+        for runner, todo, done in ((base, todo_a, done_a), (head, todo_b, done_b)):
+            rest = [s.id for s in todo if s.id not in done]
+            if rest:
+                runner.run_round(index, rest)
+    finally:
+        for w in workers:
+            w.close()
+    base.write_partial()
+    head.write_partial()
