@@ -28,6 +28,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--report"]:  # rewrite the page from saved results: --report RESULTS.json [NAME]
+        import json
+
+        name = sys.argv[3] if len(sys.argv) > 3 else "injected_ab"
+        write_doc(name, report(json.loads(Path(sys.argv[2]).read_text())))
+        return
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     extra = sys.argv[2:]
     info = {"started": now(), "machine": machine(), "trials": trials, "options": extra}
@@ -66,7 +72,7 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
     lines = [
         "# Injected slowdowns, same-machine A/B (`perfci ab`)",
         "",
-        f"Produced by `python benchmarks/quality/injected_ab.py {info['trials']} {' '.join(info['options'])}`"
+        f"Produced by `python benchmarks/quality/injected_ab.py {info['trials']} {' '.join(info.get('options', []))}`"
         f" on {info['started']} (finished {info['finished']}, {info['elapsed_s'] / 60:.1f} min).",
         f"Machine: {info['machine']}. Other agents were using the same 2 cores during the run (load average at"
         " start above); nothing was isolated.",
@@ -89,6 +95,17 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
             f"| {case} | {factor:.2f} | {k}/{len(verdicts)} | {rate:.0%} ({lo:.0%}..{hi:.0%}) | {others} "
             f"| {med:+.2f}% |"
         )
+    noise = sorted(r["rows"][c]["noise"] for r in ok for c in CASES if r["rows"].get(c, {}).get("noise"))
+    if noise:
+        se = noise[len(noise) // 2]
+        floor = max(0.03, math.expm1(3 * se))
+        lines += [
+            "",
+            f"Noise: median standard error of log(ratio) at the final look {se:.4f} (max {noise[-1]:.4f}), so the"
+            f" effective threshold max(3%, exp(3 se) - 1) was about {floor:.1%}. A slowdown is flagged with ~95%"
+            f" probability when it exceeds roughly that plus 1.65 se: minimum detectable slowdown under these"
+            f" conditions ~{math.expm1(math.log1p(floor) + 1.65 * se):.1%}.",
+        ]
     fa_runs = sum(any(r["rows"][c]["verdict"] == "regression" for c in ("same1", "same2")) for r in ok)
     pairs = [r["ab"].get("pairs_run", 0) for r in ok]
     lines += [

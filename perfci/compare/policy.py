@@ -2,9 +2,8 @@
 
 Metrics compared by default: `latency.median` (timed: statistical rule on per-round medians) and the memory
 peaks (near-deterministic: tolerance rule on per-round values). Other metrics can be listed in
-`DecisionSettings.metrics`: `latency.min/p10/p90/p99` (per-round minimum and quantiles; the minimum is the
-steadiest on a machine shared with other busy processes, docs/compare.md), `throughput`, `flops`, `bandwidth`
-(derived from the per-round medians, so they agree with latency), `energy_per_call`.
+`DecisionSettings.metrics`: `latency.min/p10/p90/p99` (per-round minimum and quantiles), `throughput`, `flops`,
+`bandwidth` (derived from the per-round medians, so they agree with latency), `energy_per_call`.
 
 Practical threshold theta for a case and metric, first found wins:
 1. `DecisionSettings.threshold` (the CLI's `--threshold`) for timed metrics;
@@ -28,7 +27,7 @@ CPU_THETA = 0.03
 GPU_THETA = 0.01
 MEMORY_THETA = 0.01
 MEMORY_SLACK_BYTES = float(2**20)
-# Cross-job noise assumed for unpaired comparisons when not given: measured 0.08-0.16 between separate
+# Cross-job noise assumed for unpaired comparisons when not given: measured 0.11-0.13 between separate
 # invocations on a shared 2-core CI VM (docs/quality/stored.md); GPUs of one class are steadier.
 CPU_JOB_NOISE = 0.10
 GPU_JOB_NOISE = 0.03
