@@ -36,8 +36,10 @@ def main() -> int:
             m = case.metric("latency.median")
             if m is not None:
                 medians.setdefault(case.id, []).append(m.value)
-    print(f"A/A stability, {args.runs} invocations of `perfci run {' '.join(args.extra)}`, "
-          f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, {platform.node()}\n")
+    print(
+        f"A/A stability, {args.runs} invocations of `perfci run {' '.join(args.extra)}`, "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, {platform.node()}\n"
+    )
     print("| case | medians (ms) | max/min - 1 | bar (<= 3% for >= 1 ms) |")
     print("| --- | --- | --- | --- |")
     worst = 0.0

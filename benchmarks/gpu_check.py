@@ -28,14 +28,23 @@ def main(path: str) -> int:
     rows: list[tuple[str, str, bool]] = []
     copy = find("gpu_workloads.copy")
     pct = metric(copy, "bandwidth.pct_peak")
-    rows.append(("copy bandwidth vs calibrated peak",
-                 f"{metric(copy, 'bandwidth'):.0f} GB/s = {pct:.1f}% of {peaks.get('bandwidth_gbps', 0):.0f} GB/s",
-                 90.0 <= pct <= 110.0))
+    rows.append(
+        (
+            "copy bandwidth vs calibrated peak",
+            f"{metric(copy, 'bandwidth'):.0f} GB/s = {pct:.1f}% of {peaks.get('bandwidth_gbps', 0):.0f} GB/s",
+            90.0 <= pct <= 110.0,
+        )
+    )
     graph = find("gpu_workloads.tiny[gpu_mode=graph]")
     hot = find("gpu_workloads.tiny[gpu_mode=hot]")
     g_us = metric(graph, "latency.median") * 1e6
-    rows.append(("tiny kernel per call, graph mode (hot)",
-                 f"{g_us:.2f} us (eager {metric(hot, 'latency.median') * 1e6:.2f} us)", g_us < 3.0))
+    rows.append(
+        (
+            "tiny kernel per call, graph mode (hot)",
+            f"{g_us:.2f} us (eager {metric(hot, 'latency.median') * 1e6:.2f} us)",
+            g_us < 3.0,
+        )
+    )
     for mib, expect_differ in ((8, True), (2048, False)):
         h = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=hot]"), "latency.median")
         c = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=cold]"), "latency.median")
@@ -45,11 +54,15 @@ def main(path: str) -> int:
     tel = copy.rounds[0].telemetry if copy and copy.rounds else {}
     gpu = tel.get("gpu", {})
     has = all(gpu.get(k) and gpu[k][0] is not None for k in ("sm_clock_mhz", "mem_clock_mhz", "power_w"))
-    rows.append(("NVML clocks, power, energy in results",
-                 f"sm {gpu.get('sm_clock_mhz', [None])[0]} MHz, mem {gpu.get('mem_clock_mhz', [None])[0]} MHz, "
-                 f"power {gpu.get('power_w', [None])[0]} W, energy/call {tel.get('energy_per_call_j')} J, "
-                 f"throttle flagged {tel.get('throttle_flagged')}, dropped {tel.get('throttle_dropped')}",
-                 has and tel.get("energy_per_call_j") is not None))
+    rows.append(
+        (
+            "NVML clocks, power, energy in results",
+            f"sm {gpu.get('sm_clock_mhz', [None])[0]} MHz, mem {gpu.get('mem_clock_mhz', [None])[0]} MHz, "
+            f"power {gpu.get('power_w', [None])[0]} W, energy/call {tel.get('energy_per_call_j')} J, "
+            f"throttle flagged {tel.get('throttle_flagged')}, dropped {tel.get('throttle_dropped')}",
+            has and tel.get("energy_per_call_j") is not None,
+        )
+    )
     width = max(len(r[0]) for r in rows)
     for name, value, ok in rows:
         print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}}  {value}")

@@ -20,6 +20,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.cli.app import OutputFormat, app, consoles, guard, parse_size, print_comparison
+from perfci.cli.compare import stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.config import Config, load_config
@@ -30,6 +31,7 @@ from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import gpu_inventory
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
+from perfci.reports.markdown import write_markdown
 from perfci.reports.terminal import run_table, verdict_line
 from perfci.runner import Runner, RunSettings
 from perfci.schema import load_results, run_to_dict
@@ -176,6 +178,9 @@ def run(
         float | None,
         typer.Option(help="Practical threshold for timed metrics (0.05 = 5%; default: configuration, then built-in)."),
     ] = None,
+    confirm: Annotated[
+        bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")
+    ] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
@@ -203,13 +208,16 @@ def run(
             settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))
         result = run_with_progress(Runner(settings, out_dir), specs)
         base_path = baseline or Path("baselines") / f"{runner_class(runner or cfg.runner, result.fingerprint)}.json"
-        comparison = None
+        comparison, baseline_run = None, None
         if base_path.exists():
             decision = DecisionSettings(threshold=threshold, thresholds=dict(cfg.thresholds))
-            comparison = compare_runs(load_results(base_path), result, decision, (str(base_path), str(out_dir)))
+            baseline_run = load_results(base_path)
+            comparison = compare_runs(baseline_run, result, decision, (str(base_path), str(out_dir)))
+            comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings)
         elif baseline is not None:
             raise UsageError(f"{baseline}: baseline file not found.")
-        write_html(out_dir / "report.html", result, comparison)
+        write_html(out_dir / "report.html", result, comparison, baseline_run)
+        write_markdown(out_dir / "summary.md", result, comparison, baseline_run)
         o, err = consoles()
         if fmt is OutputFormat.json:
             o.print_json(json.dumps(run_to_dict(result)))
