@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,10 @@ def make_case(
     return CaseResult(spec, CaseStatus.OK, tuple(rs), case_metrics(tuple(rs), 1e6, 1e5), (), 1e6, 1e5)
 
 
-def make_run(cases: list[CaseResult], run_id: str = "run-a") -> RunResult:
+def make_run(cases: list[CaseResult], run_id: str | None = None) -> RunResult:
+    """A synthetic run; each call is a different run (its own id) unless `run_id` is given."""
     return RunResult(
-        run_id=run_id,
+        run_id=run_id or f"run-{uuid.uuid4().hex[:8]}",
         started_at="2026-11-30T00:00:00.000000Z",
         finished_at="2026-11-30T00:01:00.000000Z",
         fingerprint={"cpu_model": "test cpu", "cpu_logical_cores": 2, "gpus": []},

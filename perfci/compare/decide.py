@@ -139,6 +139,9 @@ def compare_runs(
     labels: tuple[str, str] = ("", ""),
     paired: bool = False,
 ) -> Comparison:
+    # Two files of the same run (same run id and start: e.g. a results file and an edited copy of it) hold the
+    # same worker processes round by round: pair them, and no cross-job noise applies.
+    paired = paired or (baseline.run_id == candidate.run_id and baseline.started_at == candidate.started_at)
     rows: list[MetricComparison] = []
     n_cases = sum(1 for c in candidate.cases if baseline.case(c.id) is not None)
     for cand in candidate.cases:

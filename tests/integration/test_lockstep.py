@@ -38,7 +38,8 @@ def test_lockstep_pairs_measure_both_sides_and_isolate_failures(tmp_path: Path) 
         assert all(len(r.samples) >= 5 for r in healthy.rounds)
         # pair 0 lost a worker to the crash in set-up: its other cases fell back to ordinary rounds;
         # pair 1 (the crashing case excluded from then on) ran in lockstep
-        assert [r.stop_reason for r in sorted(healthy.rounds, key=lambda r: r.index)] == ["budget", "lockstep"]
+        first, second = sorted(healthy.rounds, key=lambda r: r.index)
+        assert first.stop_reason in ("budget", "noise_target") and second.stop_reason == "lockstep"
         assert len({r.pid for r in healthy.rounds}) == 2
         assert by_name["crashes"].errors[0].kind == "crash"
         assert "SIGSEGV" in by_name["crashes"].errors[0].message
