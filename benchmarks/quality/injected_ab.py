@@ -9,12 +9,15 @@ Writes benchmarks/quality/results/injected_ab.json and docs/quality/injected_ab.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CASES, Clock, machine, make_injected_repo, now, perfci, rows_of, save, write_doc
+
+NAME = os.environ.get("PERFCI_BENCH_NAME", "injected_ab")  # output file names (results/NAME.json, docs)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -57,13 +60,13 @@ def main() -> None:
             line = " ".join(f"{c}:{rows[c]['verdict'][:5]}({(rows[c]['ratio'] - 1) * 100:+.1f}%)" for c in CASES)
             print(f"trial {i} [{clock.elapsed():.0f}s, {ab.get('pairs_run')} pairs]: {line}", flush=True)
             info.update(elapsed_s=clock.elapsed(), finished=now() + " (partial)", results=results)
-            save("injected_ab", info)  # after every trial, so a run cut short still leaves its data
-            write_doc("injected_ab", report(info))
+            save(NAME, info)  # after every trial, so a run cut short still leaves its data
+            write_doc(NAME, report(info))
     info["elapsed_s"] = clock.elapsed()
     info["finished"] = now()
     info["results"] = results
-    save("injected_ab", info)
-    write_doc("injected_ab", report(info))
+    save(NAME, info)
+    write_doc(NAME, report(info))
 
 
 def report(info: dict) -> str:  # type: ignore[type-arg]
