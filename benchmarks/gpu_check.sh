@@ -20,7 +20,7 @@ python3 benchmarks/gpu_check.py "$OUTDIR/engine/results.json"
 engine=$?
 
 echo "== GPU-marked tests"
-python3 -m pytest -q -m gpu tests 2>&1 | tail -15
+python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -15
 
 if python3 -m perfci list --suite kernels --device cuda >/dev/null 2>&1; then
   echo "== kernels suite on cuda"
