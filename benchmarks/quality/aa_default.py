@@ -10,12 +10,15 @@ Writes benchmarks/quality/results/aa_default.json and docs/quality/aa_default.md
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Clock, machine, now, perfci, save, sh, write_doc
+
+NAME = os.environ.get("PERFCI_BENCH_NAME", "aa_default")  # output file names (results/NAME.json, docs)
 
 
 def main() -> None:
@@ -46,11 +49,11 @@ def main() -> None:
             bad = [f"{r['case_id']}:{r['metric']}" for r in rows if r["verdict"] == "regression"]
             print(f"run {i} [{clock.elapsed():.0f}s]: regressions={bad}", flush=True)
             info.update(elapsed_s=clock.elapsed(), finished=now() + " (partial)", results=results)
-            save("aa_default", info)  # after every run, so a run cut short still leaves its data
-            write_doc("aa_default", report(info))
+            save(NAME, info)  # after every run, so a run cut short still leaves its data
+            write_doc(NAME, report(info))
     info.update(elapsed_s=clock.elapsed(), finished=now(), results=results)
-    save("aa_default", info)
-    write_doc("aa_default", report(info))
+    save(NAME, info)
+    write_doc(NAME, report(info))
 
 
 def report(info: dict) -> str:  # type: ignore[type-arg]
