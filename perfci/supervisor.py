@@ -91,9 +91,18 @@ def run_worker(
     python: str | None = None,
 ) -> None:
     """Run one worker to completion; every event (real or synthetic) goes to `on_event`."""
+    proc = spawn_worker(stderr_path, env, python)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(job).encode() + b"\n")
+    proc.stdin.close()
+    _supervise(proc, limits, stderr_path, on_event)
+
+
+def spawn_worker(stderr_path: Path, env: dict[str, str] | None, python: str | None) -> subprocess.Popen[bytes]:
+    """A fresh `python -m perfci.worker` in its own session (so a kill takes its children too), stderr to a log."""
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
     with open(stderr_path, "ab") as err:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [python or sys.executable, "-m", "perfci.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -101,10 +110,6 @@ def run_worker(
             env=env,
             start_new_session=True,
         )
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(job).encode() + b"\n")
-        proc.stdin.close()
-        _supervise(proc, limits, stderr_path, on_event)
 
 
 def _supervise(
@@ -173,17 +178,8 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         python: str | None = None,
     ) -> None:
-        stderr_path.parent.mkdir(parents=True, exist_ok=True)
         self.limits, self.stderr_path, self.on_event = limits, stderr_path, on_event
-        with open(stderr_path, "ab") as err:
-            self.proc = subprocess.Popen(
-                [python or sys.executable, "-m", "perfci.worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                env=env,
-                start_new_session=True,
-            )
+        self.proc = spawn_worker(stderr_path, env, python)
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None
