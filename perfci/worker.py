@@ -94,7 +94,8 @@ def run_job(job: dict[str, Any], out: IO[str]) -> None:
 
 def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
     """Lockstep mode (A/B pairs): after set-up, sample only when told, one command per line on stdin:
-    {"cmd": "sample", "case": id, "n": k} -> k samples, then {"event": "sampled", "case": id, "elapsed_s": t};
+    {"cmd": "sample", "case": id, "n": k, "rewarm": r} -> r untimed calls and k samples, then
+    {"event": "sampled", "case": id, "elapsed_s": t};
     {"cmd": "finish"} -> results. The driver alternates two such workers sample by sample, so both revisions
     see the same machine state (perfci/lockstep.py)."""
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
@@ -108,7 +109,8 @@ def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
         if s is None:
             _emit(out, {"event": "sampled", "case": cmd["case"], "elapsed_s": 0.0, "missing": True})
             continue
-        ok, elapsed = _guarded(out, s.case_id, functools.partial(s.sampler.take, int(cmd.get("n", 1))))
+        take = functools.partial(s.sampler.take, int(cmd.get("n", 1)), int(cmd.get("rewarm", 0)))
+        ok, elapsed = _guarded(out, s.case_id, take)
         if not ok:
             del sessions[s.case_id]
         _emit(out, {"event": "sampled", "case": s.case_id, "elapsed_s": elapsed or 0.0, "failed": not ok})

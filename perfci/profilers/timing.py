@@ -128,11 +128,14 @@ class Sampler:
                     self.stop_reason = "budget"
                 return
 
-
-    def take(self, n: int = 1) -> float:
+    def take(self, n: int = 1, rewarm: int = 0) -> float:
         """Take exactly `n` samples, no stopping rule (a lockstep driver decides when to stop); returns the
-        time they took on the clock."""
+        time they took on the clock. `rewarm` untimed calls come first: a lockstep driver hands the CPU to
+        another process between samples, which evicts this case's data from the caches, and a sample that
+        starts cold would carry that refill cost diluted by its iteration count (a bias towards "no change")."""
         start = self.clock()
+        for _ in range(rewarm):
+            self.fn()
         for _ in range(n):
             if self.before_sample is not None:
                 self.before_sample()

@@ -123,3 +123,26 @@ def test_final_slice_keeps_sampling_until_min_samples() -> None:
     sampler = Sampler(clock.workload(), clock_block_timer(clock), clock, 1, settings)
     sampler.run_slice(0.001, final=True)
     assert len(sampler.samples) == 10 and sampler.stop_reason == "budget"
+
+
+def test_take_rewarm_keeps_a_cold_first_call_out_of_the_sample() -> None:
+    """Lockstep hands the CPU to the partner between samples; the next call pays a cache refill. Model it as a
+    fixed extra cost on the first call after a switch: without rewarm it lands in the sample, with it it does
+    not, and the elapsed time reported to the driver still counts the untimed call."""
+    from perfci.profilers.timing import Sampler
+
+    clock = FakeClock(call_cost=1e-3, read_cost=0.0)
+    cold = {"pending": True}
+
+    def fn() -> None:
+        clock.now += 1e-3 + (3e-4 if cold["pending"] else 0.0)
+        cold["pending"] = False
+
+    sampler = Sampler(fn, clock_block_timer(clock), clock, 2, TimingSettings())
+    sampler.take(1)
+    assert abs(sampler.samples[-1] - (2e-3 + 3e-4)) < 1e-12  # the sample (2 calls) carries the refill
+    cold["pending"] = True
+    elapsed = sampler.take(1, rewarm=1)
+    assert abs(sampler.samples[-1] - 2e-3) < 1e-12  # the refill was paid by the untimed call
+    assert abs(elapsed - (1.3e-3 + 2e-3)) < 1e-12
+    assert len(sampler.samples) == 2
