@@ -180,7 +180,7 @@ def ab(
     exit_zero: ExitZero = False,
     fmt: Fmt = OutputFormat.table,
 ) -> None:
-    """Same-machine A/B of two git revisions in paired rounds (the recommended PR gate)."""
+    """Same-machine A/B of two git revisions in lockstep pairs (the recommended PR gate)."""
 
     def body() -> int:
         cfg = load_config(config)

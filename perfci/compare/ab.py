@@ -1,4 +1,4 @@
-"""Same-machine A/B of two revisions: paired rounds in random order, adaptive extra pairs, one verdict per case.
+"""Same-machine A/B of two revisions: lockstep pairs (or paired rounds), adaptive extra pairs, one verdict per case.
 
 Procedure (docs/compare.md explains why):
 1. Check out each revision (`perfci.compare.revisions`), optionally build it, list its cases in a subprocess
