@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Clock, machine, now, perfci, save, sh, write_doc
+from common import CONTEXT, Clock, machine, now, perfci, save, sh, write_doc
 
 NAME = os.environ.get("PERFCI_BENCH_NAME", "aa_default")  # output file names (results/NAME.json, docs)
 
@@ -24,7 +24,7 @@ NAME = os.environ.get("PERFCI_BENCH_NAME", "aa_default")  # output file names (r
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     extra = sys.argv[2:]
-    info = {"started": now(), "machine": machine(), "runs": runs, "options": extra}
+    info = {"started": now(), "machine": machine(), "context": CONTEXT, "runs": runs, "options": extra}
     clock = Clock()
     results = []
     with tempfile.TemporaryDirectory(prefix="perfci-aa-") as tmp:
@@ -78,7 +78,7 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
             "",
             f"Produced by `python benchmarks/quality/aa_default.py {info['runs']} {' '.join(info['options'])}`"
             f" on {info['started']} (finished {info['finished']}, {info['elapsed_s'] / 60:.1f} min).",
-            f"Machine: {info['machine']}. Other agents were using the same 2 cores during the run.",
+            f"Machine: {info['machine']}. {info.get('context', '')}",
             "",
             f"- runs completed: {n} of {info['runs']}",
             f"- runs with at least one `regression` verdict (any case, any metric): **{len(runs_with_fa)} of {n}**"

@@ -41,6 +41,8 @@ def injected(ctx, case):
 
     return work
 """
+# What else ran on the machine during a benchmark, written into its page (set by whoever starts it).
+CONTEXT = os.environ.get("PERFCI_BENCH_CONTEXT", "Nothing was isolated or pinned beyond what perfci itself does.")
 CASES = {"same1": 1.0, "same2": 1.0, "f102": 1.02, "f103": 1.03, "f105": 1.05, "f110": 1.10}
 
 

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CASES, Clock, machine, make_injected_repo, now, perfci, rows_of, save, write_doc
+from common import CASES, CONTEXT, Clock, machine, make_injected_repo, now, perfci, rows_of, save, write_doc
 
 NAME = os.environ.get("PERFCI_BENCH_NAME", "injected_ab")  # output file names (results/NAME.json, docs)
 
@@ -39,7 +39,7 @@ def main() -> None:
         return
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     extra = sys.argv[2:]
-    info = {"started": now(), "machine": machine(), "trials": trials, "options": extra}
+    info = {"started": now(), "machine": machine(), "context": CONTEXT, "trials": trials, "options": extra}
     clock = Clock()
     results = []
     with tempfile.TemporaryDirectory(prefix="perfci-injected-") as tmp:
@@ -77,8 +77,7 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
         "",
         f"Produced by `python benchmarks/quality/injected_ab.py {info['trials']} {' '.join(info.get('options', []))}`"
         f" on {info['started']} (finished {info['finished']}, {info['elapsed_s'] / 60:.1f} min).",
-        f"Machine: {info['machine']}. Other agents were using the same 2 cores during the run (load average at"
-        " start above); nothing was isolated.",
+        f"Machine: {info['machine']}. {info.get('context', '')}",
         "",
         f"{n} trials (of {info['trials']}; {info['trials'] - n} failed to run). Each trial is one `perfci ab HEAD~1"
         " HEAD` with its own seed, default decision settings unless options are shown above.",

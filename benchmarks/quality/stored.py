@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CASES, Clock, machine, make_injected_repo, now, perfci, rows_of, save, sh, write_doc
+from common import CASES, CONTEXT, Clock, machine, make_injected_repo, now, perfci, rows_of, save, sh, write_doc
 
 
 def case_logs(results: Path) -> dict[str, list[float]]:
@@ -47,7 +47,7 @@ def job_noise(runs: list[Path]) -> dict[str, float]:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     extra = sys.argv[2:]
-    info = {"started": now(), "machine": machine(), "n": n, "options": extra}
+    info = {"started": now(), "machine": machine(), "context": CONTEXT, "n": n, "options": extra}
     clock = Clock()
     with tempfile.TemporaryDirectory(prefix="perfci-stored-") as tmp:
         repo = make_injected_repo(Path(tmp) / "repo")
@@ -88,7 +88,7 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
         "",
         f"Produced by `python benchmarks/quality/stored.py {info['n']} {' '.join(info['options'])}` on"
         f" {info['started']} (finished {info['finished']}, {info['elapsed_s'] / 60:.1f} min).",
-        f"Machine: {info['machine']}. Other agents were using the same 2 cores during the run.",
+        f"Machine: {info['machine']}. {info.get('context', '')}",
         "",
         f"A/A (consecutive invocations of the same revision, 6 cases each): {len(aa)} comparisons;"
         f" **{fa} had a `regression` verdict** (bar: <= 5% of suite runs). timed-metric verdicts: {aa_counts}.",

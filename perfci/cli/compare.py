@@ -45,6 +45,9 @@ from perfci.workloads.selection import Selection
 Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.03 = 3%).")]
 Conf = Annotated[float, typer.Option(help="One-sided confidence per case and metric.")]
 Family = Annotated[str, typer.Option(help="Across cases: none (theta controls the family) or bonferroni.")]
+Catch = Annotated[
+    float, typer.Option(help="Probability of flagging a change of exactly the threshold (0.5: estimate >= theta).")
+]
 Metrics = Annotated[list[str] | None, typer.Option("--metric", help="Metric to compare (repeatable).")]
 Out = Annotated[Path | None, typer.Option(help="Write comparison.json, report.html and junit.xml here.")]
 Junit = Annotated[Path | None, typer.Option(help="Write JUnit XML here.")]
@@ -61,12 +64,16 @@ def decision_settings(
     family: str,
     metrics: list[str] | None,
     job_noise: float | None = None,
+    catch: float = 0.75,
 ) -> DecisionSettings:
     if family not in ("none", "bonferroni"):
         raise UsageError(f"--family must be 'none' or 'bonferroni', not {family!r}.")
     if not 0.5 < confidence < 1.0:
         raise UsageError("--confidence must lie between 0.5 and 1.")
+    if not 0.5 <= catch < 1.0:
+        raise UsageError("--catch must lie in [0.5, 1).")
     return DecisionSettings(
+        catch=catch,
         threshold=threshold,
         confidence=confidence,
         family=family,
@@ -109,6 +116,7 @@ def compare(
     threshold: Thr = None,
     confidence: Conf = 0.99,
     family: Family = "none",
+    catch: Catch = 0.75,
     job_noise: Annotated[
         float | None, typer.Option(help="Cross-job noise, sd of the log per-job shift [default: 0.10 CPU, 0.03 GPU].")
     ] = None,
@@ -134,7 +142,7 @@ def compare(
             base, cand = load_results(baseline), load_results(candidate)
             labels = (str(baseline), str(candidate))
         check_comparable(base, cand, allow_mismatch)
-        settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise)
+        settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise, catch=catch)
         comparison = finish(compare_runs(base, cand, settings, labels), cand, out, junit, expected, fmt, base)
         if html is not None:
             write_html(html, cand, comparison, base)
@@ -172,6 +180,7 @@ def ab(
     threshold: Thr = None,
     confidence: Conf = 0.99,
     family: Family = "none",
+    catch: Catch = 0.75,
     metric: Metrics = None,
     out: Out = None,
     junit: Junit = None,
@@ -198,7 +207,7 @@ def ab(
         )
         settings = ABSettings(
             pairs=pairs, extra=extra, looks=looks, budget_s=budget, seed=seed, run=run_settings,
-            decision=decision_settings(cfg, threshold, confidence, family, metric),
+            decision=decision_settings(cfg, threshold, confidence, family, metric, catch=catch),
             build_command=build or cfg.build_command,
         )  # fmt: skip
         outcome = run_ab_cli(base_rev, head_rev, paths, cfg, suites, Selection(patterns=compiled), settings, out_dir)

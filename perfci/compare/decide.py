@@ -55,9 +55,12 @@ def _timed_row(
     else:
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id))
     higher = mdef.direction.value == "higher"
-    d = decide(est, theta, alpha, higher, settings.noise_factor)
+    d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch)
     low, high = est.interval(1.0 - 2.0 * alpha)
     note = "" if not math.isnan(est.se) else "too few rounds to estimate the noise"
+    worse = -math.log(est.ratio) if higher else math.log(est.ratio)
+    if d.verdict in ("regression", "improvement") and abs(worse) < math.log1p(d.threshold):
+        note = f"estimate below the {d.threshold:.1%} threshold but above the cut-off {d.cutoff:.2%} (catch rule)"
     return MetricComparison(
         case_id=case_id,
         metric=mdef.name,

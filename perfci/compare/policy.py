@@ -43,6 +43,7 @@ class DecisionSettings:
     looks: int = 1
     family: str = "none"  # none | bonferroni
     noise_factor: float = 3.0
+    catch: float = 0.75  # a change of exactly theta is flagged with about this probability (stats/decision.py)
     job_noise: float | None = None  # unpaired only: sd of the per-job shift, log scale (None: per device)
     trim: float = 0.2  # paired only: Yuen's trimmed mean of the pair log-ratios (0: the plain paired t)
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -61,6 +62,7 @@ class DecisionSettings:
             "looks": self.looks,
             "family": self.family,
             "noise_factor": self.noise_factor,
+            "catch": self.catch,
             "job_noise": self.job_noise,
             "trim": self.trim,
             "metrics": list(self.metrics),

@@ -6,10 +6,15 @@ a loss for a higher-is-better one), se its standard error, alpha the one-sided e
 - effective threshold: theta_eff = max(theta, exp(noise_factor * se) - 1). theta is the practical threshold (the
   smallest change anyone cares about); the noise term keeps the bar above what an A/A comparison with the same
   data would show (noise_factor = 3: an A/A estimate passes it with probability ~P(t > 3)).
-- regression:   the one-sided (1 - alpha) lower bound of b is above 0 AND b >= log(1 + theta_eff)
+- cut-off:      cut = max(log(1 + theta_eff) - z_catch * se, noise_factor * se), z_catch the `catch` quantile
+  of the normal. theta is the smallest change that must be *caught*; a cut-off equal to theta would flag a
+  change of exactly theta only when its estimate happens to land above it, i.e. half the time. With catch =
+  0.75 a change of theta is flagged ~75% of the time (catch = 0.5 gives cut = log(1 + theta_eff): the plain
+  "estimate at least theta" rule). The noise term keeps the cut-off at 3 se or more whatever `catch` is.
+- regression:   the one-sided (1 - alpha) lower bound of b is above 0 AND b >= cut
 - improvement:  the same with the sign turned
-- inconclusive: |b| >= log(1 + theta) but the above does not hold (too noisy to tell: more data would decide),
-                or the standard error cannot be estimated (fewer than two pairs/rounds)
+- inconclusive: |b| >= min(cut, log(1 + theta)) but the above does not hold (too noisy to tell: more data
+                would decide), or the standard error cannot be estimated (fewer than two pairs/rounds)
 - unchanged:    otherwise (no change of at least theta was seen; the interval says how sure)
 
 `tolerance_verdict` is the rule for near-deterministic metrics (memory): compare ranges over rounds.
@@ -34,6 +39,7 @@ class Decision:
     verdict: str
     bound: float  # one-sided bound of the ratio on the side of the verdict's concern (worse side unless improvement)
     threshold: float  # effective threshold used (fraction)
+    cutoff: float = math.nan  # the estimate's cut-off actually applied (fraction, see the module docstring)
 
 
 def effective_threshold(theta: float, se: float, noise_factor: float = 3.0) -> float:
@@ -42,30 +48,49 @@ def effective_threshold(theta: float, se: float, noise_factor: float = 3.0) -> f
     return max(theta, math.expm1(noise_factor * se))
 
 
+def cutoff(theta_eff: float, se: float, catch: float = 0.5, noise_factor: float = 3.0) -> float:
+    """The estimate's cut-off on the log scale (module docstring): a change of theta_eff is flagged with
+    probability ~`catch` once the lower bound clears 0."""
+    from statistics import NormalDist
+
+    needed = math.log1p(theta_eff)
+    if math.isnan(se):
+        return needed
+    return max(needed - NormalDist().inv_cdf(catch) * se, noise_factor * se)
+
+
 def decide(
-    est: LogRatio, theta: float, alpha: float, higher_is_better: bool = False, noise_factor: float = 3.0
+    est: LogRatio,
+    theta: float,
+    alpha: float,
+    higher_is_better: bool = False,
+    noise_factor: float = 3.0,
+    catch: float = 0.5,
 ) -> Decision:
     """Classify one estimate (see the module docstring for the rule)."""
     if theta < 0 or not 0 < alpha < 1:
         raise ValueError("theta must be >= 0 and alpha in (0, 1)")
+    if not 0.5 <= catch < 1:
+        raise ValueError("catch must be in [0.5, 1)")
     sign = -1.0 if higher_is_better else 1.0
     b = sign * est.log_ratio
     practical = math.log1p(theta)
     if math.isnan(est.se):  # no spread estimate: nothing can be excluded
         return Decision(INCONCLUSIVE, math.nan, theta)
     theta_eff = effective_threshold(theta, est.se, noise_factor)
-    needed = math.log1p(theta_eff)
+    needed = cutoff(theta_eff, est.se, catch, noise_factor)
+    cut = math.expm1(needed)
     t = est.t_quantile(1.0 - alpha)
     worse_low = b - t * est.se  # lower bound of "worseness"
     worse_high = b + t * est.se
     worse_bound = math.exp(sign * worse_low)  # the ratio at the bound, in the metric's own orientation
     if worse_low > 0 and b >= needed:
-        return Decision(REGRESSION, worse_bound, theta_eff)
+        return Decision(REGRESSION, worse_bound, theta_eff, cut)
     if worse_high < 0 and -b >= needed:
-        return Decision(IMPROVEMENT, math.exp(sign * worse_high), theta_eff)
-    if abs(b) >= practical and b != 0.0:
-        return Decision(INCONCLUSIVE, worse_bound, theta_eff)
-    return Decision(UNCHANGED, worse_bound, theta_eff)
+        return Decision(IMPROVEMENT, math.exp(sign * worse_high), theta_eff, cut)
+    if abs(b) >= min(practical, needed) and b != 0.0:
+        return Decision(INCONCLUSIVE, worse_bound, theta_eff, cut)
+    return Decision(UNCHANGED, worse_bound, theta_eff, cut)
 
 
 def tolerance_verdict(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfci.stats.decision import decide, effective_threshold, tolerance_verdict
+from perfci.stats.decision import cutoff, decide, effective_threshold, tolerance_verdict
 from perfci.stats.logratio import LogRatio, paired_log_ratio, trimmed_mean_se, unpaired_log_ratio
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
@@ -114,6 +114,49 @@ def _aa_false_alarm_rate(trials: int, n: int, looks: int, seed: int) -> float:
                 alarms += 1
                 break
     return alarms / trials
+
+
+def test_cutoff_hand_values() -> None:
+    # catch = 0.5 is the plain rule: the cut-off is theta itself (log scale)
+    assert cutoff(0.03, 0.004, 0.5) == pytest.approx(math.log1p(0.03))
+    # catch = 0.75: theta minus the 75% normal quantile (0.67449) times se
+    assert cutoff(0.03, 0.004, 0.75) == pytest.approx(0.0295588 - 0.67449 * 0.004, abs=1e-6)
+    # the noise floor holds: with se = 2% the cut-off stays at 3 se = 6%
+    assert cutoff(math.expm1(0.06), 0.02, 0.75) == pytest.approx(0.06)
+    assert cutoff(0.03, math.nan, 0.75) == pytest.approx(math.log1p(0.03))
+
+
+def test_catch_rule_flags_a_change_just_below_theta() -> None:
+    est = _est(math.log(1.028), 0.004, dof=1000)  # +2.8%, lower bound far above 0
+    plain = decide(est, 0.03, 0.005, catch=0.5)
+    assert plain.verdict == "unchanged"
+    d = decide(est, 0.03, 0.005, catch=0.75)
+    assert d.verdict == "regression" and d.threshold == 0.03
+    assert d.cutoff == pytest.approx(math.expm1(0.0295588 - 0.67449 * 0.004), abs=1e-6)
+    # the same just below the cut-off is unchanged; catch outside [0.5, 1) is refused
+    assert decide(_est(math.log(1.026), 0.004, dof=1000), 0.03, 0.005, catch=0.75).verdict == "unchanged"
+    with pytest.raises(ValueError):
+        decide(est, 0.03, 0.005, catch=0.4)
+
+
+def _paired_rate(factor: float, catch: float, trials: int, seed: int) -> float:
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(trials):  # 10 pairs, per-pair sd 1.27% -> standard error ~0.4% (lockstep A/B on the CI VM)
+        a = [math.exp(rng.gauss(0, 0.009)) for _ in range(10)]
+        b = [math.exp(math.log(factor) + rng.gauss(0, 0.009)) for _ in range(10)]
+        hits += decide(paired_log_ratio(a, b), 0.03, 0.01 / 2, catch=catch).verdict == "regression"
+    return hits / trials
+
+
+def test_seeded_power_at_theta_follows_catch() -> None:
+    """A change of exactly theta is flagged about `catch` of the time; one of 2% rarely; none never."""
+    n = 2000
+    tol = 3 * math.sqrt(0.25 / n)
+    assert abs(_paired_rate(1.03, 0.5, n, 11) - 0.5) < tol
+    assert abs(_paired_rate(1.03, 0.75, n, 12) - 0.75) < tol + 0.03  # t vs normal quantile: slightly below
+    assert _paired_rate(1.02, 0.75, n, 13) < 0.10
+    assert _paired_rate(1.00, 0.75, n, 14) == 0.0
 
 
 def test_seeded_false_alarm_rate_is_at_most_alpha() -> None:
