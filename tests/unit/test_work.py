@@ -33,3 +33,27 @@ def test_elementwise_has_bytes_but_unknown_flops() -> None:
 
 def test_without_torch_nothing_is_derived() -> None:
     assert resolve_work(lambda: sum([1, 2]), None, None, None) == (None, None, {"flops": "unknown", "bytes": "unknown"})
+
+
+def test_counting_flops_leaves_a_compiled_function_compiled() -> None:
+    """CPU twin of the H200 finding (docs/gpu.md): one call of a torch.compile'd function under FlopCounterMode
+    switched it to eager for good. A counting backend shows whether later calls still run the compiled graph."""
+    graph_calls = []
+
+    def backend(gm, example_inputs):  # type: ignore[no-untyped-def]
+        def run(*args):  # type: ignore[no-untyped-def]
+            graph_calls.append(1)
+            return gm.forward(*args)
+
+        return run
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda a: torch.relu(a @ a), backend=backend)
+    a = torch.randn(16, 16)
+    compiled(a)
+    flops, _, sources = resolve_work(lambda: compiled(a), None, None, torch)
+    assert flops == 2 * 16**3 and sources["flops"] == "derived"
+    before = len(graph_calls)
+    compiled(a)
+    compiled(a)
+    assert len(graph_calls) == before + 2  # still the compiled graph, not eager
