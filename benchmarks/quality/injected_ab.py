@@ -17,6 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CASES, CONTEXT, Clock, machine, make_injected_repo, now, perfci, rows_of, save, write_doc
 
+from perfci.compare.policy import DecisionSettings
+from perfci.stats.decision import cutoff
+
 NAME = os.environ.get("PERFCI_BENCH_NAME", "injected_ab")  # output file names (results/NAME.json, docs)
 
 
@@ -39,7 +42,15 @@ def main() -> None:
         return
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     extra = sys.argv[2:]
-    info = {"started": now(), "machine": machine(), "context": CONTEXT, "trials": trials, "options": extra}
+    catch = float(extra[extra.index("--catch") + 1]) if "--catch" in extra else DecisionSettings().catch
+    info = {
+        "catch": catch,
+        "started": now(),
+        "machine": machine(),
+        "context": CONTEXT,
+        "trials": trials,
+        "options": extra,
+    }
     clock = Clock()
     results = []
     with tempfile.TemporaryDirectory(prefix="perfci-injected-") as tmp:
@@ -101,12 +112,15 @@ def report(info: dict) -> str:  # type: ignore[type-arg]
     if noise:
         se = noise[len(noise) // 2]
         floor = max(0.03, math.expm1(3 * se))
+        catch = info.get("catch", 0.5)  # runs before the catch rule used the plain rule (catch = 0.5)
+        cut = cutoff(floor, se, catch)
         lines += [
             "",
             f"Noise: median standard error of log(ratio) at the final look {se:.4f} (max {noise[-1]:.4f}), so the"
-            f" effective threshold max(3%, exp(3 se) - 1) was about {floor:.1%}. A slowdown is flagged with ~95%"
-            f" probability when it exceeds roughly that plus 1.65 se: minimum detectable slowdown under these"
-            f" conditions ~{math.expm1(math.log1p(floor) + 1.65 * se):.1%}.",
+            f" effective threshold max(3%, exp(3 se) - 1) was about {floor:.1%} and, with catch = {catch}, the"
+            f" estimate's cut-off about {math.expm1(cut):.2%}. A slowdown is flagged with ~95% probability when it"
+            f" exceeds roughly the cut-off plus 1.65 se: minimum detectable slowdown under these conditions"
+            f" ~{math.expm1(cut + 1.65 * se):.1%}.",
         ]
     fa_runs = sum(any(r["rows"][c]["verdict"] == "regression" for c in ("same1", "same2")) for r in ok)
     pairs = [r["ab"].get("pairs_run", 0) for r in ok]
