@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from perfci.stats.logratio import LogRatio
 
@@ -51,8 +52,6 @@ def effective_threshold(theta: float, se: float, noise_factor: float = 3.0) -> f
 def cutoff(theta_eff: float, se: float, catch: float = 0.5, noise_factor: float = 3.0) -> float:
     """The estimate's cut-off on the log scale (module docstring): a change of theta_eff is flagged with
     probability ~`catch` once the lower bound clears 0."""
-    from statistics import NormalDist
-
     needed = math.log1p(theta_eff)
     if math.isnan(se):
         return needed
