@@ -122,3 +122,14 @@ def test_baseline_update_show_and_compare_against_it(
     assert info["runner"] == "ci-cpu" and info["reason"] == "first baseline" and len(info["cases"]) == 3
     assert runner.invoke(app, ["compare", str(slow), *STEADY]).exit_code == 1  # against baselines/ci-cpu.json
     assert runner.invoke(app, ["baseline", "show", "--runner", "nobody"]).exit_code == 2
+
+
+def test_catch_option_is_recorded_and_checked(pair: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
+    base, same, _, _ = pair
+    result = runner.invoke(app, ["compare", str(base), str(same), *STEADY, "--catch", "0.6", "--format", "json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["settings"]["catch"] == 0.6
+    default = runner.invoke(app, ["compare", str(base), str(same), *STEADY, "--format", "json"])
+    assert json.loads(default.stdout)["settings"]["catch"] == 0.75
+    refused = runner.invoke(app, ["compare", str(base), str(same), "--catch", "0.3"])
+    assert refused.exit_code == 2 and "--catch" in refused.output
