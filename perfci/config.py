@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfci.cpus import parse_cpu_list
 from perfci.errors import ConfigError
 from perfci.patterns import case_pattern
 
@@ -40,6 +41,7 @@ class Config:
     runner: str | None = None  # runner class name (names baselines/<runner>.json)
     build_command: str | None = None  # for `perfci ab`: how to make a checked-out revision importable
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
+    cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
 
     def threshold(self, case_id: str, metric: str) -> float | None:
         """The configured threshold for one case and metric, or None.
@@ -165,6 +167,21 @@ def _text(w: _Where, key: str, value: object) -> str:
     return value
 
 
+def _cpus(w: _Where, value: object) -> tuple[int, ...]:
+    if isinstance(value, str):
+        try:
+            return parse_cpu_list(value)
+        except ValueError as exc:
+            raise w.error(("cpus",), f"{exc}.") from None
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
+        return tuple(sorted(set(value)))
+    raise w.error(("cpus",), f'must be a CPU list like "2-3" or a list of CPU numbers, got {value!r}.')
+
+
 def _paths(w: _Where, value: object) -> tuple[Path, ...]:
     out = []
     for i, raw in enumerate(_str_list(w, "paths", value)):
@@ -222,6 +239,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "runner": lambda w, v: _text(w, "runner", v),
     "build_command": lambda w, v: _text(w, "build_command", v),
     "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
+    "cpus": _cpus,
 }
 
 

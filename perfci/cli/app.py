@@ -12,6 +12,8 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from perfci.config import Config
+from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
@@ -105,5 +107,15 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
     err.print(verdict_line(comparison, run), highlight=False)
 
 
-def not_yet(name: str) -> NoReturn:
-    fail(UsageError(f"'perfci {name}' is not implemented yet in this version."))
+def worker_cpus(option: str | None, cfg: Config) -> tuple[int, ...] | None:
+    """The CPUs to pin workers to: `--cpus`, else the configuration's `cpus`; each must be available here."""
+    if option is not None:
+        try:
+            cpus: tuple[int, ...] | None = parse_cpu_list(option)
+        except ValueError as exc:
+            raise UsageError(f"--cpus: {exc}.") from None
+    else:
+        cpus = cfg.cpus
+    if cpus is not None and (problem := unavailable(cpus, os.sched_getaffinity(0))):
+        raise UsageError(f"{'--cpus' if option is not None else f'{cfg.source}: key cpus'}: {problem}.")
+    return cpus

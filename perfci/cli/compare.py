@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-from perfci.cli.app import OutputFormat, app, baseline_app, consoles, guard
+from perfci.cli.app import OutputFormat, app, baseline_app, consoles, guard, worker_cpus
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
 from perfci.compare.baselines import latest_results, load_baseline, record, resolve_runner, update_baseline
 from perfci.compare.confirm import flagged_cases, merge_confirmation
@@ -174,6 +174,9 @@ def ab(
     budget: Annotated[float, typer.Option(help="Time budget of the whole A/B, seconds.")] = 900.0,
     sample_budget: Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")] = None,
     threads: Annotated[int | None, typer.Option(min=0, help="Threads per worker [default: 1].")] = None,
+    cpus: Annotated[
+        str | None, typer.Option("--cpus", help="CPUs both workers run on, e.g. 2-3 [default: the last --threads].")
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="Per-case time-out in seconds.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for pair order, round order and inputs.")] = 0,
     build: Annotated[str | None, typer.Option("--build", help="Build command run in each checkout.")] = None,
@@ -202,6 +205,7 @@ def ab(
             rounds=pairs,
             seed=seed,
             threads=threads if threads is not None else (cfg.threads if cfg.threads is not None else 1),
+            cpu_affinity=worker_cpus(cpus, cfg),
             case_timeout_s=timeout or cfg.case_timeout_s or 120.0,
             timing=replace(TimingSettings(), budget_s=sample_budget or cfg.budget_s or TimingSettings().budget_s),
         )

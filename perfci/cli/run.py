@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from perfci.cli.app import OutputFormat, app, consoles, guard, parse_size, print_comparison
+from perfci.cli.app import OutputFormat, app, consoles, guard, parse_size, print_comparison, worker_cpus
 from perfci.cli.compare import stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
@@ -55,6 +55,10 @@ SuiteOpt = Annotated[
 DeviceOpt = Annotated[
     list[str] | None,
     typer.Option("--device", help="Device to run on (cpu, cuda, cuda:1). Repeatable. Default: the ones present."),
+]
+CpusOpt = Annotated[
+    str | None,
+    typer.Option("--cpus", help="Pin the workers to these CPUs, e.g. 3 or 2-3 or 0,4-7 [default: not pinned]."),
 ]
 ConfigOpt = Annotated[
     Path | None,
@@ -163,6 +167,7 @@ def run(
     threads: Annotated[
         int | None, typer.Option(min=0, help="torch/ORT threads per worker (0: the library's default) [default: 1].")
     ] = None,
+    cpus: CpusOpt = None,
     seed: Annotated[int, typer.Option(help="Seed for inputs and round order.")] = 0,
     timeout: Annotated[float | None, typer.Option(help="Per-case time-out in seconds [default: 120].")] = None,
     budget: Annotated[
@@ -201,6 +206,7 @@ def run(
             rounds=rounds or cfg.rounds or 5,
             seed=seed,
             threads=_first(threads, cfg.threads, 1),
+            cpu_affinity=worker_cpus(cpus, cfg),
             case_timeout_s=_first(timeout, cfg.case_timeout_s, 120.0),
             timing=timing_settings(cfg, budget),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,22 @@ def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> No
     html = (out / "report.html").read_text()
     assert "tiny.summing[n=400]@cpu" in html
     assert "tiny.summing[n=200]@cpu" in proc.stdout
+
+
+def test_cpus_pins_every_worker_and_unavailable_cpus_are_refused(tmp_path: Path) -> None:
+    last = max(os.sched_getaffinity(0))
+    out = tmp_path / "out"
+    proc = perfci("run", str(DATA / "pinned.py"), "--out", str(out), "--rounds", "2", "--cpus", str(last), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (case,) = load_results(out / "results.json").cases
+    assert [r.telemetry["notes"]["cpus"] for r in case.rounds] == [[last], [last]]
+    unpinned = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "free"), "--rounds", "1", cwd=tmp_path)
+    (free,) = load_results(tmp_path / "free" / "results.json").cases
+    assert unpinned.returncode == 0 and free.rounds[0].telemetry["notes"]["cpus"] == sorted(os.sched_getaffinity(0))
+    bad = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "bad"), "--cpus", "4000-4001", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "--cpus: CPU(s) 4000-4001 not available to this process (available: " in bad.stderr
+    assert not (tmp_path / "bad").exists()
 
 
 def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:

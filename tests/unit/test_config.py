@@ -19,6 +19,7 @@ budget_s = 0.25
 runner = "ci-cpu"
 build_command = "pip install -e ."
 threads = 2
+cpus = "0,2-3"
 
 [thresholds]
 "*" = { latency = 0.05 }
@@ -43,6 +44,7 @@ def test_full_perfci_toml(tmp_path: Path) -> None:
     assert cfg.devices == ("cpu", "cuda:1")
     assert (cfg.rounds, cfg.case_timeout_s, cfg.budget_s, cfg.threads) == (7, 60.0, 0.25, 2)
     assert (cfg.runner, cfg.build_command) == ("ci-cpu", "pip install -e .")
+    assert cfg.cpus == (0, 2, 3)
     assert cfg.thresholds["kernels.*"] == {"latency": 0.03, "latency.p90": 0.1, "memory": 0.01}
 
 
@@ -102,6 +104,9 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
         ('[thresholds]\n"*" = 0.05\n', "perfci.toml:2: key thresholds.'*': must be a table"),
         ("thresholds = 0.05\n", "perfci.toml:1: key thresholds: must be a table"),
         ('paths = ["perf"\nrounds = 3\n', "perfci.toml: invalid TOML: Unclosed array (at line 2, column 1)"),
+        ('cpus = "2-a"\n', "perfci.toml:1: key cpus: '2-a' in '2-a' is not a CPU number or a range like 2-3."),
+        ("cpus = [1, -2]\n", 'perfci.toml:1: key cpus: must be a CPU list like "2-3" or a list of CPU numbers'),
+        ("cpus = 3\n", "perfci.toml:1: key cpus: must be a CPU list"),
         ("rounds = = 3\n", "perfci.toml: invalid TOML: Invalid value (at line 1, column 10)"),
     ],
 )
@@ -111,6 +116,11 @@ def test_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str)
         load_config(path)
     message = str(info.value).replace(str(tmp_path) + "/", "")
     assert message.startswith(expected), message
+
+
+def test_cpus_as_a_list_of_numbers(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "perfci.toml", "cpus = [3, 1, 3]\n")).cpus == (1, 3)
+    assert load_config(write(tmp_path, "perfci.toml", "rounds = 2\n")).cpus is None
 
 
 def test_unknown_key_hint_suggests_the_close_one(tmp_path: Path) -> None:

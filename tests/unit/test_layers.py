@@ -9,7 +9,7 @@ ROOT = Path(__file__).parents[2] / "perfci"
 
 # lowest first; a module may import from its own layer or any lower one
 LAYERS: dict[str, int] = {
-    "errors": 1, "model": 1, "schema": 1, "schemas": 1, "patterns": 1, "config": 1,
+    "errors": 1, "model": 1, "schema": 1, "schemas": 1, "patterns": 1, "config": 1, "cpus": 1,
     "stats": 2,
     "profilers": 3, "workloads": 3, "metrics": 3,
     "case_session": 4, "lockstep": 4, "worker": 4, "supervisor": 4, "runner": 4,
