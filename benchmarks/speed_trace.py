@@ -1,8 +1,10 @@
 """How the machine's speed moves within one process (issue #3 investigation).
 
 Times a 384x384 float32 matmul and a 256x4096 softmax (torch, 1 thread) alternately in windows of 30 calls for
-SECONDS and prints one line per window: elapsed seconds, median matmul ms, median softmax ms. On the 2-vCPU CI
-VM the matmul window medians ranged 1.4-3.0 ms within 90 s, with slow stretches of about a minute.
+SECONDS and prints one line per window: elapsed seconds, median matmul ms, median softmax ms, the window's thread
+CPU time over wall time, and the CPU steal ticks (/proc/stat) during the window. A summary line follows. On the
+2-vCPU CI VM the matmul window medians ranged 1.4-3.0 ms within 90 s, with slow stretches of about a minute, while
+CPU time stayed equal to wall time and steal stayed near 0 (docs/measurement.md).
 Usage: python benchmarks/speed_trace.py [SECONDS]
 """
 
@@ -10,8 +12,18 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+
+def steal_ticks() -> int:
+    """Total CPU steal time in clock ticks (8th value of the `cpu` line of /proc/stat); 0 where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return 0
+    return int(fields[8]) if len(fields) > 8 else 0
 
 
 def main() -> None:
@@ -22,8 +34,10 @@ def main() -> None:
     for _ in range(50):
         a @ a
     start = time.perf_counter()
+    windows: list[tuple[float, float, int]] = []
     while time.perf_counter() - start < seconds:
         mm, sm = [], []
+        s0, w0, c0 = steal_ticks(), time.perf_counter(), time.thread_time()
         for _ in range(30):
             t0 = time.perf_counter()
             a @ a
@@ -32,9 +46,21 @@ def main() -> None:
             t2 = time.perf_counter()
             mm.append(t1 - t0)
             sm.append(t2 - t1)
+        ratio = (time.thread_time() - c0) / (time.perf_counter() - w0)
+        steal = steal_ticks() - s0
         mm.sort()
         sm.sort()
-        print(f"{time.perf_counter() - start:.2f} {mm[15] * 1e3:.3f} {sm[15] * 1e3:.3f}", flush=True)
+        windows.append((mm[15], ratio, steal))
+        print(
+            f"{time.perf_counter() - start:.2f} {mm[15] * 1e3:.3f} {sm[15] * 1e3:.3f} {ratio:.3f} {steal}", flush=True
+        )
+    medians = sorted(w[0] for w in windows)
+    ratios = sorted(w[1] for w in windows)
+    print(
+        f"windows {len(windows)}: matmul median {medians[0] * 1e3:.3f}-{medians[-1] * 1e3:.3f} ms; "
+        f"cpu/wall {ratios[0]:.3f}-{ratios[-1]:.3f} (median {ratios[len(ratios) // 2]:.3f}); "
+        f"steal ticks per window max {max(w[2] for w in windows)}, total {sum(w[2] for w in windows)}"
+    )
 
 
 if __name__ == "__main__":
