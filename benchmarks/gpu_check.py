@@ -45,12 +45,16 @@ def main(path: str) -> int:
             g_us < 3.0,
         )
     )
+    # cold (one guarded call after an L2 flush) against graph replay (back-to-back calls, warm L2): both are GPU
+    # time without launch gaps; eager hot is shown too but is launch-bound for the 8 MiB sum
     for mib, expect_differ in ((8, True), (2048, False)):
-        h = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=hot]"), "latency.median")
+        w = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=graph]"), "latency.median")
         c = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=cold]"), "latency.median")
-        ratio = c / h
+        h = metric(find(f"gpu_workloads.reduce[mib={mib},gpu_mode=hot]"), "latency.median")
+        ratio = c / w
         ok = ratio > 1.10 if expect_differ else abs(ratio - 1.0) < 0.05
-        rows.append((f"reduce {mib} MiB cold/hot", f"{ratio:.3f} ({c * 1e6:.1f} us / {h * 1e6:.1f} us)", ok))
+        shown = f"{ratio:.3f} ({c * 1e6:.1f} us / {w * 1e6:.1f} us; eager hot {h * 1e6:.1f} us)"
+        rows.append((f"reduce {mib} MiB cold/warm (graph)", shown, ok))
     tel = copy.rounds[0].telemetry if copy and copy.rounds else {}
     gpu = tel.get("gpu", {})
     has = all(gpu.get(k) and gpu[k][0] is not None for k in ("sm_clock_mhz", "mem_clock_mhz", "power_w"))

@@ -2,7 +2,8 @@
 
 - copy: device-to-device copy of 1 GiB; bandwidth should approach the runner's calibrated copy peak.
 - tiny: a launch-bound kernel on 1 element, hot (eager launches) vs graph (CUDA-graph replay).
-- reduce: a sum over a working set smaller than L2 (8 MiB) and far larger (2 GiB), hot vs cold.
+- reduce: a sum over a working set smaller than L2 (8 MiB) and far larger (2 GiB): cold (L2 flushed, launch
+  guarded) against graph replay (warm L2, no launch gaps); eager hot for reference.
 """
 
 import perfci
@@ -30,7 +31,7 @@ def tiny(ctx, gpu_mode):
     return lambda: x.add_(1.0)
 
 
-@perfci.workload(params={"mib": [8, 2048], "gpu_mode": ["hot", "cold"]}, devices=["cuda"])
+@perfci.workload(params={"mib": [8, 2048], "gpu_mode": ["hot", "cold", "graph"]}, devices=["cuda"])
 def reduce(ctx, mib, gpu_mode):
     x = _randn(ctx, mib * 2**20 // 4)
     ctx.bytes = float(x.numel() * x.element_size())

@@ -184,3 +184,112 @@ def test_graph_mode_captures_once_per_iteration_count_and_removes_launch_overhea
 def test_unknown_mode_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown GPU timing mode"):
         cuda_timer(fake_torch(FakeGpu(1e-6)), "lukewarm")
+
+
+class AsyncGpu:
+    """A fake GPU that runs a stream asynchronously from the host: each launch costs the host `launch_s` (and a
+    call `call_host_s` more), work starts when both the stream and the launch are ready, events are stamped when
+    the stream reaches them. This is the model under which a cold sample can time the host's launch latency."""
+
+    def __init__(self, kernel_s: float, cold_penalty_s: float, call_host_s: float, flush_s: float = 10e-6) -> None:
+        self.host = 0.0
+        self.stream_free = 0.0
+        self.kernel_s, self.cold_penalty_s, self.call_host_s, self.flush_s = (
+            kernel_s,
+            cold_penalty_s,
+            call_host_s,
+            flush_s,
+        )
+        self.launch_s = 3e-6
+        self.cycles_per_s = 1.98e9
+        self.l2_warm = True
+        self.log: list[str] = []
+
+    def _enqueue(self, duration_s: float, host_s: float) -> float:
+        self.host += host_s
+        begin = max(self.stream_free, self.host)
+        self.stream_free = begin + duration_s
+        return begin
+
+    def call(self) -> None:
+        self.log.append("call")
+        self._enqueue(self.kernel_s + (0.0 if self.l2_warm else self.cold_penalty_s), self.call_host_s)
+        self.l2_warm = True
+
+    def flush(self) -> None:
+        self.log.append("flush")
+        self._enqueue(self.flush_s, self.launch_s)
+        self.l2_warm = False
+
+    def sleep(self, cycles: int) -> None:
+        self.log.append("sleep")
+        self._enqueue(cycles / self.cycles_per_s, self.launch_s)
+
+
+def async_torch(gpu: AsyncGpu, with_sleep: bool = True) -> Any:
+    class Event:
+        def __init__(self, enable_timing: bool = True) -> None:
+            self.t = 0.0
+
+        def record(self) -> None:
+            self.t = gpu._enqueue(0.0, 0.5e-6)
+
+        def synchronize(self) -> None:
+            gpu.host = max(gpu.host, self.t)
+
+        def elapsed_time(self, other: Event) -> float:
+            return (other.t - self.t) * 1e3
+
+    class Scratch:
+        def fill_(self, value: float) -> None: ...
+
+        def sum(self) -> None:
+            gpu.flush()
+
+    class Props:
+        L2_cache_size = 50 * 2**20
+
+    class Cuda:
+        pass
+
+    Cuda.Event = Event  # type: ignore[attr-defined]
+    Cuda.get_device_properties = staticmethod(lambda i: Props())  # type: ignore[attr-defined]
+    if with_sleep:
+        Cuda._sleep = staticmethod(gpu.sleep)  # type: ignore[attr-defined]
+
+    class Torch:
+        cuda = Cuda
+        float32 = "float32"
+
+        @staticmethod
+        def empty(n: int, dtype: object, device: str) -> Scratch:
+            return Scratch()
+
+    return Torch
+
+
+@pytest.mark.parametrize("call_host_s", [0.0, 30e-6, 150e-6])
+def test_cold_mode_times_only_the_gpu_work_however_slow_the_host_launch(call_host_s: float) -> None:
+    gpu = AsyncGpu(kernel_s=5e-6, cold_penalty_s=2e-6, call_host_s=call_host_s)
+    setup = cuda_timer(async_torch(gpu), "cold", clock=lambda: gpu.host)
+    assert gpu.log == ["sleep"]  # the guard's spin rate is calibrated once, at set-up
+    gpu.log.clear()
+    assert setup.timer(gpu.call, 3) == pytest.approx(3 * 7e-6)
+    assert gpu.log == ["sleep", "flush", "call"] * 3  # the guard first, then flush, then the timed call
+
+
+def test_without_a_guard_the_host_launch_gap_would_be_timed() -> None:
+    """The flaw the guard removes, shown on the same model: a 30 µs host launch after a 10 µs flush adds ~20 µs."""
+    gpu = AsyncGpu(kernel_s=5e-6, cold_penalty_s=2e-6, call_host_s=30e-6)
+    setup = cuda_timer(async_torch(gpu, with_sleep=False), "cold", clock=lambda: gpu.host)
+    gpu.log.clear()
+    assert setup.timer(gpu.call, 1) > 20e-6
+    assert gpu.log == ["flush", "call"]
+
+
+def test_a_launch_longer_than_the_guard_grows_it_and_retakes_the_sample() -> None:
+    gpu = AsyncGpu(kernel_s=5e-6, cold_penalty_s=2e-6, call_host_s=1e-3)  # 1 ms host launch > 200 µs guard
+    setup = cuda_timer(async_torch(gpu), "cold", clock=lambda: gpu.host)
+    gpu.log.clear()
+    assert setup.timer(gpu.call, 2) == pytest.approx(2 * 7e-6)
+    assert gpu.log.count("call") == 3  # the first sample was taken again with a 4 ms guard, the second fit
