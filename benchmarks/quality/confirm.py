@@ -68,7 +68,8 @@ def report(info: dict[str, Any]) -> str:
         "# The stored-baseline gate end to end: `perfci run --baseline --confirm`",
         "",
         f"Produced by `python benchmarks/quality/confirm.py {info['n']}` on {info['started']} (finished"
-        f" {info['finished']}, {info['elapsed_s'] / 60:.1f} min). Machine: {info['machine']}. {info.get('context', '')}",
+        f" {info['finished']}, {info['elapsed_s'] / 60:.1f} min). Machine: {info['machine']}.",
+        info.get("context", ""),
         "",
         "Each trial: a `perfci run` of v1 as the stored baseline, then a separate `perfci run --baseline ... --confirm`"
         " of v2 (power) or of v1 again (A/A). Exit 1 = the gate failed.",
