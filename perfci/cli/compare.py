@@ -25,7 +25,7 @@ from perfci.compare.confirm import flagged_cases, merge_confirmation
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
-from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings
+from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, metric_def, practical_threshold
 from perfci.compare.revisions import checked_out, map_path, repo_root
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.config import Config, load_config
@@ -265,10 +265,12 @@ def confirm_flagged(
     suites: list[str] | None,
     out_dir: Path,
     run_settings: RunSettings,
+    decision: DecisionSettings,
 ) -> Comparison:
     """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
-    perfci.compare.confirm); without a commit in the baseline, say so and keep the comparison."""
-    flagged = flagged_cases(comparison)
+    perfci.compare.confirm) with the same decision settings; without a commit in the baseline, say so and keep
+    the comparison."""
+    flagged = flagged_cases(comparison, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
     if not flagged:
         return comparison
     commit = baseline.git.commit if baseline.git else None
@@ -280,7 +282,7 @@ def confirm_flagged(
     settings = ABSettings(
         seed=run_settings.seed,
         run=run_settings,
-        decision=replace(DecisionSettings(), thresholds=dict(cfg.thresholds)),
+        decision=decision,
         build_command=cfg.build_command,
     )
     wanted = set(flagged)
@@ -297,11 +299,12 @@ def stored_gate(
     suites: list[str] | None,
     out_dir: Path,
     run_settings: RunSettings,
+    decision: DecisionSettings,
 ) -> Comparison:
     """For `perfci run` against a stored baseline: confirm flagged cases by A/B when asked, apply declared
     expected changes, write comparison.json next to the report."""
     if confirm:
-        comparison = confirm_flagged(comparison, baseline, paths, cfg, suites, out_dir, run_settings)
+        comparison = confirm_flagged(comparison, baseline, paths, cfg, suites, out_dir, run_settings, decision)
     comparison = apply_expected(comparison, load_expected(Path(EXPECTED_FILE)))
     dump_comparison(comparison, out_dir / "comparison.json")
     return comparison

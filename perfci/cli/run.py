@@ -219,7 +219,7 @@ def run(
             decision = DecisionSettings(threshold=threshold, thresholds=dict(cfg.thresholds))
             baseline_run = load_results(base_path)
             comparison = compare_runs(baseline_run, result, decision, (str(base_path), str(out_dir)))
-            comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings)
+            comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings, decision)
         elif baseline is not None:
             raise UsageError(f"{baseline}: baseline file not found.")
         write_html(out_dir / "report.html", result, comparison, baseline_run)

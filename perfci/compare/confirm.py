@@ -1,27 +1,45 @@
 """Confirmation: a stored-baseline comparison that flags cases is checked by a same-machine A/B before failing.
 
 Across separate jobs the unpaired rule can only flag large changes and says `inconclusive` for the rest
-(perfci.compare.decide). `perfci run --confirm` then re-measures only the flagged cases (a timed metric that is
-`regression` or `inconclusive`) by `perfci ab <baseline's commit>` against the working tree, and their rows are
-replaced by the paired verdicts, which decide the gate. Rows of other cases are kept.
+(perfci.compare.decide). `perfci run --confirm` then re-measures only the flagged cases by `perfci ab <baseline's
+commit>` against the working tree, and their rows are replaced by the paired verdicts, which decide the gate.
+Rows of other cases are kept.
+
+A case is flagged when one of its timed metrics is not settled at the practical threshold theta: `regression`,
+`inconclusive`, or `unchanged` with an interval that still reaches past theta on the worse side. The last kind
+is `unchanged` only at the coarser effective threshold that cross-job noise forces on the unpaired rule
+(theta_eff, up to ~50% on a shared CPU runner): a real 10% slowdown whose job happened to run fast reads
+`unchanged` there, and leaving it out would let it through unconfirmed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from perfci.compare.policy import METRICS, metric_def
-from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
 
 
-def flagged_cases(comparison: Comparison) -> list[str]:
-    """Case ids with a timed metric that is `regression` or `inconclusive`."""
+def unsettled(row: MetricComparison, theta: float) -> bool:
+    """Whether `row` leaves a change of more than `theta` on the worse side possible (module docstring)."""
+    if row.verdict in FLAGGED:
+        return True
+    if row.verdict is not Verdict.UNCHANGED:
+        return False
+    higher = row.direction is Direction.HIGHER
+    edge = row.ratio_high if not higher else (1.0 / row.ratio_low if row.ratio_low else None)  # worst change allowed
+    return edge is None or edge > 1.0 + theta
+
+
+def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float]) -> list[str]:
+    """Case ids with a timed metric that is unsettled at its practical threshold `theta_of(case_id, metric)`."""
     ids = {
         r.case_id
         for r in comparison.rows
-        if r.verdict in FLAGGED and r.metric in METRICS and metric_def(r.metric).timed
+        if r.metric in METRICS and metric_def(r.metric).timed and unsettled(r, theta_of(r.case_id, r.metric))
     }
     return sorted(ids)
 

@@ -10,13 +10,13 @@ import pytest
 
 from perfci.compare.ab import needs_more
 from perfci.compare.baselines import accept, load_baseline, resolve_runner, update_baseline
-from perfci.compare.confirm import flagged_cases, merge_confirmation
+from perfci.compare.confirm import flagged_cases, merge_confirmation, unsettled
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import apply_expected, parse_expected
 from perfci.compare.fingerprints import fingerprint_differences
 from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
 from perfci.errors import ConfigError, UsageError
-from perfci.model import CaseError, CaseStatus, Comparison, MetricComparison, Round, Verdict
+from perfci.model import CaseError, CaseStatus, Comparison, Direction, MetricComparison, Round, Verdict
 from perfci.schema import dump_results
 from tests.conftest import make_case, make_run
 
@@ -136,6 +136,20 @@ def test_expected_file_errors(text: str, message: str) -> None:
         parse_expected(text, "perfci-expected.toml")
 
 
+def test_unchanged_only_at_a_coarse_threshold_is_unsettled() -> None:
+    """An unpaired `unchanged` under cross-job noise (theta_eff ~50%) can hide a real 10% slowdown: such a row is
+    re-measured by --confirm; one whose interval excludes theta is settled. Higher-is-better mirrors it."""
+    row = MetricComparison("c", "latency.median", Verdict.UNCHANGED, ratio=1.03, ratio_low=0.75, ratio_high=1.41)
+    assert unsettled(row, 0.05)
+    assert not unsettled(replace(row, ratio_low=0.97, ratio_high=1.049), 0.05)
+    assert unsettled(replace(row, ratio_low=None, ratio_high=None), 0.05)  # no interval: nothing excluded
+    fast = replace(row, metric="throughput", direction=Direction.HIGHER, ratio_low=0.96, ratio_high=1.5)
+    assert not unsettled(fast, 0.05)  # at worst 1/0.96 = 4.2% slower
+    assert unsettled(replace(fast, ratio_low=0.9), 0.05)
+    assert not unsettled(replace(row, verdict=Verdict.IMPROVEMENT), 0.05)
+    assert unsettled(replace(row, verdict=Verdict.INCONCLUSIVE, ratio_low=0.99, ratio_high=1.01), 0.05)
+
+
 def test_needs_more_and_flagged_cases() -> None:
     row = MetricComparison("c", "latency.median", Verdict.UNCHANGED, ratio=1.02, threshold=0.03)
     assert needs_more(row)  # at least half-way to the threshold on the worse side
@@ -147,11 +161,13 @@ def test_needs_more_and_flagged_cases() -> None:
         "c",
         (
             replace(row, case_id="a", verdict=Verdict.INCONCLUSIVE),
-            replace(row, case_id="b", verdict=Verdict.UNCHANGED),
+            replace(row, case_id="b", verdict=Verdict.UNCHANGED, ratio_low=0.99, ratio_high=1.04),
             replace(row, case_id="c", verdict=Verdict.REGRESSION),
+            replace(row, case_id="d", verdict=Verdict.IMPROVEMENT, ratio=0.8),
         ),
     )
-    assert flagged_cases(stored) == ["a", "c"]
+    assert flagged_cases(stored, lambda case, metric: 0.05) == ["a", "c"]
+    assert flagged_cases(stored, lambda case, metric: 0.03) == ["a", "b", "c"]  # b's interval reaches +4%
     ab = Comparison("x", "y", (replace(row, case_id="a", verdict=Verdict.UNCHANGED, method="paired"),))
     merged = merge_confirmation(stored, ab, "abc123")
     by_case = {r.case_id: r for r in merged.rows}
