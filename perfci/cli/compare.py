@@ -108,6 +108,26 @@ def finish(
     return comparison
 
 
+def unsettled_unpaired(comparison: Comparison, decision: DecisionSettings) -> list[str]:
+    """Cases whose timed rows from the unpaired rule leave a change past the practical threshold possible."""
+    unpaired = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == "unpaired"))
+    return flagged_cases(unpaired, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+
+
+def print_unsettled_hint(comparison: Comparison, decision: DecisionSettings, remedy: str) -> None:
+    """One note on stderr when results from separate jobs could not settle some cases (cross-job noise)."""
+    cases = unsettled_unpaired(comparison, decision)
+    if cases:
+        _, err = consoles()
+        err.print(
+            f"note: {len(cases)} case(s) not settled at the practical threshold: results from separate jobs differ "
+            f"by more than that from job to job on this kind of runner (cross-job noise). {remedy}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 @app.command()
 def compare(
     baseline: Annotated[Path, typer.Argument(help="Baseline results file (or, alone, the candidate).")],
@@ -144,6 +164,8 @@ def compare(
         check_comparable(base, cand, allow_mismatch)
         settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise, catch=catch)
         comparison = finish(compare_runs(base, cand, settings, labels), cand, out, junit, expected, fmt, base)
+        remedy = "To settle them, measure both revisions on one machine: `perfci ab BASE_REV`."
+        print_unsettled_hint(comparison, settings, remedy)
         if html is not None:
             write_html(html, cand, comparison, base)
         return ExitCode.OK if exit_zero else gate(comparison)
@@ -270,7 +292,7 @@ def confirm_flagged(
     """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
     perfci.compare.confirm) with the same decision settings; without a commit in the baseline, say so and keep
     the comparison."""
-    flagged = flagged_cases(comparison, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+    flagged = unsettled_unpaired(comparison, decision)
     if not flagged:
         return comparison
     commit = baseline.git.commit if baseline.git else None

@@ -20,7 +20,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.cli.app import OutputFormat, app, consoles, guard, parse_size, print_comparison, worker_cpus
-from perfci.cli.compare import stored_gate
+from perfci.cli.compare import print_unsettled_hint, stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.config import Config, load_config
@@ -231,6 +231,9 @@ def run(
             o.print(run_table(result))
         if comparison is not None:
             print_comparison(comparison, result, fmt)
+            if not confirm:
+                remedy = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
+                print_unsettled_hint(comparison, decision, remedy)
         else:
             err.print(verdict_line(None, result), highlight=False)
         err.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False)

@@ -74,6 +74,11 @@ def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
     assert slow_id in reg.stdout
     assert "regression" in reg.stdout
 
+    again = perfci("run", str(DATA / "tiny.py"), "--out", str(tmp_path / "again"), "--rounds", "3",
+                   "--baseline", str(results), cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr  # unsettled is not a failure, but it is said, with the remedy
+    assert "case(s) not settled at the practical threshold" in again.stderr and "--confirm" in again.stderr
+
     truncated = tmp_path / "truncated.json"
     truncated.write_text(results.read_text()[:500])
     bad = perfci("compare", str(results), str(truncated), cwd=tmp_path)

@@ -133,3 +133,16 @@ def test_catch_option_is_recorded_and_checked(pair: tuple[Path, Path, Path, Path
     assert json.loads(default.stdout)["settings"]["catch"] == 0.75
     refused = runner.invoke(app, ["compare", str(base), str(same), "--catch", "0.3"])
     assert refused.exit_code == 2 and "--catch" in refused.output
+
+
+def test_unsettled_cases_get_one_hint_naming_the_remedy(pair: tuple[Path, Path, Path, Path]) -> None:
+    """With the default CPU job noise, identical results from two jobs cannot exclude a 5% change: the verdicts
+    stay as they are and one note on stderr points to `perfci ab`. With a steady runner's noise it is settled."""
+    base, same = str(pair[0]), str(pair[1])
+    noisy = runner.invoke(app, ["compare", base, same])
+    assert noisy.exit_code == 0
+    assert "note: 3 case(s) not settled at the practical threshold" in noisy.stderr
+    assert "`perfci ab BASE_REV`" in noisy.stderr
+    assert "note: 3 case(s) not settled" in runner.invoke(app, ["compare", base, same, *STEADY]).stderr
+    steady = runner.invoke(app, ["compare", base, same, "--job-noise", "0"])
+    assert steady.exit_code == 0 and "not settled" not in steady.stderr
