@@ -49,6 +49,7 @@ class CaseSession:
     work_sources: dict[str, str]
     torch: Any | None
     probe: NvmlProbe | None
+    faults: memory.FaultCount = field(default_factory=memory.FaultCount)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -115,11 +116,12 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     overhead = timer_overhead(clock)
     iterations = fixed or calibrate(fn, timer, overhead, settings)
     probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
+    faults = memory.FaultCount()
     session = CaseSession(
         case_id=case["id"],
         ctx=ctx,
         settings=settings,
-        sampler=Sampler(fn, timer, clock, iterations, settings),
+        sampler=Sampler(fn, faults.wrap(timer), clock, iterations, settings),
         threads=threads,
         mode=mode,
         timer_name=timer_name,
@@ -132,6 +134,7 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
         work_sources=sources,
         torch=cuda,
         probe=probe,
+        faults=faults,
     )
     if probe is not None:
         session.sampler.before_sample = lambda: session.snapshots.append(probe.snapshot())
@@ -162,6 +165,7 @@ def finish(s: CaseSession) -> dict[str, Any]:
         telemetry.update(summarize(s.snapshots, start, end, calls))
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
+    telemetry["minor_faults_per_call"] = s.faults.per_call()
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
     if s.ctx.teardown is not None:
         s.ctx.teardown()

@@ -1,10 +1,15 @@
-"""Host memory of the current process: resident set size now and its high-water mark."""
+"""Host memory of the current process: resident set size now and its high-water mark, and the page faults
+taken inside timed blocks."""
 
 from __future__ import annotations
 
 import resource
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from perfci.profilers.timing import BlockTimer
 
 
 def current_rss() -> int:
@@ -31,3 +36,35 @@ def reset_peak_rss() -> bool:
     except OSError:
         return False
     return True
+
+
+def minor_faults() -> int:
+    """Minor page faults of this process so far (getrusage)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+@dataclass
+class FaultCount:
+    """Page faults taken inside timed blocks: `wrap` a block timer, read `per_call` at the end.
+
+    A call that page-faults is paying for memory the allocator handed back to the OS and must map again; how
+    often that happens can depend on the allocator's state in one process and not in the next (see
+    docs/measurement.md), so the count per call goes into every round's telemetry. Counted outside the timed
+    region (before and after each block)."""
+
+    read: Callable[[], int] = field(default=minor_faults)
+    faults: int = 0
+    calls: int = 0
+
+    def wrap(self, timer: BlockTimer) -> BlockTimer:
+        def counted(fn: Callable[[], object], iterations: int) -> float:
+            before = self.read()
+            elapsed = timer(fn, iterations)
+            self.faults += self.read() - before
+            self.calls += iterations
+            return elapsed
+
+        return counted
+
+    def per_call(self) -> float | None:
+        return self.faults / self.calls if self.calls else None

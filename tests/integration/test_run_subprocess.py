@@ -35,6 +35,7 @@ def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> No
         assert len(case["rounds"]) == 2
         assert len({r["pid"] for r in case["rounds"]}) == 2  # each round in its own process
         assert all(len(r["samples"]) >= 5 for r in case["rounds"])
+        assert all(r["telemetry"]["minor_faults_per_call"] >= 0 for r in case["rounds"])  # counted in timed blocks
     html = (out / "report.html").read_text()
     assert "tiny.summing[n=400]@cpu" in html
     assert "tiny.summing[n=200]@cpu" in proc.stdout

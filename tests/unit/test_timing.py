@@ -146,3 +146,27 @@ def test_take_rewarm_keeps_a_cold_first_call_out_of_the_sample() -> None:
     assert abs(sampler.samples[-1] - 2e-3) < 1e-12  # the refill was paid by the untimed call
     assert abs(elapsed - (1.3e-3 + 2e-3)) < 1e-12
     assert len(sampler.samples) == 2
+
+
+def test_fault_count_counts_only_inside_timed_blocks_and_per_call() -> None:
+    """FaultCount wraps a block timer: faults taken between blocks (set-up, telemetry) are not counted."""
+    from perfci.profilers.memory import FaultCount
+
+    counter = {"faults": 100}
+
+    def fn() -> None:
+        counter["faults"] += 3  # every call faults 3 times
+
+    def timer(f: Callable[[], object], n: int) -> float:
+        for _ in range(n):
+            f()
+        return 1e-3 * n
+
+    fc = FaultCount(read=lambda: counter["faults"])
+    assert fc.per_call() is None
+    timed = fc.wrap(timer)
+    assert timed(fn, 4) == 4e-3
+    counter["faults"] += 50  # outside any block: not counted
+    timed(fn, 6)
+    assert (fc.faults, fc.calls) == (30, 10)
+    assert fc.per_call() == 3.0
