@@ -36,6 +36,13 @@ def _default_memory_limit() -> int:
     return int(psutil.virtual_memory().total * 0.5)
 
 
+# glibc malloc with fixed thresholds in every worker (docs/measurement.md, "Allocator"): allocations up to 32 MiB come
+# from a heap that is never trimmed, so whether a timed call page-faults does not depend on the allocation history
+# of the process (measured: two 4 MB softmax outputs per step page-faulted on every call, 2.6x slower, in 8 of 8
+# processes with the default thresholds, in 0 of 8 with these). An existing GLIBC_TUNABLES is left alone.
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
+
+
 @dataclass(frozen=True)
 class RunSettings:
     rounds: int = 5
@@ -46,6 +53,7 @@ class RunSettings:
     timing: TimingSettings = field(default_factory=TimingSettings)
     cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
     slices: int = 3  # a round samples its cases in this many interleaved slices (see perfci/worker.py)
+    malloc_tunables: str | None = MALLOC_TUNABLES  # GLIBC_TUNABLES for the workers; None: leave malloc alone
     # where measured runner peaks are cached; None: do not measure peaks
     peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
 
@@ -246,6 +254,8 @@ class Runner:
         if self.settings.threads > 0:
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env[var] = str(self.settings.threads)
+        if self.settings.malloc_tunables and "GLIBC_TUNABLES" not in env:
+            env["GLIBC_TUNABLES"] = self.settings.malloc_tunables
         if pad_key is not None:
             env["PERFCI_ENV_PAD"] = "x" * random.Random(f"{self.settings.seed}:{pad_key}").randrange(4096)
         return env

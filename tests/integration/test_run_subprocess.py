@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from perfci.runner import MALLOC_TUNABLES
 from perfci.schema import json_schema, load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
@@ -48,6 +49,7 @@ def test_cpus_pins_every_worker_and_unavailable_cpus_are_refused(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     (case,) = load_results(out / "results.json").cases
     assert [r.telemetry["notes"]["cpus"] for r in case.rounds] == [[last], [last]]
+    assert case.rounds[0].telemetry["notes"]["glibc_tunables"] == MALLOC_TUNABLES  # fixed malloc thresholds
     unpinned = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "free"), "--rounds", "1", cwd=tmp_path)
     (free,) = load_results(tmp_path / "free" / "results.json").cases
     assert unpinned.returncode == 0 and free.rounds[0].telemetry["notes"]["cpus"] == sorted(os.sched_getaffinity(0))
