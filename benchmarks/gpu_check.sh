@@ -5,11 +5,7 @@
 set -uo pipefail
 OUTDIR=${1:-gpu-out}
 mkdir -p "$OUTDIR"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 python3 -m perfci env | tee "$OUTDIR/env.txt"
 

@@ -1,18 +1,14 @@
 #!/usr/bin/env bash
-# Issue #3 A/A stability on a quiet, dedicated machine (the GPU host's CPU, through the device tool), as the
-# counterpart of the same benchmark on the shared 2-vCPU CI VM. Runs benchmarks/aa_stability.py (5 separate
-# `perfci run` invocations of the default suite) twice: on the whole host, and pinned to two cores with taskset
-# (the CI VM's core count), and with only the workers pinned to one CPU (`--cpus`). Results and the commands are
-# written up in docs/measurement.md.
+# Issue #3 A/A stability on a second machine (the GPU host's CPU, through the device tool), the counterpart of
+# the same benchmark on the shared 2-vCPU CI VM; it turned out to be a shared VM too. Runs benchmarks/aa_stability.py
+# (5 separate `perfci run` invocations of the default suite) four times: workers pinned with `--cpus 15`, with
+# `--cpus 3`, nothing pinned, and the whole run under `taskset -c 2,3` (the CI VM's core count).
+# Results and commands: docs/quality/aa_pinning.md.
 # Usage: benchmarks/quiet_runner_check.sh OUTDIR
 set -uo pipefail
 OUTDIR=${1:-quiet-out}
 mkdir -p "$OUTDIR"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+source benchmarks/device_env.sh
 nproc
 grep -m1 "model name" /proc/cpuinfo
 uptime
