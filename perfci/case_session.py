@@ -49,7 +49,7 @@ class CaseSession:
     work_sources: dict[str, str]
     torch: Any | None
     probe: NvmlProbe | None
-    faults: memory.FaultCount = field(default_factory=memory.FaultCount)
+    faults: memory.FaultCount  # page faults inside the sampler's timed blocks
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 

@@ -36,10 +36,10 @@ def _default_memory_limit() -> int:
     return int(psutil.virtual_memory().total * 0.5)
 
 
-# glibc malloc with fixed thresholds in every worker (docs/measurement.md, "Allocator"): allocations up to 32 MiB come
-# from a heap that is never trimmed, so whether a timed call page-faults does not depend on the allocation history
-# of the process (measured: two 4 MB softmax outputs per step page-faulted on every call, 2.6x slower, in 8 of 8
-# processes with the default thresholds, in 0 of 8 with these). An existing GLIBC_TUNABLES is left alone.
+# glibc malloc with fixed thresholds in every worker (docs/measurement.md, A/A section, "Page faults"): allocations
+# up to 32 MiB come from a heap that is never trimmed, so whether a timed call page-faults does not depend on the
+# allocation history of the process (measured: two 4 MB softmax outputs per step page-faulted on every call, 2.6x
+# slower, in 8 of 8 processes with the default thresholds, in 0 of 8 with these). An existing GLIBC_TUNABLES wins.
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 
 
