@@ -9,7 +9,8 @@ fake `torch` that records the order of calls; the GPU machine runs it for real (
   (a GPU spin kernel enqueued first) holds the stream until the host has enqueued the flush, the events and the
   call, so the GPU never idles inside the timed region waiting for the host to launch the call.
 - graph: `iterations` calls are captured once into a CUDA graph (after warm-up on a side stream); a sample
-  replays the graph between events. Launch overhead disappears; per-call time = sample / iterations.
+  replays the graph between events, behind the same launch guard. Launch overhead disappears; per-call time =
+  sample / iterations.
 Every sample ends with an event synchronise, so the host clock never times unfinished work.
 """
 
@@ -108,31 +109,45 @@ def cold_block_timer(torch: Any, flush_bytes: int, clock: Callable[[], float] = 
     scratch.fill_(1.0)
     guard = LaunchGuard(torch)
 
+    def one_call(fn: Callable[[], object]) -> tuple[Any, Any]:
+        scratch.sum()  # evicts the working set from L2 with clean lines
+        return _timed(torch, fn)
+
     def time_block(fn: Callable[[], object], iterations: int) -> float:
-        total = 0.0
-        for _ in range(iterations):
-            for attempt in range(GUARD_RETRIES + 1):
-                t0 = clock()
-                guard.hold()
-                scratch.sum()  # evicts the working set from L2 with clean lines
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                queued = clock() - t0
-                end.synchronize()
-                if guard.covered(queued) or attempt == GUARD_RETRIES:
-                    break
-            total += float(start.elapsed_time(end)) / 1e3
-        return total
+        return sum(_guarded(guard, clock, lambda: one_call(fn)) for _ in range(iterations))
 
     return time_block
 
 
-def graph_block_timer(torch: Any) -> BlockTimer:
-    """Graph mode: capture `iterations` calls once per iteration count, then time replays with events."""
+def _timed(torch: Any, fn: Callable[[], object]) -> tuple[Any, Any]:
+    """Enqueue `fn` between two timing events; returns (start, end)."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    return start, end
+
+
+def _guarded(guard: LaunchGuard, clock: Callable[[], float], enqueue: Callable[[], tuple[Any, Any]]) -> float:
+    """One sample enqueued behind the launch guard: seconds between the events `enqueue` returns. A sample whose
+    enqueueing outlasted the guard is taken again (with a longer guard), up to GUARD_RETRIES times."""
+    for attempt in range(GUARD_RETRIES + 1):
+        t0 = clock()
+        guard.hold()
+        start, end = enqueue()
+        queued = clock() - t0
+        end.synchronize()
+        if guard.covered(queued) or attempt == GUARD_RETRIES:
+            break
+    return float(start.elapsed_time(end)) / 1e3
+
+
+def graph_block_timer(torch: Any, clock: Callable[[], float] = time.perf_counter) -> BlockTimer:
+    """Graph mode: capture `iterations` calls once per iteration count, then time replays with events. The
+    launch guard keeps the host's replay launch (several µs) out of the timed region, as in cold mode."""
     graphs: dict[int, Any] = {}
+    guard = LaunchGuard(torch)
 
     def capture(fn: Callable[[], object], iterations: int) -> Any:
         side = torch.cuda.Stream()
@@ -151,14 +166,7 @@ def graph_block_timer(torch: Any) -> BlockTimer:
     def time_block(fn: Callable[[], object], iterations: int) -> float:
         if iterations not in graphs:
             graphs[iterations] = capture(fn, iterations)
-        graph = graphs[iterations]
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end)) / 1e3
+        return _guarded(guard, clock, lambda: _timed(torch, graphs[iterations].replay))
 
     return time_block
 
@@ -170,5 +178,5 @@ def cuda_timer(torch: Any, mode: str, clock: Callable[[], float] = time.perf_cou
     if mode == "cold":
         return CudaTimerSetup(cold_block_timer(torch, flush, clock), 1, flush)
     if mode == "graph":
-        return CudaTimerSetup(graph_block_timer(torch), None, 0)
+        return CudaTimerSetup(graph_block_timer(torch, clock), None, 0)
     return CudaTimerSetup(event_block_timer(torch), None, 0)

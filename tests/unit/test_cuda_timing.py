@@ -204,6 +204,8 @@ class AsyncGpu:
         self.cycles_per_s = 1.98e9
         self.l2_warm = True
         self.log: list[str] = []
+        self.capturing: list[float] | None = None  # kernel durations recorded into a graph being captured
+        self.replay_host_s = 8e-6
 
     def _enqueue(self, duration_s: float, host_s: float) -> float:
         self.host += host_s
@@ -212,6 +214,9 @@ class AsyncGpu:
         return begin
 
     def call(self) -> None:
+        if self.capturing is not None:
+            self.capturing.append(self.kernel_s)
+            return
         self.log.append("call")
         self._enqueue(self.kernel_s + (0.0 if self.l2_warm else self.cold_penalty_s), self.call_host_s)
         self.l2_warm = True
@@ -249,8 +254,47 @@ def async_torch(gpu: AsyncGpu, with_sleep: bool = True) -> Any:
     class Props:
         L2_cache_size = 50 * 2**20
 
+    class Graph:
+        def __init__(self) -> None:
+            self.kernels: list[float] = []
+
+        def replay(self) -> None:  # one launch for the whole graph; its kernels run back to back
+            gpu.log.append(f"replay:{len(self.kernels)}")
+            gpu._enqueue(sum(self.kernels), gpu.replay_host_s)
+
+    class Capture:
+        def __init__(self, graph: Graph) -> None:
+            self.graph = graph
+
+        def __enter__(self) -> None:
+            gpu.capturing = self.graph.kernels
+
+        def __exit__(self, *exc: object) -> None:
+            gpu.capturing = None
+
+    class SideStream:
+        def wait_stream(self, other: object) -> None: ...
+
+        def __enter__(self) -> None: ...
+
+        def __exit__(self, *exc: object) -> None: ...
+
     class Cuda:
-        pass
+        CUDAGraph = Graph
+        Stream = SideStream
+        graph = Capture
+
+        @staticmethod
+        def current_stream() -> SideStream:
+            return SideStream()
+
+        @staticmethod
+        def stream(s: SideStream) -> SideStream:
+            return s
+
+        @staticmethod
+        def synchronize() -> None:
+            gpu.host = max(gpu.host, gpu.stream_free)
 
     Cuda.Event = Event  # type: ignore[attr-defined]
     Cuda.get_device_properties = staticmethod(lambda i: Props())  # type: ignore[attr-defined]
@@ -293,3 +337,16 @@ def test_a_launch_longer_than_the_guard_grows_it_and_retakes_the_sample() -> Non
     gpu.log.clear()
     assert setup.timer(gpu.call, 2) == pytest.approx(2 * 7e-6)
     assert gpu.log.count("call") == 3  # the first sample was taken again with a 4 ms guard, the second fit
+
+
+@pytest.mark.parametrize("with_sleep", [True, False])
+def test_graph_mode_keeps_the_replay_launch_out_of_the_timed_region_behind_the_guard(with_sleep: bool) -> None:
+    """A replay costs the host 8 µs to launch; 16 captured 1 µs kernels take 16 µs on the GPU. With the guard the
+    sample is the GPU work alone; without it (no `_sleep`) the launch gap after the start event is timed too."""
+    gpu = AsyncGpu(kernel_s=1e-6, cold_penalty_s=0.0, call_host_s=3e-6)
+    setup = cuda_timer(async_torch(gpu, with_sleep=with_sleep), "graph", clock=lambda: gpu.host)
+    gpu.log.clear()
+    samples = [setup.timer(gpu.call, 16) for _ in range(3)]
+    assert gpu.log.count("replay:16") == 3 and "call" in gpu.log  # warm-up calls run, then one capture
+    expected = 16e-6 if with_sleep else 16e-6 + gpu.replay_host_s
+    assert samples == pytest.approx([expected] * 3)
