@@ -13,14 +13,14 @@ from perfci.schema import load_results
 
 pytestmark = pytest.mark.integration
 
-BENCH = '''
+BENCH = """
 import pytest
 
 @pytest.mark.parametrize("n", [100, 1000])
 def test_sum(benchmark, n):
     data = list(range(n))
     benchmark(sum, data)
-'''
+"""
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -31,8 +31,17 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def bench_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("bench")
     (tmp / "test_bench.py").write_text(BENCH)
-    proc = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_bench.py", "--benchmark-json=bench.json",
-               "--benchmark-max-time=0.05", cwd=tmp)
+    proc = run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "test_bench.py",
+        "--benchmark-json=bench.json",
+        "--benchmark-max-time=0.05",
+        cwd=tmp,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / "bench.json"
 

@@ -109,8 +109,13 @@ def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sam
 
     base = tmp_path / "base.json"
     dump_results(sample_run, base)
-    skipped = replace(sample_run.cases[1], status=CaseStatus.SKIPPED, rounds=(), metrics=(),
-                      errors=(CaseError("skipped", "triton is not installed", 0),))
+    skipped = replace(
+        sample_run.cases[1],
+        status=CaseStatus.SKIPPED,
+        rounds=(),
+        metrics=(),
+        errors=(CaseError("skipped", "triton is not installed", 0),),
+    )
     cand = tmp_path / "cand.json"
     dump_results(replace(sample_run, cases=(sample_run.cases[0], skipped, sample_run.cases[2])), cand)
     result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])

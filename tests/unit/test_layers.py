@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2] / "perfci"
 
 # lowest first; a module may import from its own layer or any lower one
+# fmt: off
 LAYERS: dict[str, int] = {
     "errors": 1, "model": 1, "schema": 1, "schemas": 1, "patterns": 1, "config": 1, "cpus": 1,
     "stats": 2,
@@ -17,6 +18,7 @@ LAYERS: dict[str, int] = {
     "reports": 6,
     "cli": 7, "__main__": 7, "__init__": 7,
 }
+# fmt: on
 
 
 def _layer(module: str) -> int:
@@ -35,8 +37,11 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_every_top_level_module_has_a_layer() -> None:
-    names = {p.stem if p.is_file() else p.name for p in ROOT.iterdir() if not p.name.startswith(("_", ".")) or
-             p.name in ("__init__.py", "__main__.py")}
+    names = {
+        p.stem if p.is_file() else p.name
+        for p in ROOT.iterdir()
+        if not p.name.startswith(("_", ".")) or p.name in ("__init__.py", "__main__.py")
+    }
     names = {n for n in names if n not in ("py", "__pycache__")} - {"py.typed"}
     missing = {n.removesuffix(".typed") for n in names} - set(LAYERS) - {"py"}
     assert not missing, f"add these modules to LAYERS: {sorted(missing)}"

@@ -88,8 +88,16 @@ def test_energy_per_call_and_metric() -> None:
     assert tel["energy_per_call_j"] == pytest.approx(2.7 / 300)
     assert tel["gpu"]["sm_clock_mhz"] == [1980, 1980, 1980]
     rounds = tuple(
-        Round(index=i, pid=i, iterations=1, samples=(1e-3,) * 3, warmup_s=0.0, stop_reason="budget", threads=1,
-              telemetry={"energy_per_call_j": 0.009 + i * 1e-4})
+        Round(
+            index=i,
+            pid=i,
+            iterations=1,
+            samples=(1e-3,) * 3,
+            warmup_s=0.0,
+            stop_reason="budget",
+            threads=1,
+            telemetry={"energy_per_call_j": 0.009 + i * 1e-4},
+        )
         for i in range(3)
     )
     energy = next(m for m in case_metrics(rounds, None, None) if m.name == "energy_per_call")
