@@ -4,15 +4,19 @@ Runs `perfci run` N times on the same code (default suite unless paths are given
 spread of the reported median latency across invocations: max/min - 1. The bar (issue #3) is <= 3% for cases of
 1 ms or more on the 2-core CI machine.
 
-Usage: python benchmarks/aa_stability.py [--runs 5] [--out DIR] [-- extra perfci run args]
-Prints a Markdown table (paste it into docs/ with the date and machine).
+Usage: python benchmarks/aa_stability.py [--runs 5] [--out DIR] [--reuse] [-- extra perfci run args]
+Prints Markdown tables (paste them into docs/ with the date and machine): the spread of the medians, of two
+other estimators, and the round-to-round scatter inside an invocation that the median's spread comes from.
+`--reuse` analyses the results already in DIR/run-*/ instead of running perfci again.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -25,15 +29,21 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path(".perfci/aa-stability"))
+    parser.add_argument("--reuse", action="store_true", help="analyse DIR/run-*/results.json, run nothing")
     parser.add_argument("extra", nargs="*", help="extra arguments for perfci run (after --)")
     args = parser.parse_args()
     medians: dict[str, list[float]] = {}
     low: dict[str, list[tuple[float, float]]] = {}  # per invocation: (10th percentile, minimum) of all samples
+    scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's median per-call time
     for i in range(args.runs):
         out = args.out / f"run-{i}"
         cmd = [sys.executable, "-m", "perfci", "run", "--out", str(out), "--exit-zero", *args.extra]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        if not args.reuse:
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         for case in load_results(out / "results.json").cases:
+            scatter.setdefault(case.id, []).append(
+                [math.log(statistics.median(x / r.iterations for x in r.samples)) for r in case.rounds if r.samples]
+            )
             m = case.metric("latency.median")
             if m is not None:
                 medians.setdefault(case.id, []).append(m.value)
@@ -61,7 +71,26 @@ def main() -> int:
     for case_id, pairs in low.items():
         p10, mins = [p[0] for p in pairs], [p[1] for p in pairs]
         print(f"| `{case_id}` | {max(p10) / min(p10) - 1:.1%} | {max(mins) / min(mins) - 1:.1%} |")
+    print_round_scatter(scatter)
     return 0
+
+
+def print_round_scatter(scatter: dict[str, list[list[float]]]) -> None:
+    """Round-to-round scatter inside an invocation (pooled sd of the log round medians) and the standard error
+    it implies for one invocation's median of n rounds (1.25 sd / sqrt(n), the median's asymptotic factor):
+    if rounds were independent, the invocations' medians would spread about 2.3 such standard errors (the
+    expected range of 5 normal draws), more if the machine's speed drifts over longer stretches."""
+    print("\nRound-to-round scatter inside an invocation:\n")
+    print("| case | rounds per invocation | sd of log round medians | implied se of the median |")
+    print("| --- | --- | --- | --- |")
+    for case_id, per_run in scatter.items():
+        devs = [x - statistics.fmean(run) for run in per_run if len(run) > 1 for x in run]
+        dof = sum(len(run) - 1 for run in per_run if len(run) > 1)
+        if dof == 0:
+            continue
+        sd = math.sqrt(sum(d * d for d in devs) / dof)
+        n = statistics.median(len(run) for run in per_run)
+        print(f"| `{case_id}` | {n:g} | {sd:.1%} | {1.2533 * sd / math.sqrt(n):.1%} |")
 
 
 if __name__ == "__main__":
