@@ -148,7 +148,7 @@ def _supervise(
         on_event({"event": "worker_failed", "message": reason + _stderr_tail(stderr_path)})
         return
     kind = "timeout" if killed and "timed out" in killed else "oom" if killed else "crash"
-    message = (killed or _exit_reason(returncode)) + _stderr_tail(stderr_path)
+    message = (killed or _exit_reason(returncode) + " while measuring this case") + _stderr_tail(stderr_path)
     on_event({"event": "error", "case": current, "kind": kind, "message": message})
 
 
@@ -216,7 +216,8 @@ class WorkerProcess:
     def _lost(self, reason: str | None, kind: str = "crash") -> NoReturn:
         _kill(self.proc)
         code = self.proc.wait()
-        message = (reason or _exit_reason(code)) + _stderr_tail(self.stderr_path)
+        in_flight = " while measuring this case" if self.current is not None else ""
+        message = (reason or _exit_reason(code) + in_flight) + _stderr_tail(self.stderr_path)
         raise WorkerLost(message, kind, self.current, self)
 
     def close(self) -> None:

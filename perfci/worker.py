@@ -42,6 +42,13 @@ def _error_event(case_id: str, exc: BaseException) -> dict[str, Any]:
         return {"event": "error", "case": case_id, "kind": "check", "message": str(exc)}
     if isinstance(exc, MemoryError):
         return {"event": "error", "case": case_id, "kind": "oom", "message": "the workload ran out of memory"}
+    if isinstance(exc, SystemExit):
+        return {
+            "event": "error",
+            "case": case_id,
+            "kind": "raised",
+            "message": f"the workload called sys.exit({exc.code!r})",
+        }
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
     return {"event": "error", "case": case_id, "kind": "raised", "message": f"{type(exc).__name__}: {exc} (at {where})"}
@@ -52,7 +59,7 @@ def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T
     _emit(out, {"event": "start", "case": case_id})
     try:
         value = step()
-    except Exception as exc:  # the workload's failure, reported for this case only
+    except (Exception, SystemExit) as exc:  # the workload's failure, reported for this case only
         _emit(out, _error_event(case_id, exc))
         return False, None
     _emit(out, {"event": "idle"})

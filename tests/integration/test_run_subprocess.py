@@ -120,6 +120,8 @@ def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
         "raises": ("raised", "ValueError: bad shape 3x4"),
         "segfault": ("crash", "SIGSEGV"),
         "aborts": ("crash", "SIGABRT"),
+        "exits": ("raised", "the workload called sys.exit(4)"),
+        "hard_exits": ("crash", "worker process exited with code 0 while measuring this case"),
         "hangs": ("timeout", "timed out after 3 s"),
         "eats_memory": ("oom", "memory limit"),
     }

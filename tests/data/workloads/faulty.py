@@ -1,7 +1,8 @@
-"""Workloads that fail in every way a worker can: raise, segfault, hang, eat memory."""
+"""Workloads that fail in every way a worker can: raise, segfault, abort, exit, hang, eat memory."""
 
 import ctypes
 import os
+import sys
 import time
 
 import perfci
@@ -25,6 +26,16 @@ def segfault(ctx):
 @perfci.workload(timing=FAST)
 def aborts(ctx):
     return os.abort
+
+
+@perfci.workload(timing=FAST)
+def exits(ctx):
+    return lambda: sys.exit(4)
+
+
+@perfci.workload(timing=FAST)
+def hard_exits(ctx):
+    return lambda: os._exit(0)
 
 
 @perfci.workload(timing=FAST)
