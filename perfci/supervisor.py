@@ -93,9 +93,14 @@ def run_worker(
     """Run one worker to completion; every event (real or synthetic) goes to `on_event`."""
     proc = spawn_worker(stderr_path, env, python)
     assert proc.stdin is not None
-    proc.stdin.write(json.dumps(job).encode() + b"\n")
-    proc.stdin.close()
-    _supervise(proc, limits, stderr_path, on_event)
+    try:
+        proc.stdin.write(json.dumps({**job, "parent_pid": os.getpid()}).encode() + b"\n")
+        proc.stdin.close()
+        _supervise(proc, limits, stderr_path, on_event)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failed: never leave the worker running on its own
+        _kill(proc)
+        proc.wait()
+        raise
 
 
 def spawn_worker(stderr_path: Path, env: dict[str, str] | None, python: str | None) -> subprocess.Popen[bytes]:
@@ -183,7 +188,7 @@ class WorkerProcess:
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None
-        self.send({**job, "lockstep": True})
+        self.send({**job, "lockstep": True, "parent_pid": os.getpid()})
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None

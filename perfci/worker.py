@@ -15,10 +15,12 @@ for the others.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -127,11 +129,26 @@ def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
     _finish_all(list(sessions.values()), out)
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this worker when the process that spawned it dies, even by SIGKILL (a CI runner
+    killing the job), so that no worker keeps spinning in a workload call with nobody to time it out. If the
+    parent is already gone (it died before the request), exit now."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     job = json.loads(sys.stdin.readline())
+    _die_with_parent(int(job.get("parent_pid", 0)))
     if job.get("cpu_affinity"):
         os.sched_setaffinity(0, set(job["cpu_affinity"]))
     _emit(protocol, {"event": "ready"})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import threading
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, NoReturn
@@ -52,8 +54,21 @@ def fail(exc: PerfciError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
+INTERRUPTED_EXIT = 130
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a cancelled CI job) takes the same way out as Ctrl-C
+
+
 def guard(fn: Callable[[], int]) -> NoReturn:
-    """Run a command body; map perfci errors to one line and exit code, tracebacks only with --debug."""
+    """Run a command body; map perfci errors to one line and exit code, tracebacks only with --debug.
+
+    Ctrl-C and SIGTERM unwind the body (so worker processes are killed, not orphaned; what was measured is
+    already on disk) and exit 130 with one line on stderr; a body may catch KeyboardInterrupt to say more and
+    re-raise it."""
+    main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         code = fn()
     except PerfciError as exc:
@@ -61,7 +76,11 @@ def guard(fn: Callable[[], int]) -> NoReturn:
             raise
         fail(exc)
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        consoles()[1].print("interrupted; worker processes stopped.", highlight=False)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     raise typer.Exit(code)
 
 

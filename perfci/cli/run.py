@@ -212,7 +212,13 @@ def run(
         )
         if memory_limit:
             settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))
-        result = run_with_progress(Runner(settings, out_dir), specs)
+        try:
+            result = run_with_progress(Runner(settings, out_dir), specs)
+        except KeyboardInterrupt:
+            if (out_dir / "results.json").exists():
+                partial = f"partial results (the rounds finished so far): {out_dir / 'results.json'}"
+                consoles()[1].print(partial, highlight=False, soft_wrap=True)
+            raise
         base_path = baseline or Path("baselines") / f"{runner_class(runner or cfg.runner, result.fingerprint)}.json"
         comparison, baseline_run = None, None
         if base_path.exists():

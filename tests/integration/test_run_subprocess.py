@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
+import psutil
 import pytest
 
 from perfci.runner import MALLOC_TUNABLES
@@ -132,3 +135,56 @@ def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
         assert case.status.value == "error", name
         assert case.errors[0].kind == kind, (name, case.errors)
         assert text in case.errors[0].message, (name, case.errors)
+
+
+def _signal_mid_call(tmp_path: Path, signum: int) -> tuple[subprocess.Popen[str], str, list[psutil.Process]]:
+    """Start a 50-round run, wait until its first round is on disk and a worker is inside a two-minute workload
+    call, send `signum` to perfci; returns the process, its stderr and the worker processes it had."""
+    out, mark = tmp_path / "out", tmp_path / "mark"
+    cmd = [sys.executable, "-m", "perfci", "run", str(DATA / "interruptible.py"), "--out", str(out), "--rounds", "50"]
+    env = {**os.environ, "PERFCI_TEST_SPIN_MARK": str(mark)}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    def wait_for(path: Path) -> None:
+        deadline = time.monotonic() + 120
+        while not path.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, f"the run ended or stalled before {path}"
+            time.sleep(0.05)
+
+    try:
+        wait_for(out / "results.json")  # the first round has finished
+        Path(f"{mark}.go").touch()
+        wait_for(Path(f"{mark}.spinning"))
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers, "no worker running"
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, stderr, workers
+
+
+def _alive(workers: list[psutil.Process], wait_s: float = 0.0) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(workers, timeout=wait_s) if wait_s else ([], workers)
+    return [w for w in alive if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_sigterm_stops_the_run_kills_its_workers_and_keeps_finished_rounds(tmp_path: Path) -> None:
+    """A cancelled CI job (SIGTERM) or Ctrl-C: exit 130 with one line, no orphaned worker left spinning in a
+    workload call, and the rounds finished before the signal still in results.json."""
+    proc, stderr, workers = _signal_mid_call(tmp_path, signal.SIGTERM)
+    out = tmp_path / "out"
+    assert proc.returncode == 130, stderr
+    assert "interrupted; worker processes stopped." in stderr
+    assert f"partial results (the rounds finished so far): {out / 'results.json'}" in stderr
+    assert not _alive(workers)  # killed before perfci exited
+    rounds = [len(c.rounds) for c in load_results(out / "results.json").cases]
+    assert all(1 <= n < 50 for n in rounds), rounds
+
+
+def test_a_worker_dies_with_perfci_even_when_perfci_is_killed_outright(tmp_path: Path) -> None:
+    """SIGKILL leaves perfci no time to clean up; the kernel kills the worker (PR_SET_PDEATHSIG)."""
+    proc, _, workers = _signal_mid_call(tmp_path, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    assert not _alive(workers, wait_s=10.0)
