@@ -212,6 +212,11 @@ def run(
         )
         if memory_limit:
             settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))
+        # the baseline is read (and checked) before measuring: a bad one should not cost a whole run first
+        base_path = baseline or Path("baselines") / f"{runner_class(runner or cfg.runner, fingerprint())}.json"
+        if baseline is not None and not base_path.exists():
+            raise UsageError(f"{baseline}: baseline file not found.")
+        baseline_run = load_results(base_path) if base_path.exists() else None
         try:
             result = run_with_progress(Runner(settings, out_dir), specs)
         except KeyboardInterrupt:
@@ -219,15 +224,11 @@ def run(
                 partial = f"partial results (the rounds finished so far): {out_dir / 'results.json'}"
                 consoles()[1].print(partial, highlight=False, soft_wrap=True)
             raise
-        base_path = baseline or Path("baselines") / f"{runner_class(runner or cfg.runner, result.fingerprint)}.json"
-        comparison, baseline_run = None, None
-        if base_path.exists():
+        comparison = None
+        if baseline_run is not None:
             decision = DecisionSettings(threshold=threshold, thresholds=dict(cfg.thresholds))
-            baseline_run = load_results(base_path)
             comparison = compare_runs(baseline_run, result, decision, (str(base_path), str(out_dir)))
             comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings, decision)
-        elif baseline is not None:
-            raise UsageError(f"{baseline}: baseline file not found.")
         write_html(out_dir / "report.html", result, comparison, baseline_run)
         write_markdown(out_dir / "summary.md", result, comparison, baseline_run)
         o, err = consoles()

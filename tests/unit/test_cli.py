@@ -81,6 +81,22 @@ def test_run_with_missing_path_exits_2(tmp_path: Path) -> None:
     assert "no such workload file" in result.stderr
 
 
+@pytest.mark.parametrize("content", [None, "{", '{"schema": "perfci.results", "schema_version": 7}'])
+def test_run_checks_its_baseline_before_measuring(tmp_path: Path, content: str | None) -> None:
+    """A missing or unreadable --baseline is reported at once (exit 2), not after a whole run: nothing is
+    measured, no output folder is made."""
+    base = tmp_path / "base.json"
+    if content is not None:
+        base.write_text(content)
+    workload = tmp_path / "w.py"
+    workload.write_text("import perfci\n\n@perfci.workload()\ndef w(ctx):\n    return lambda: None\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(workload), "--baseline", str(base), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {base}")
+    assert not out.exists()
+
+
 def test_list_builtin_default_suite() -> None:
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0
