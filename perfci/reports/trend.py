@@ -7,14 +7,17 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from perfci.reports.units import format_ratio
+from perfci.reports.units import format_bytes, format_ratio, format_seconds
 from perfci.store.trend import Trend
 
 
-def _value(v: float | None, unit_hint: str) -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1e3:.4g} ms" if unit_hint.startswith("latency") else f"{v:.4g}"
+def _value(v: float | None, metric: str) -> str:
+    """perfci's metric names fix their units: latency.* in seconds, memory.* in bytes."""
+    if metric.startswith("latency"):
+        return format_seconds(v)
+    if metric.startswith("memory"):
+        return format_bytes(v)
+    return "-" if v is None else f"{v:.4g}"
 
 
 def trend_table(items: list[Trend]) -> Table:
