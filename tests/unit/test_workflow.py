@@ -1,0 +1,37 @@
+"""The GitHub Actions workflow calls perfci commands that exist, with options that exist: every `perfci ...`
+line in .github/workflows/*.yml is parsed by the real CLI (with --help appended, so nothing runs; an unknown
+command or option still fails the parse)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfci.cli import app
+
+WORKFLOWS = sorted((Path(__file__).parents[2] / ".github" / "workflows").glob("*.yml"))
+COMMAND = re.compile(r"(?:^|;|then|&&)\s*(perfci\s[^;&\n]*)")
+
+
+def _perfci_commands() -> list[str]:
+    found = []
+    for path in WORKFLOWS:
+        for line in path.read_text().splitlines():
+            found += [m.group(1).strip() for m in COMMAND.finditer(line.split("run:", 1)[-1])]
+    return found
+
+
+def test_the_workflow_runs_the_gate_and_feeds_the_history() -> None:
+    commands = " | ".join(_perfci_commands())
+    assert "perfci ab " in commands and "perfci run " in commands and "perfci history ingest " in commands
+
+
+@pytest.mark.parametrize("command", _perfci_commands())
+def test_each_workflow_command_parses(command: str) -> None:
+    args = [a.replace("${{ github.base_ref }}", "main") for a in shlex.split(command)[1:]]
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, result.output
