@@ -30,7 +30,7 @@ from perfci.compare.revisions import checked_out, map_path, repo_root
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.config import Config, load_config
 from perfci.errors import UsageError
-from perfci.model import CaseResult, Comparison, RunResult
+from perfci.model import CaseResult, Comparison, RunResult, Verdict
 from perfci.patterns import case_pattern
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
@@ -108,10 +108,27 @@ def finish(
     return comparison
 
 
-def unsettled_unpaired(comparison: Comparison, decision: DecisionSettings) -> list[str]:
-    """Cases whose timed rows from the unpaired rule leave a change past the practical threshold possible."""
-    unpaired = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == "unpaired"))
+def unsettled_unpaired(comparison: Comparison, decision: DecisionSettings, method: str = "unpaired") -> list[str]:
+    """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible."""
+    unpaired = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
     return flagged_cases(unpaired, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+
+
+def print_unsettled_pairs(comparison: Comparison, decision: DecisionSettings) -> None:
+    """After an A/B: one note on stderr naming the cases that are `unchanged` but whose intervals still allow a
+    change past the practical threshold (too noisy for the pairs the budget allowed)."""
+    rows = [r for r in comparison.rows if r.method == "paired" and r.verdict is Verdict.UNCHANGED]
+    cases = unsettled_unpaired(replace(comparison, rows=tuple(rows)), decision, "paired")
+    if cases:
+        _, err = consoles()
+        shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+        err.print(
+            f"note: {len(cases)} unchanged case(s) not settled at the practical threshold (their intervals still "
+            f"allow a larger change): {shown}. More pairs settle them: raise --looks, --extra or --budget.",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def print_unsettled_hint(comparison: Comparison, decision: DecisionSettings, remedy: str) -> None:
@@ -245,6 +262,7 @@ def ab(
             f"{outcome.elapsed_s:.0f} s; results: {out_dir / 'base'}, {out_dir / 'head'}",
             highlight=False,
         )
+        print_unsettled_pairs(comparison, settings.decision)
         return ExitCode.OK if exit_zero else gate(comparison, outcome.head)
 
     guard(body)

@@ -6,9 +6,9 @@ Procedure (docs/compare.md explains why):
 2. Look 1: `pairs` pairs. A pair is one base worker and one head worker, each measuring every active case
    (in a shuffled order); which of the two runs first is a fair coin per pair (seeded).
 3. Decide per case with the paired rule at alpha / looks (Bonferroni over the planned looks). Cases still
-   undecided on a timed metric (`needs_more`: inconclusive, or unchanged but at least half-way to the threshold)
-   get `extra` more pairs, for at most `looks` looks in all, while the time budget lasts. Every other case
-   keeps the verdict of its last look.
+   undecided on a timed metric (`needs_more`: inconclusive, or unchanged but at least half-way to the threshold
+   or with an interval still reaching past it) get `extra` more pairs, for at most `looks` looks in all, while
+   the time budget lasts. Every other case keeps the verdict of its last look.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from perfci.compare.confirm import unsettled
 from perfci.compare.decide import compare_runs
-from perfci.compare.policy import DecisionSettings, metric_def
+from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
 from perfci.compare.revisions import Side, build
 from perfci.errors import InfrastructureError, WorkloadDefinitionError
 from perfci.lockstep import run_lockstep_pair
@@ -80,10 +81,12 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
     return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
 
 
-def needs_more(row: MetricComparison) -> bool:
-    """Worth more pairs: `inconclusive`, or `unchanged` with the estimate at least half-way to the threshold on
-    the worse side (so a change near theta is decided on more data rather than at the first look). Only which
-    cases get more pairs depends on this; the error rate is held by splitting alpha over the planned looks."""
+def needs_more(row: MetricComparison, theta: float | None = None) -> bool:
+    """Worth more pairs: `inconclusive`; or `unchanged` with the estimate at least half-way to the threshold on
+    the worse side (so a change near theta is decided on more data rather than at the first look); or, given the
+    practical threshold `theta`, `unchanged` with an interval that still reaches past theta on the worse side (a
+    noisy case whose estimate happens to sit near 0 is not settled: a change of theta would look the same). Only
+    which cases get more pairs depends on this; the error rate is held by splitting alpha over the planned looks."""
     if not metric_def(row.metric).timed or row.ratio is None:
         return False
     if row.verdict is Verdict.INCONCLUSIVE:
@@ -91,11 +94,14 @@ def needs_more(row: MetricComparison) -> bool:
     if row.verdict is not Verdict.UNCHANGED or row.threshold is None:
         return False
     worse = math.log(row.ratio) if row.direction is Direction.LOWER else -math.log(row.ratio)
-    return worse >= 0.5 * math.log1p(row.threshold)
+    return worse >= 0.5 * math.log1p(row.threshold) or (theta is not None and unsettled(row, theta))
 
 
-def _to_continue(comparison: Comparison) -> list[str]:
-    return sorted({r.case_id for r in comparison.rows if needs_more(r)})
+def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
+    def theta(row: MetricComparison) -> float:
+        return practical_threshold(decision, row.case_id, metric_def(row.metric))
+
+    return sorted({r.case_id for r in comparison.rows if needs_more(r, theta(r))})
 
 
 def _with_git(run: RunResult, side: Side) -> RunResult:
@@ -167,7 +173,7 @@ def run_ab(
         looks += 1
         run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
         comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
-        only = _to_continue(comparison)
+        only = _to_continue(comparison, decision)
         if not only or looks >= settings.looks:
             break
         per_pair = (clock() - measure_start) / max(1, paired.next_index)

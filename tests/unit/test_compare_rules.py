@@ -156,6 +156,10 @@ def test_needs_more_and_flagged_cases() -> None:
     assert not needs_more(replace(row, ratio=0.98))
     assert needs_more(replace(row, verdict=Verdict.INCONCLUSIVE, ratio=1.0))
     assert not needs_more(replace(row, metric="memory.peak_rss", verdict=Verdict.INCONCLUSIVE))
+    noisy = replace(row, ratio=0.995, ratio_low=0.785, ratio_high=1.261, threshold=0.31)  # estimate near 0, wide
+    assert not needs_more(noisy)  # by the estimate alone: nowhere near theta_eff
+    assert needs_more(noisy, theta=0.05)  # but +26% is still possible at a 5% practical threshold
+    assert not needs_more(replace(noisy, ratio_low=0.97, ratio_high=1.03), theta=0.05)  # settled
     stored = Comparison(
         "b",
         "c",
