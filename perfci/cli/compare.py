@@ -261,6 +261,7 @@ def ab(
             f"A/B: {outcome.pairs_run} pairs in {outcome.looks_run} of {meta.get('looks_planned')} looks, "
             f"{outcome.elapsed_s:.0f} s; results: {out_dir / 'base'}, {out_dir / 'head'}",
             highlight=False,
+            soft_wrap=True,
         )
         print_unsettled_pairs(comparison, settings.decision)
         return ExitCode.OK if exit_zero else gate(comparison, outcome.head)
