@@ -108,17 +108,17 @@ def finish(
     return comparison
 
 
-def unsettled_unpaired(comparison: Comparison, decision: DecisionSettings, method: str = "unpaired") -> list[str]:
+def unsettled_cases(comparison: Comparison, decision: DecisionSettings, method: str = "unpaired") -> list[str]:
     """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible."""
-    unpaired = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
-    return flagged_cases(unpaired, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+    by_method = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
+    return flagged_cases(by_method, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
 
 
 def print_unsettled_pairs(comparison: Comparison, decision: DecisionSettings) -> None:
     """After an A/B: one note on stderr naming the cases that are `unchanged` but whose intervals still allow a
     change past the practical threshold (too noisy for the pairs the budget allowed)."""
     rows = [r for r in comparison.rows if r.method == "paired" and r.verdict is Verdict.UNCHANGED]
-    cases = unsettled_unpaired(replace(comparison, rows=tuple(rows)), decision, "paired")
+    cases = unsettled_cases(replace(comparison, rows=tuple(rows)), decision, "paired")
     if cases:
         _, err = consoles()
         shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
@@ -133,7 +133,7 @@ def print_unsettled_pairs(comparison: Comparison, decision: DecisionSettings) ->
 
 def print_unsettled_hint(comparison: Comparison, decision: DecisionSettings, remedy: str) -> None:
     """One note on stderr when results from separate jobs could not settle some cases (cross-job noise)."""
-    cases = unsettled_unpaired(comparison, decision)
+    cases = unsettled_cases(comparison, decision)
     if cases:
         _, err = consoles()
         err.print(
@@ -311,7 +311,7 @@ def confirm_flagged(
     """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
     perfci.compare.confirm) with the same decision settings; without a commit in the baseline, say so and keep
     the comparison."""
-    flagged = unsettled_unpaired(comparison, decision)
+    flagged = unsettled_cases(comparison, decision)
     if not flagged:
         return comparison
     commit = baseline.git.commit if baseline.git else None
