@@ -38,6 +38,12 @@ def history_ingest(
 
     def body() -> int:
         runs = [load_results(p) for p in results]  # validate every file before writing anything
+        partial = [str(p) for p, r in zip(results, runs, strict=True) if r.settings.get("complete") is False]
+        if partial:
+            raise UsageError(
+                f"{', '.join(partial)}: the run did not complete (interrupted); the history keeps whole runs only.",
+                hint="re-run it, or compare it directly with 'perfci compare'",
+            )
         store = _store(db)
         items = [(r, runner or os.environ.get("PERFCI_RUNNER") or runner_name(r.fingerprint)) for r in runs]
         added, skipped = store.ingest_many(items)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -54,3 +55,15 @@ def test_ingest_rejects_a_corrupt_file_without_writing(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "bad.json" in res.stderr
     assert not db.exists()  # nothing written: every file is validated first
+
+
+def test_ingest_refuses_an_interrupted_run(tmp_path: Path) -> None:
+    whole, cut = history_runs(2)
+    good, partial = tmp_path / "whole.json", tmp_path / "partial.json"
+    dump_results(whole, good)
+    dump_results(replace(cut, settings={**cut.settings, "complete": False}), partial)  # as Runner writes mid-run
+    db = tmp_path / "h.db"
+    res = CliRunner().invoke(app, ["history", "ingest", str(good), str(partial), "--db", f"sqlite:///{db}"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {partial}: the run did not complete")
+    assert not db.exists()
