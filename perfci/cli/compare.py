@@ -30,7 +30,7 @@ from perfci.compare.revisions import checked_out, map_path, repo_root
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.config import Config, load_config
 from perfci.errors import UsageError
-from perfci.model import CaseResult, Comparison, RunResult, Verdict
+from perfci.model import CaseResult, Comparison, RunResult
 from perfci.patterns import case_pattern
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
@@ -112,23 +112,6 @@ def unsettled_cases(comparison: Comparison, decision: DecisionSettings, method: 
     """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible."""
     by_method = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
     return flagged_cases(by_method, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
-
-
-def print_unsettled_pairs(comparison: Comparison, decision: DecisionSettings) -> None:
-    """After an A/B: one note on stderr naming the cases that are `unchanged` but whose intervals still allow a
-    change past the practical threshold (too noisy for the pairs the budget allowed)."""
-    rows = [r for r in comparison.rows if r.method == "paired" and r.verdict is Verdict.UNCHANGED]
-    cases = unsettled_cases(replace(comparison, rows=tuple(rows)), decision, "paired")
-    if cases:
-        _, err = consoles()
-        shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
-        err.print(
-            f"note: {len(cases)} unchanged case(s) not settled at the practical threshold (their intervals still "
-            f"allow a larger change): {shown}. More pairs settle them: raise --looks, --extra or --budget.",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
 
 
 def print_unsettled_hint(comparison: Comparison, decision: DecisionSettings, remedy: str) -> None:
@@ -263,7 +246,6 @@ def ab(
             highlight=False,
             soft_wrap=True,
         )
-        print_unsettled_pairs(comparison, settings.decision)
         return ExitCode.OK if exit_zero else gate(comparison, outcome.head)
 
     guard(body)

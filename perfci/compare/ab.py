@@ -97,11 +97,31 @@ def needs_more(row: MetricComparison, theta: float | None = None) -> bool:
     return worse >= 0.5 * math.log1p(row.threshold) or (theta is not None and unsettled(row, theta))
 
 
-def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
-    def theta(row: MetricComparison) -> float:
-        return practical_threshold(decision, row.case_id, metric_def(row.metric))
+def _theta(decision: DecisionSettings, row: MetricComparison) -> float:
+    return practical_threshold(decision, row.case_id, metric_def(row.metric))
 
-    return sorted({r.case_id for r in comparison.rows if needs_more(r, theta(r))})
+
+def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
+    return sorted({r.case_id for r in comparison.rows if needs_more(r, _theta(decision, r))})
+
+
+def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str | None:
+    """After the last look: a warning naming the cases that are `unchanged` on a timed metric while their
+    interval still allows a change past the practical threshold (too noisy for the pairs the budget allowed)."""
+    cases = sorted(
+        {
+            r.case_id
+            for r in comparison.rows
+            if r.verdict is Verdict.UNCHANGED and metric_def(r.metric).timed and unsettled(r, _theta(decision, r))
+        }
+    )
+    if not cases:
+        return None
+    shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+    return (
+        f"{len(cases)} unchanged case(s) not settled at the practical threshold (their intervals still allow a "
+        f"larger change): {shown}; more pairs settle them (--looks, --extra, --budget)"
+    )
 
 
 def _with_git(run: RunResult, side: Side) -> RunResult:
@@ -182,6 +202,9 @@ def run_ab(
             comparison = replace(comparison, warnings=(*comparison.warnings, "time budget reached: no further look"))
             break
     assert comparison is not None
+    note = unsettled_warning(comparison, decision)
+    if note is not None:
+        comparison = replace(comparison, warnings=(*comparison.warnings, note))
     meta = {
         "pairs_initial": settings.pairs,
         "pairs_extra": settings.extra,

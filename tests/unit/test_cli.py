@@ -139,21 +139,3 @@ def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sam
     rows = {r["case_id"]: r for r in json.loads(result.stdout)["rows"] if r["metric"] == "latency.median"}
     assert rows[skipped.id]["verdict"] == "missing"
     assert "triton is not installed" in rows[skipped.id]["note"]
-
-
-def test_ab_names_unchanged_cases_its_pairs_could_not_settle(capsys: pytest.CaptureFixture[str]) -> None:
-    from perfci.cli.compare import print_unsettled_pairs
-    from perfci.compare.policy import DecisionSettings
-    from perfci.model import Comparison, MetricComparison, Verdict
-
-    def row(case: str, low: float, high: float) -> MetricComparison:
-        return MetricComparison(case, "latency.median", Verdict.UNCHANGED, "s", 1.0, 1.0, 1.0, low, high, 0.31,
-                                method="paired")  # fmt: skip
-
-    rows = (row("wide@cpu", 0.785, 1.261), row("tight@cpu", 0.99, 1.01))
-    print_unsettled_pairs(Comparison("base", "head", rows), DecisionSettings(threshold=0.05))
-    err = capsys.readouterr().err
-    assert "note: 1 unchanged case(s) not settled at the practical threshold" in err
-    assert "wide@cpu" in err and "tight@cpu" not in err
-    print_unsettled_pairs(Comparison("base", "head", rows[1:]), DecisionSettings(threshold=0.05))
-    assert capsys.readouterr().err == ""

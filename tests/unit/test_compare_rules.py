@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare.ab import needs_more
+from perfci.compare.ab import needs_more, unsettled_warning
 from perfci.compare.baselines import accept, load_baseline, resolve_runner, update_baseline
 from perfci.compare.confirm import flagged_cases, merge_confirmation, unsettled
 from perfci.compare.decide import check_comparable, compare_runs
@@ -216,3 +216,15 @@ def test_alpha_is_split_over_looks_and_cases() -> None:
     base = make_run([make_case("a", 1e-3), make_case("b", 1e-3)])
     rows = compare_runs(base, base, DecisionSettings(family="bonferroni", job_noise=0.01)).rows
     assert [r.confidence for r in rows if r.metric == "latency.median"] == pytest.approx([0.995, 0.995])
+
+
+def test_ab_warns_about_unchanged_cases_its_pairs_could_not_settle() -> None:
+    def row(case: str, low: float, high: float, metric: str = "latency.median") -> MetricComparison:
+        return MetricComparison(case, metric, Verdict.UNCHANGED, "s", 1.0, 1.0, 1.0, low, high, 0.31, method="paired")
+
+    decision = DecisionSettings(threshold=0.05)
+    rows = (row("wide@cpu", 0.785, 1.261), row("tight@cpu", 0.99, 1.01), row("rss@cpu", 0.8, 1.3, "memory.peak_rss"))
+    note = unsettled_warning(Comparison("base", "head", rows), decision)
+    assert note is not None and note.startswith("1 unchanged case(s) not settled at the practical threshold")
+    assert "wide@cpu" in note and "tight@cpu" not in note and "rss@cpu" not in note  # memory is not timed
+    assert unsettled_warning(Comparison("base", "head", rows[1:]), decision) is None
