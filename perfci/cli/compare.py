@@ -95,7 +95,7 @@ def finish(
     else:
         o.print(comparison_table(comparison))
     for w in comparison.warnings:
-        err.print(f"warning: {w}", highlight=False, markup=False)
+        err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
     err.print(verdict_line(comparison, candidate), highlight=False)
     if out is not None:
         dump_comparison(comparison, out / "comparison.json")
