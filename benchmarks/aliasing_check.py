@@ -5,7 +5,8 @@ byte offsets chosen so that (output address - input address) mod 4096 takes the 
 offsets with the same low 12 bits but different higher bits. Prints the median ms per offset. On CPUs where a
 load that matches an in-flight store in its low 12 address bits stalls (4K aliasing), the offsets 0 mod 4096
 stand out; then a case's time depends on where the allocator put its tensors, i.e. on what ran before it in the
-process. Usage: python benchmarks/aliasing_check.py [REPEATS]
+process. A second table places the output right after the input's end, at growing gaps (an allocator that
+carves the output from the chunk after the input does that). Usage: python benchmarks/aliasing_check.py [REPEATS]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def main() -> None:
     rows, cols = 256, 4096
     n = rows * cols
     g = torch.Generator().manual_seed(0)
-    buf = torch.empty(3 * n + 8 * 4096, dtype=torch.float32)
+    buf = torch.empty(3 * n + 2**19, dtype=torch.float32)
     base = (-buf.data_ptr() // 4) % 1024  # first element of buf that is 4096-byte aligned
     x = buf[base : base + n].view(rows, cols)
     x.copy_(torch.randn(rows, cols, generator=g))
@@ -42,6 +43,19 @@ def main() -> None:
                 torch.ops.aten._softmax.out(x, -1, False, out=y)
                 times.append(time.perf_counter() - t0)
             print(f"| {(y.data_ptr() - x.data_ptr()) % 4096} | {pages} | {statistics.median(times) * 1e3:.3f} |")
+    print("\n| gap between the input's end and the output (bytes) | median ms |")
+    print("| --- | --- |")
+    for gap in (0, 16, 64, 256, 1024, 4096, 16384, 65536, 131072, 1 << 20):
+        start = base + n + gap // 4
+        y = buf[start : start + n].view(rows, cols)
+        for _ in range(10):
+            torch.ops.aten._softmax.out(x, -1, False, out=y)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            torch.ops.aten._softmax.out(x, -1, False, out=y)
+            times.append(time.perf_counter() - t0)
+        print(f"| {gap} | {statistics.median(times) * 1e3:.3f} |")
 
 
 if __name__ == "__main__":
