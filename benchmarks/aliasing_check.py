@@ -18,6 +18,18 @@ import time
 import torch
 
 
+def softmax_ms(x: torch.Tensor, y: torch.Tensor, repeats: int) -> float:
+    """Median ms of `aten._softmax.out(x) -> y` over `repeats` calls, after 10 warm-up calls."""
+    for _ in range(10):
+        torch.ops.aten._softmax.out(x, -1, False, out=y)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.ops.aten._softmax.out(x, -1, False, out=y)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     torch.set_num_threads(1)
@@ -35,27 +47,12 @@ def main() -> None:
         for delta in (0, 64, 256, 1024, 2048, 3072, 4032):
             start = out_start + pages * 1024 + delta // 4
             y = buf[start : start + n].view(rows, cols)
-            for _ in range(10):
-                torch.ops.aten._softmax.out(x, -1, False, out=y)
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                torch.ops.aten._softmax.out(x, -1, False, out=y)
-                times.append(time.perf_counter() - t0)
-            print(f"| {(y.data_ptr() - x.data_ptr()) % 4096} | {pages} | {statistics.median(times) * 1e3:.3f} |")
+            print(f"| {(y.data_ptr() - x.data_ptr()) % 4096} | {pages} | {softmax_ms(x, y, repeats):.3f} |")
     print("\n| gap between the input's end and the output (bytes) | median ms |")
     print("| --- | --- |")
     for gap in (0, 16, 64, 256, 1024, 4096, 16384, 65536, 131072, 1 << 20):
         start = base + n + gap // 4
-        y = buf[start : start + n].view(rows, cols)
-        for _ in range(10):
-            torch.ops.aten._softmax.out(x, -1, False, out=y)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            torch.ops.aten._softmax.out(x, -1, False, out=y)
-            times.append(time.perf_counter() - t0)
-        print(f"| {gap} | {statistics.median(times) * 1e3:.3f} |")
+        print(f"| {gap} | {softmax_ms(x, buf[start : start + n].view(rows, cols), repeats):.3f} |")
 
 
 if __name__ == "__main__":
