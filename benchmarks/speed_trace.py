@@ -4,12 +4,14 @@ Times a 384x384 float32 matmul and a 256x4096 softmax (torch, 1 thread) alternat
 SECONDS and prints one line per window: elapsed seconds, median matmul ms, median softmax ms, the window's thread
 CPU time over wall time, and the CPU steal ticks (/proc/stat) during the window. A summary line follows. On the
 2-vCPU CI VM the matmul window medians ranged 1.4-3.0 ms within 90 s, with slow stretches of about a minute, while
-CPU time stayed equal to wall time and steal stayed near 0 (docs/measurement.md).
+CPU time stayed equal to wall time and steal stayed near 0 (docs/measurement.md). Last, the spread of the medians
+of 5-, 10- and 30-s blocks of windows: how much averaging time buys.
 Usage: python benchmarks/speed_trace.py [SECONDS]
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -50,7 +52,7 @@ def main() -> None:
         steal = steal_ticks() - s0
         mm.sort()
         sm.sort()
-        windows.append((mm[15], ratio, steal))
+        windows.append((mm[15], ratio, steal, time.perf_counter() - start))
         print(
             f"{time.perf_counter() - start:.2f} {mm[15] * 1e3:.3f} {sm[15] * 1e3:.3f} {ratio:.3f} {steal}", flush=True
         )
@@ -61,6 +63,19 @@ def main() -> None:
         f"cpu/wall {ratios[0]:.3f}-{ratios[-1]:.3f} (median {ratios[len(ratios) // 2]:.3f}); "
         f"steal ticks per window max {max(w[2] for w in windows)}, total {sum(w[2] for w in windows)}"
     )
+    print_block_spread(windows)
+
+
+def print_block_spread(windows: list[tuple[float, float, int, float]]) -> None:
+    """How the spread shrinks with averaging time: the windows grouped into blocks of 5, 10 and 30 s, and the
+    spread (max/min - 1) of the blocks' median matmul times (full blocks of more than 5 windows only)."""
+    for block_s in (5, 10, 30):
+        blocks: dict[int, list[float]] = {}
+        for median, _, _, at in windows:
+            blocks.setdefault(int(at // block_s), []).append(median)
+        meds = [statistics.median(v) for _, v in sorted(blocks.items()) if len(v) > 5]
+        if len(meds) > 1:
+            print(f"{block_s}-s blocks: {len(meds)}, spread of their medians {max(meds) / min(meds) - 1:.1%}")
 
 
 if __name__ == "__main__":
