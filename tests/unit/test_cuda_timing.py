@@ -63,6 +63,19 @@ class FakeTensor:
         self.gpu.l2_warm = False
 
 
+class Capturing:
+    """`torch.cuda.graph(g)` of both fake GPUs: while open, the GPU records launches into `into` (g's list)."""
+
+    def __init__(self, gpu: Any, into: list[Any]) -> None:
+        self.gpu, self.into = gpu, into
+
+    def __enter__(self) -> None:
+        self.gpu.capturing = self.into
+
+    def __exit__(self, *exc: object) -> None:
+        self.gpu.capturing = None
+
+
 def fake_torch(gpu: FakeGpu, l2: int = 50 * 2**20) -> Any:
     class Graph:
         def __init__(self) -> None:
@@ -73,16 +86,6 @@ def fake_torch(gpu: FakeGpu, l2: int = 50 * 2**20) -> Any:
             for _ in self.calls:
                 gpu.now += gpu.kernel_s  # no launch overhead in a graph
             gpu.l2_warm = True
-
-    class GraphCtx:
-        def __init__(self, graph: Graph) -> None:
-            self.graph = graph
-
-        def __enter__(self) -> None:
-            gpu.capturing = self.graph.calls
-
-        def __exit__(self, *exc: object) -> None:
-            gpu.capturing = None
 
     class Null:
         def __enter__(self) -> None: ...
@@ -112,8 +115,8 @@ def fake_torch(gpu: FakeGpu, l2: int = 50 * 2**20) -> Any:
             return Null()
 
         @staticmethod
-        def graph(g: Graph) -> GraphCtx:
-            return GraphCtx(g)
+        def graph(g: Graph) -> Capturing:
+            return Capturing(gpu, g.calls)
 
         @staticmethod
         def synchronize() -> None:
@@ -262,16 +265,6 @@ def async_torch(gpu: AsyncGpu, with_sleep: bool = True) -> Any:
             gpu.log.append(f"replay:{len(self.kernels)}")
             gpu._enqueue(sum(self.kernels), gpu.replay_host_s)
 
-    class Capture:
-        def __init__(self, graph: Graph) -> None:
-            self.graph = graph
-
-        def __enter__(self) -> None:
-            gpu.capturing = self.graph.kernels
-
-        def __exit__(self, *exc: object) -> None:
-            gpu.capturing = None
-
     class SideStream:
         def wait_stream(self, other: object) -> None: ...
 
@@ -282,7 +275,7 @@ def async_torch(gpu: AsyncGpu, with_sleep: bool = True) -> Any:
     class Cuda:
         CUDAGraph = Graph
         Stream = SideStream
-        graph = Capture
+        graph = staticmethod(lambda g: Capturing(gpu, g.kernels))
 
         @staticmethod
         def current_stream() -> SideStream:
