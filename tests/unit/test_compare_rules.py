@@ -16,7 +16,7 @@ from perfci.compare.expected import apply_expected, parse_expected
 from perfci.compare.fingerprints import fingerprint_differences
 from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
 from perfci.errors import ConfigError, UsageError
-from perfci.model import CaseError, CaseStatus, Comparison, Direction, MetricComparison, Round, Verdict
+from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, Direction, MetricComparison, Round, Verdict
 from perfci.schema import dump_results
 from tests.conftest import make_case, make_run
 
@@ -228,3 +228,22 @@ def test_ab_warns_about_unchanged_cases_its_pairs_could_not_settle() -> None:
     assert note is not None and note.startswith("1 unchanged case(s) not settled at the practical threshold")
     assert "wide@cpu" in note and "tight@cpu" not in note and "rss@cpu" not in note  # memory is not timed
     assert unsettled_warning(Comparison("base", "head", rows[1:]), decision) is None
+
+
+def _skewed(name: str, round_ms: list[float]) -> CaseResult:
+    """A case whose rounds have exactly these per-call times (ms)."""
+    case = make_case(name, 1e-3)
+    rounds = tuple(replace(r, samples=(ms * 1e-2,) * 20) for r, ms in zip(case.rounds, round_ms, strict=True))
+    return replace(case, rounds=rounds)
+
+
+def test_a_timed_row_reads_consistently_when_rounds_are_skewed() -> None:
+    """Rounds measured on the CI VM (docs/measurement.md): the medians of rounds fall (1.646 -> 1.502 ms) while
+    the estimate rises (+9.5%). The row shows the geometric means, so candidate / baseline is the change."""
+    base = make_run([_skewed("k", [1.646, 1.647, 1.661, 1.365, 1.384])])
+    cand = make_run([_skewed("k", [1.389, 1.502, 2.446, 1.879, 1.397])])
+    row = _rows(compare_runs(base, cand, DecisionSettings()))["k"]
+    assert row.ratio == pytest.approx(1.095, abs=0.001)
+    assert row.candidate is not None and row.baseline is not None
+    assert row.candidate / row.baseline == pytest.approx(row.ratio, rel=1e-9)
+    assert row.baseline == pytest.approx(1.5344e-3, rel=1e-4)
