@@ -35,6 +35,7 @@ def main() -> int:
     medians: dict[str, list[float]] = {}
     low: dict[str, list[tuple[float, float]]] = {}  # per invocation: (10th percentile, minimum) of all samples
     scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's median per-call time
+    vs_ref: dict[str, list[float]] = {}  # per invocation: latency.vs_reference (profilers/reference.py)
     for i in range(args.runs):
         out = args.out / f"run-{i}"
         cmd = [sys.executable, "-m", "perfci", "run", "--out", str(out), "--exit-zero", *args.extra]
@@ -44,6 +45,9 @@ def main() -> int:
             scatter.setdefault(case.id, []).append(
                 [math.log(statistics.median(x / r.iterations for x in r.samples)) for r in case.rounds if r.samples]
             )
+            ratio = case.metric("latency.vs_reference")
+            if ratio is not None:
+                vs_ref.setdefault(case.id, []).append(ratio.value)
             m = case.metric("latency.median")
             if m is not None:
                 medians.setdefault(case.id, []).append(m.value)
@@ -72,7 +76,23 @@ def main() -> int:
         p10, mins = [p[0] for p in pairs], [p[1] for p in pairs]
         print(f"| `{case_id}` | {max(p10) / min(p10) - 1:.1%} | {max(mins) / min(mins) - 1:.1%} |")
     print_round_scatter(scatter)
+    print_reference_spread(vs_ref, medians)
     return 0
+
+
+def print_reference_spread(vs_ref: dict[str, list[float]], medians: dict[str, list[float]]) -> None:
+    """Spread across invocations of `latency.vs_reference` (the per-round ratio to the speed reference timed
+    beside the case), next to the latency's: how much of the spread is the machine's speed."""
+    if not vs_ref:
+        return
+    print("\nSpeed-reference ratio `latency.vs_reference` (x the reference kernel), across invocations:\n")
+    print("| case | ratios | max/min - 1 | latency max/min - 1 |")
+    print("| --- | --- | --- | --- |")
+    for case_id, values in vs_ref.items():
+        lat = medians.get(case_id, [])
+        lat_spread = f"{max(lat) / min(lat) - 1:.1%}" if lat else "-"
+        shown = ", ".join(f"{v:.3f}" for v in values)
+        print(f"| `{case_id}` | {shown} | {max(values) / min(values) - 1:.1%} | {lat_spread} |")
 
 
 def print_round_scatter(scatter: dict[str, list[list[float]]]) -> None:

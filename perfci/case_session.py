@@ -12,6 +12,7 @@ from typing import Any
 
 from perfci.profilers import memory
 from perfci.profilers.cuda_timing import cuda_timer
+from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
 from perfci.profilers.timing import (
     BlockTimer,
@@ -50,6 +51,7 @@ class CaseSession:
     torch: Any | None
     probe: NvmlProbe | None
     faults: memory.FaultCount  # page faults inside the sampler's timed blocks
+    reference: SpeedReference | None = None  # CPU torch cases: timed before each sample
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -138,6 +140,10 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     )
     if probe is not None:
         session.sampler.before_sample = lambda: session.snapshots.append(probe.snapshot())
+    elif torch is not None and cuda is None and settings.speed_reference and not job.get("lockstep"):
+        # not in lockstep (A/B) jobs: the pairs already cancel the machine's drift
+        session.reference = open_reference(torch_matmul(torch, seed=session.ctx.seed), timer, overhead, settings)
+        session.sampler.before_sample = session.reference.sample
     return session
 
 
@@ -166,6 +172,8 @@ def finish(s: CaseSession) -> dict[str, Any]:
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
     telemetry["minor_faults_per_call"] = s.faults.per_call()
+    if s.reference is not None and s.reference.per_call:
+        telemetry.update(reference=REFERENCE_NAME, reference_per_call_s=list(s.reference.per_call))
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
     if s.ctx.teardown is not None:
         s.ctx.teardown()

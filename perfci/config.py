@@ -42,6 +42,7 @@ class Config:
     build_command: str | None = None  # for `perfci ab`: how to make a checked-out revision importable
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
     cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
+    speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
 
     def threshold(self, case_id: str, metric: str) -> float | None:
         """The configured threshold for one case and metric, or None.
@@ -161,6 +162,12 @@ def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_z
     return value
 
 
+def _flag(w: _Where, key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise w.error((key,), f"must be true or false, got {value!r}.")
+    return value
+
+
 def _text(w: _Where, key: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise w.error((key,), f"must be a non-empty string, got {value!r}.")
@@ -240,6 +247,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "build_command": lambda w, v: _text(w, "build_command", v),
     "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
     "cpus": _cpus,
+    "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
 }
 
 

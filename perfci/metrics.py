@@ -15,6 +15,24 @@ def round_medians(rounds: tuple[Round, ...]) -> list[float]:
     return [median(r.per_call) for r in rounds]
 
 
+def reference_ratio(r: Round) -> float | None:
+    """The round's median per-call time over the median per-call time of the speed reference timed beside it
+    (profilers/reference.py); None where the round has no reference."""
+    ref = r.telemetry.get("reference_per_call_s")
+    if not r.samples or not ref or median(ref) <= 0:
+        return None
+    return median(r.per_call) / median(ref)
+
+
+def reference_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
+    """`latency.vs_reference`: median over rounds of the per-round ratio to the speed reference."""
+    ratios = [x for r in rounds if (x := reference_ratio(r)) is not None]
+    if not ratios:
+        return []
+    lo, hi = median_ci(ratios, CONFIDENCE)
+    return [Metric("latency.vs_reference", "x ref", Direction.LOWER, median(ratios), lo, hi, CONFIDENCE)]
+
+
 def latency_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     meds = round_medians(rounds)
     lo, hi = median_ci(meds, CONFIDENCE)
@@ -101,6 +119,7 @@ def case_metrics(
         return ()
     return tuple(
         latency_metrics(rounds)
+        + reference_metrics(rounds)
         + work_metrics(rounds, flops, nbytes, peaks)
         + memory_metrics(rounds)
         + energy_metrics(rounds)

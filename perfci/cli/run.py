@@ -150,9 +150,10 @@ def project_config(path: Path | None) -> Config:
     return load_config(path)
 
 
-def timing_settings(cfg: Config, budget: float | None) -> TimingSettings:
+def timing_settings(cfg: Config, budget: float | None, speed_reference: bool | None = None) -> TimingSettings:
+    timing = TimingSettings(speed_reference=bool(_first(speed_reference, cfg.speed_reference, False)))
     budget = budget if budget is not None else cfg.budget_s
-    return TimingSettings() if budget is None else replace(TimingSettings(), budget_s=budget)
+    return timing if budget is None else replace(timing, budget_s=budget)
 
 
 @app.command()
@@ -176,6 +177,14 @@ def run(
     memory_limit: Annotated[
         str | None,
         typer.Option(envvar="PERFCI_MEMORY_LIMIT", help="Worker memory limit, e.g. 8GiB (default: half of RAM)."),
+    ] = None,
+    speed_reference: Annotated[
+        bool | None,
+        typer.Option(
+            "--speed-reference/--no-speed-reference",
+            help="Time a fixed torch matmul before each sample of CPU torch cases and report latency.vs_reference "
+            "(steadier across jobs on a shared CPU; docs/measurement.md) [default: off].",
+        ),
     ] = None,
     baseline: Annotated[Path | None, typer.Option(help="Results file to compare with.")] = None,
     runner: Annotated[str | None, typer.Option(help="Runner class (names baselines/<runner>.json).")] = None,
@@ -208,7 +217,7 @@ def run(
             threads=_first(threads, cfg.threads, 1),
             cpu_affinity=worker_cpus(cpus, cfg),
             case_timeout_s=_first(timeout, cfg.case_timeout_s, 120.0),
-            timing=timing_settings(cfg, budget),
+            timing=timing_settings(cfg, budget, speed_reference),
         )
         if memory_limit:
             settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))

@@ -2,8 +2,10 @@
 
 Metrics compared by default: `latency.median` (timed: statistical rule on per-round medians) and the memory
 peaks (near-deterministic: tolerance rule on per-round values). Other metrics can be listed in
-`DecisionSettings.metrics`: `latency.min/p10/p90/p99` (per-round minimum and quantiles), `throughput`, `flops`,
-`bandwidth` (derived from the per-round medians, so they agree with latency), `energy_per_call`.
+`DecisionSettings.metrics`: `latency.min/p10/p90/p99` (per-round minimum and quantiles),
+`latency.vs_reference` (per-round median over the speed reference's, profilers/reference.py; needs runs made
+with `--speed-reference`), `throughput`, `flops`, `bandwidth` (derived from the per-round medians, so they agree
+with latency), `energy_per_call`.
 
 Practical threshold theta for a case and metric, first found wins:
 1. `DecisionSettings.threshold` (the CLI's `--threshold`) for timed metrics;
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfci.metrics import reference_ratio
 from perfci.model import CaseResult, Direction, Round
 from perfci.patterns import case_pattern
 from perfci.stats.summary import median, quantile
@@ -120,6 +123,7 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("latency.p10", "s", Direction.LOWER, True, _quantile(0.10)),
         MetricDef("latency.p90", "s", Direction.LOWER, True, _quantile(0.90)),
         MetricDef("latency.p99", "s", Direction.LOWER, True, _quantile(0.99)),
+        MetricDef("latency.vs_reference", "x ref", Direction.LOWER, True, lambda r, c: reference_ratio(r)),
         MetricDef("throughput", "calls/s", Direction.HIGHER, True, _per_second("one")),
         MetricDef("flops", "FLOP/s", Direction.HIGHER, True, _per_second("flops")),
         MetricDef("bandwidth", "GB/s", Direction.HIGHER, True, _per_second("bytes", 1e-9)),

@@ -38,6 +38,7 @@ class TimingSettings:
     budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
     gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph (see cuda_timing)
     energy_window_s: float = 0.5  # CUDA cases with NVML: contiguous block for energy per call (0: off)
+    speed_reference: bool = False  # CPU torch cases: time the speed reference before each sample (reference.py)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,18 @@ VERDICT_STYLE = {
 def run_table(run: RunResult) -> Table:
     table = Table(title="perfci results", title_justify="left")
     table.add_column("case", overflow="fold")
+    with_ref = any(c.metric("latency.vs_reference") for c in run.cases)  # only with --speed-reference
     for col in ("median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
         table.add_column(col)
+    if with_ref:
+        table.add_column("vs reference")
     for c in run.cases:
+        ref = c.metric("latency.vs_reference")
+        ref_cell = [f"{ref.value:.3g} x ({ref.low:.3g} .. {ref.high:.3g})" if ref else "-"] if with_ref else []
         if c.status is not CaseStatus.OK:
             msg = c.errors[0].message if c.errors else c.status.value
             label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"
-            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"{label}: {escape(msg)}")
+            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"{label}: {escape(msg)}", *ref_cell)
             continue
         med = c.metric("latency.median")
         cv = c.metric("noise.round_cv")
@@ -44,6 +49,7 @@ def run_table(run: RunResult) -> Table:
             str(len(c.rounds)),
             format_value(bw.value, bw.unit) if bw else "-",
             "ok",
+            *ref_cell,
         )
     return table
 

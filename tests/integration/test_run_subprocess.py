@@ -188,3 +188,27 @@ def test_a_worker_dies_with_perfci_even_when_perfci_is_killed_outright(tmp_path:
     proc, _, workers = _signal_mid_call(tmp_path, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
     assert not _alive(workers, wait_s=10.0)
+
+
+def test_speed_reference_is_timed_before_every_sample_of_torch_cases_only(tmp_path: Path) -> None:
+    """`--speed-reference`: a torch CPU case gets the reference's per-call times (one per sample) and the
+    `latency.vs_reference` metric; a case that never imports torch gets neither (importing torch for it would
+    change its memory figures)."""
+    out = tmp_path / "out"
+    args = ("--out", str(out), "--rounds", "2", "--budget", "0.05", "--speed-reference")
+    proc = perfci("run", "--suite", "default", "-k", "layernorm", *args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (case,) = load_results(out / "results.json").cases
+    for r in case.rounds:
+        assert len(r.telemetry["reference_per_call_s"]) == len(r.samples)
+        assert r.telemetry["reference"] == "torch matmul 256x256 float32"
+    ratio = case.metric("latency.vs_reference")
+    assert ratio is not None and ratio.unit == "x ref" and 0 < ratio.low <= ratio.value <= ratio.high
+    assert "vs reference" in proc.stdout
+    tiny = perfci(
+        "run", str(DATA / "tiny.py"), "--out", str(tmp_path / "t"), "--rounds", "1", "--speed-reference", cwd=tmp_path
+    )
+    assert tiny.returncode == 0, tiny.stderr
+    for c in load_results(tmp_path / "t" / "results.json").cases:
+        assert c.metric("latency.vs_reference") is None
+        assert "reference_per_call_s" not in c.rounds[0].telemetry

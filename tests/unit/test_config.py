@@ -134,3 +134,19 @@ def test_pyproject_errors_use_the_tool_prefix_and_pyproject_lines(tmp_path: Path
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, "pyproject.toml", text))
     assert str(info.value).endswith("pyproject.toml:7: key tool.perfci.rounds: must be an integer > 0, got 'many'.")
+
+
+def test_speed_reference_must_be_a_boolean(tmp_path: Path) -> None:
+    from perfci.cli.run import timing_settings
+
+    good = tmp_path / "perfci.toml"
+    good.write_text("speed_reference = true\n")
+    cfg = load_config(good)
+    assert cfg.speed_reference is True
+    assert timing_settings(cfg, None).speed_reference is True
+    assert timing_settings(cfg, None, speed_reference=False).speed_reference is False  # the CLI flag wins
+    assert timing_settings(Config(), 0.2).speed_reference is False  # off by default
+    bad = tmp_path / "bad.toml"
+    bad.write_text('speed_reference = "yes"\n')
+    with pytest.raises(ConfigError, match="speed_reference: must be true or false"):
+        load_config(bad)
