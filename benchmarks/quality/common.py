@@ -24,20 +24,29 @@ import perfci
 
 FAST = {{"warmup_s": 0.02, "min_samples": 5, "budget_s": {budget}, "min_sample_s": 0.0005}}
 FACTORS = {factors}
+KERNEL = "{kernel}"  # numpy: 32x32 np.dot; torch: 64x64 float32 torch.mm (the speed reference needs torch)
 
 
 @perfci.workload(params={{"case": list(FACTORS)}}, timing=FAST)
 def injected(ctx, case):
-    import numpy as np
+    if KERNEL == "torch":
+        import torch
 
-    rng = np.random.default_rng(ctx.seed)
-    a = rng.standard_normal((32, 32))
-    b = rng.standard_normal((32, 32))
+        g = torch.Generator().manual_seed(ctx.seed)
+        a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
+        dot = torch.mm
+    else:
+        import numpy as np
+
+        rng = np.random.default_rng(ctx.seed)
+        a = rng.standard_normal((32, 32))
+        b = rng.standard_normal((32, 32))
+        dot = np.dot
     k = round(100 * FACTORS[case])
 
     def work():
         for _ in range(k):
-            np.dot(a, b)
+            dot(a, b)
 
     return work
 """
@@ -54,17 +63,17 @@ def perfci(args: list[str], cwd: Path, timeout: float = 3600) -> subprocess.Comp
     return sh([sys.executable, "-m", "perfci", *args], cwd, timeout)
 
 
-def make_injected_repo(path: Path, budget: float = 0.15) -> Path:
+def make_injected_repo(path: Path, budget: float = 0.15, kernel: str = "numpy") -> Path:
     """A git repo with two commits: v1 (every case k = 500) and v2 (k scaled by the case's factor)."""
     (path / "perf").mkdir(parents=True)
     sh(["git", "init", "-q"], path)
     sh(["git", "config", "user.email", "bench@perfci"], path)
     sh(["git", "config", "user.name", "bench"], path)
     wl = path / "perf" / "injected.py"
-    wl.write_text(WORKLOAD.format(budget=budget, factors={c: 1.0 for c in CASES}))
+    wl.write_text(WORKLOAD.format(budget=budget, factors={c: 1.0 for c in CASES}, kernel=kernel))
     sh(["git", "add", "."], path)
     sh(["git", "commit", "-qm", "v1"], path)
-    wl.write_text(WORKLOAD.format(budget=budget, factors=CASES))
+    wl.write_text(WORKLOAD.format(budget=budget, factors=CASES, kernel=kernel))
     sh(["git", "commit", "-qam", "v2: injected slowdowns"], path)
     return path
 
@@ -100,12 +109,13 @@ def write_doc(name: str, text: str) -> Path:
     return path
 
 
-def rows_of(comparison_json: Path) -> dict[str, dict[str, Any]]:
-    """The timed (latency.*) rows of a saved comparison, by the case's parameter value (or full id)."""
+def rows_of(comparison_json: Path, metric: str | None = None) -> dict[str, dict[str, Any]]:
+    """The timed (latency.*) rows of a saved comparison, or those of `metric`, by the case's parameter value (or
+    full id)."""
     doc = json.loads(comparison_json.read_text())
     out = {}
     for r in doc["rows"]:
-        if r["metric"].startswith("latency."):
+        if r["metric"] == metric if metric else r["metric"].startswith("latency."):
             key = r["case_id"].split("case=", 1)[-1].split("]", 1)[0] if "case=" in r["case_id"] else r["case_id"]
             out[key] = r
     return out

@@ -54,7 +54,7 @@ def _timed_row(
         common = sorted(set(base) & set(cand))
         est = paired_log_ratio([base[i] for i in common], [cand[i] for i in common], settings.trim)
     else:
-        est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id))
+        est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
     higher = mdef.direction.value == "higher"
     d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch)
     low, high = est.interval(1.0 - 2.0 * alpha)

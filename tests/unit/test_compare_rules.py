@@ -247,3 +247,13 @@ def test_a_timed_row_reads_consistently_when_rounds_are_skewed() -> None:
     assert row.candidate is not None and row.baseline is not None
     assert row.candidate / row.baseline == pytest.approx(row.ratio, rel=1e-9)
     assert row.baseline == pytest.approx(1.5344e-3, rel=1e-4)
+
+
+def test_cross_job_noise_is_smaller_for_the_speed_reference_ratio() -> None:
+    from perfci.compare.policy import CPU_JOB_NOISE, REFERENCE_JOB_NOISE, job_noise
+
+    settings = DecisionSettings()
+    assert job_noise(settings, "k[n=1]@cpu") == CPU_JOB_NOISE == 0.10
+    assert job_noise(settings, "k[n=1]@cpu", "latency.vs_reference") == REFERENCE_JOB_NOISE == 0.03
+    assert job_noise(settings, "k[n=1]@cuda", "latency.vs_reference") == 0.03  # GPU cases: the GPU figure
+    assert job_noise(DecisionSettings(job_noise=0.2), "k[n=1]@cpu", "latency.vs_reference") == 0.2  # --job-noise
