@@ -11,7 +11,9 @@ The reference is a float32 matmul of `REFERENCE_N` x `REFERENCE_N` with seeded i
 thread setting; its block is calibrated to at least `REFERENCE_SAMPLE_S`. It exists only where the workload
 already imported torch (importing it for the reference would change the case's memory figures) and only for CPU
 cases (a GPU's speed does not follow the host's). Limits: a change that slows torch's matmul itself (a torch
-upgrade) moves the reference too, so it is not a substitute for the latency for such changes.
+upgrade) moves the reference too, so it is not a substitute for the latency for such changes; and how much of the
+drift it cancels depends on the case (most for the default suite's compute kernels, nothing measurable for a
+dispatch-bound loop of tiny matmuls: docs/quality/stored_reference.md).
 """
 
 from __future__ import annotations
