@@ -35,8 +35,8 @@ MEMORY_SLACK_BYTES = float(2**20)
 CPU_JOB_NOISE = 0.10
 GPU_JOB_NOISE = 0.03
 # The same for `latency.vs_reference` (CPU only): the speed reference cancels most of the per-job shift; five
-# invocations spread 2.0-5.4% with 20 rounds, which their own round scatter explains (docs/measurement.md,
-# "Speed reference"), and 7.7-13.7% with 5 rounds, which leaves up to about 3% for a job term.
+# invocations of the default suite spread 7.7-13.7% with 5 rounds, 2.0-5.4% with 20 and 2.8-7.0% with 40, which
+# leaves a job term of a couple of percent (docs/measurement.md, "Speed reference").
 REFERENCE_JOB_NOISE = 0.03
 
 
