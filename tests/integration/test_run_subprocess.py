@@ -80,10 +80,25 @@ def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
     assert slow_id in reg.stdout
     assert "regression" in reg.stdout
 
+    # unsettled is not a failure, but it is said, with the remedy: a 2% change under the default cross-job noise
+    for r in doc["cases"][1]["rounds"]:
+        r["samples"] = [s / 1.5 * 1.02 for s in r["samples"]]
+    doc["run_id"] += "-b"  # another job (the same run id and start would be compared as pairs)
+    near = tmp_path / "near.json"
+    near.write_text(json.dumps(doc))
+    unsettled = perfci("compare", str(results), str(near), cwd=tmp_path)
+    assert unsettled.returncode == 0, unsettled.stdout + unsettled.stderr
+    assert "case(s) not settled at the practical threshold" in unsettled.stderr and "perfci ab" in unsettled.stderr
+
+    # the same from `perfci run --baseline`: a fresh measurement, so its verdicts follow this VM's drift (CI once
+    # saw a same-code rerun of these microsecond cases flagged at the default 10% job noise); the exit code and the
+    # note follow the verdicts
     again = perfci("run", str(DATA / "tiny.py"), "--out", str(tmp_path / "again"), "--rounds", "3",
                    "--baseline", str(results), cwd=tmp_path)  # fmt: skip
-    assert again.returncode == 0, again.stderr  # unsettled is not a failure, but it is said, with the remedy
-    assert "case(s) not settled at the practical threshold" in again.stderr and "--confirm" in again.stderr
+    flagged = "FAIL: " in again.stderr
+    assert again.returncode == (1 if flagged else 0), again.stderr
+    if not flagged:
+        assert "case(s) not settled at the practical threshold" in again.stderr and "--confirm" in again.stderr
 
     truncated = tmp_path / "truncated.json"
     truncated.write_text(results.read_text()[:500])
