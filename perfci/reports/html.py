@@ -107,6 +107,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "fingerprint": fingerprint_summary(fp_cand) if fp_cand else [],
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,
+        "with_ref": comparison is None and any(r.get("vs_ref", "-") != "-" for r in rows),  # --speed-reference
         "counts": counts,
         "runtime_param": RUNTIME_PARAM,
         "runtimes": runtimes,

@@ -115,7 +115,7 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
     rows = []
     for c in run.cases:
         peaks = device_peaks(run.fingerprint, c.spec.device)
-        energy = c.metric("energy_per_call")
+        energy, ref = c.metric("energy_per_call"), c.metric("latency.vs_reference")
         med, cv, bw, fl = (c.metric(n) for n in ("latency.median", "noise.round_cv", "bandwidth", "flops"))
         p90, rss, dev = (c.metric(n) for n in ("latency.p90", "memory.peak_rss", "memory.peak_device"))
         error = c.status is CaseStatus.ERROR
@@ -142,6 +142,8 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "memory_v": _num(rss.value if rss else None),
                 "energy": f"{energy.value:.3g} J" if energy else "-",
                 "energy_v": _num(energy.value if energy else None),
+                "vs_ref": f"{ref.value:.3g} x ({ref.low:.3g} .. {ref.high:.3g})" if ref else "-",
+                "vs_ref_v": _num(ref.value if ref else None),
                 "notes": "; ".join(x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c)) if x),
             }
         )

@@ -156,3 +156,16 @@ def test_throttled_samples_and_incomplete_runs_are_noted() -> None:
     html = render_html(run, None)
     assert "15 samples throttled (5 dropped)" in html
     assert "This run did not finish" in html
+
+
+def test_run_only_report_shows_the_speed_reference_column_only_when_measured() -> None:
+    from perfci.metrics import case_metrics
+
+    case = make_case("k", 1e-3)
+    rounds = tuple(replace(r, telemetry={"reference_per_call_s": [r.per_call[0] / 4] * 5}) for r in case.rounds)
+    with_ref = replace(case, rounds=rounds, metrics=case_metrics(rounds, None, None))
+    html = render_html(make_run([with_ref]), None)
+    assert "vs reference</th>" in html
+    ratio = with_ref.metric("latency.vs_reference")
+    assert ratio is not None and f">{ratio.value:.3g} x (" in html
+    assert "vs reference</th>" not in render_html(make_run([case]), None)
