@@ -7,17 +7,15 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from perfci.reports.units import format_bytes, format_ratio, format_seconds
+from perfci.reports.units import format_ratio, format_value
 from perfci.store.trend import Trend
 
 
-def _value(v: float | None, metric: str) -> str:
-    """perfci's metric names fix their units: latency.* in seconds, memory.* in bytes."""
-    if metric.startswith("latency"):
-        return format_seconds(v)
-    if metric.startswith("memory"):
-        return format_bytes(v)
-    return "-" if v is None else f"{v:.4g}"
+def _value(t: Trend) -> str:
+    """The latest value in the unit stored with it (latency.vs_reference is a ratio, not seconds)."""
+    if not t.points:
+        return "-"
+    return format_value(t.points[-1].value, t.points[-1].unit)
 
 
 def trend_table(items: list[Trend]) -> Table:
@@ -30,7 +28,7 @@ def trend_table(items: list[Trend]) -> Table:
     table.add_column("change points (run, commit: change)")
     for t in items:
         shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts) or "none"
-        table.add_row(t.runner, Text(t.case_id), t.metric, str(len(t.points)), _value(t.latest, t.metric), Text(shifts))
+        table.add_row(t.runner, Text(t.case_id), t.metric, str(len(t.points)), _value(t), Text(shifts))
     return table
 
 

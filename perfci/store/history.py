@@ -31,6 +31,7 @@ class Point:
     value: float
     low: float | None
     high: float | None
+    unit: str = ""  # as stored with the measurement ("s", "B", "x ref", ...)
 
 
 def default_url(root: Path) -> str:
@@ -139,6 +140,7 @@ class HistoryStore:
                 measurements.c.value,
                 measurements.c.low,
                 measurements.c.high,
+                measurements.c.unit,
             )
             .join(runs, measurements.c.run == runs.c.id)
             .where(runs.c.runner == runner, measurements.c.case_id == case_id, measurements.c.metric == metric)

@@ -1,4 +1,4 @@
-"""The terminal trend table shows each metric in its own unit, like the run table."""
+"""The terminal trend table shows each metric in the unit stored with it, like the run table."""
 
 from __future__ import annotations
 
@@ -9,18 +9,24 @@ from perfci.store.history import Point
 from perfci.store.trend import Trend
 
 
-def _render(metric: str, value: float) -> str:
-    point = Point("run-1", "abc", "2026-11-30T00:00:00Z", value, None, None)
+def _render(metric: str, value: float, unit: str) -> str:
+    point = Point("run-1", "abc", "2026-11-30T00:00:00Z", value, None, None, unit)
     console = Console(width=200, record=True, no_color=True)
     console.print(trend_table([Trend("cpu-x", "ops.add@cpu", metric, (point,), ())]))
     return console.export_text()
 
 
 def test_latency_is_shown_with_a_fitting_time_unit() -> None:
-    assert "1.25 µs" in _render("latency.median", 1.251e-6)
-    assert "4.5 ms" in _render("latency.p90", 4.5e-3)
+    assert "1.25 µs" in _render("latency.median", 1.251e-6, "s")
+    assert "4.5 ms" in _render("latency.p90", 4.5e-3, "s")
 
 
-def test_memory_is_shown_in_binary_units_and_other_metrics_as_numbers() -> None:
-    assert "256 MiB" in _render("memory.peak_rss", 256 * 2**20)
-    assert "0.29" in _render("energy_per_call", 0.29)
+def test_memory_is_shown_in_binary_units_and_other_metrics_with_their_unit() -> None:
+    assert "256 MiB" in _render("memory.peak_rss", 256 * 2**20, "B")
+    assert "0.29 J" in _render("energy_per_call", 0.29, "J")
+
+
+def test_the_speed_reference_ratio_is_not_shown_as_seconds() -> None:
+    """`latency.vs_reference` shares the latency prefix but is a ratio (was shown as "2.76 s")."""
+    text = _render("latency.vs_reference", 2.755, "x ref")
+    assert "2.755 x ref" in text and " s " not in text.replace("x ref", "")
