@@ -19,6 +19,7 @@ from statistics import geometric_mean
 
 from perfci.compare.fingerprints import fingerprint_differences
 from perfci.compare.policy import (
+    DEFAULT_METRICS,
     DecisionSettings,
     MetricDef,
     job_noise,
@@ -163,6 +164,7 @@ def compare_runs(
             rows.append(MetricComparison(base.id, LATENCY, Verdict.MISSING, "s", _value(base), None))
     hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
+    warnings += _absent_metrics(settings, rows)
     return Comparison(
         labels[0] or baseline.run_id,
         labels[1] or candidate.run_id,
@@ -173,6 +175,18 @@ def compare_runs(
         candidate_run=run_side(candidate),
         settings=settings.as_dict(),
     )
+
+
+def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) -> tuple[str, ...]:
+    """A metric asked for (beyond the defaults) that no case has on both sides would otherwise pass silently."""
+    present = {r.metric for r in rows}
+    out = []
+    for name in settings.metrics:
+        if name in DEFAULT_METRICS or name in present:
+            continue
+        why = " (it is measured only by runs made with --speed-reference)" if name == "latency.vs_reference" else ""
+        out.append(f"no case has {name} in both runs, so it was not compared{why}")
+    return tuple(out)
 
 
 def check_comparable(baseline: RunResult, candidate: RunResult, allow_mismatch: bool) -> None:

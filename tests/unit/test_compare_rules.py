@@ -257,3 +257,12 @@ def test_cross_job_noise_is_smaller_for_the_speed_reference_ratio() -> None:
     assert job_noise(settings, "k[n=1]@cpu", "latency.vs_reference") == REFERENCE_JOB_NOISE == 0.03
     assert job_noise(settings, "k[n=1]@cuda", "latency.vs_reference") == 0.03  # GPU cases: the GPU figure
     assert job_noise(DecisionSettings(job_noise=0.2), "k[n=1]@cpu", "latency.vs_reference") == 0.2  # --job-noise
+
+
+def test_a_requested_metric_no_case_has_is_a_warning_not_a_silent_pass() -> None:
+    base, cand = make_run([make_case("k", 1e-3)]), make_run([make_case("k", 1e-3, seed=1)])
+    asked = compare_runs(base, cand, DecisionSettings(metrics=("latency.median", "latency.vs_reference")))
+    assert [r.metric for r in asked.rows] == ["latency.median"]
+    assert any("latency.vs_reference" in w and "--speed-reference" in w for w in asked.warnings)
+    plain = compare_runs(base, cand, DecisionSettings())  # memory.peak_device absent on CPU: no warning for defaults
+    assert not any("not compared" in w for w in plain.warnings)
