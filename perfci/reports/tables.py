@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
-from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value
+from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import expected_reason, sort_rows, verdict_rank
 
 # Cases of one model run through several runtimes differ only by this parameter (eager|compile|ort|...).
@@ -142,7 +142,7 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "memory_v": _num(rss.value if rss else None),
                 "energy": f"{energy.value:.3g} J" if energy else "-",
                 "energy_v": _num(energy.value if energy else None),
-                "vs_ref": f"{ref.value:.3g} x ({ref.low:.3g} .. {ref.high:.3g})" if ref else "-",
+                "vs_ref": format_vs_reference(ref.value, ref.low, ref.high) if ref else "-",
                 "vs_ref_v": _num(ref.value if ref else None),
                 "notes": "; ".join(x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c)) if x),
             }

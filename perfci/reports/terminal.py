@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
-from perfci.reports.units import format_ratio, format_seconds, format_value
+from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import headline, sort_rows
 
 VERDICT_STYLE = {
@@ -31,7 +31,7 @@ def run_table(run: RunResult) -> Table:
         table.add_column("vs reference")
     for c in run.cases:
         ref = c.metric("latency.vs_reference")
-        ref_cell = [f"{ref.value:.3g} x ({ref.low:.3g} .. {ref.high:.3g})" if ref else "-"] if with_ref else []
+        ref_cell = [format_vs_reference(ref.value, ref.low, ref.high) if ref else "-"] if with_ref else []
         if c.status is not CaseStatus.OK:
             msg = c.errors[0].message if c.errors else c.status.value
             label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"

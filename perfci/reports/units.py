@@ -39,3 +39,9 @@ def format_ratio(r: float | None) -> str:
     if r is None or not math.isfinite(r):
         return "-"
     return f"{(r - 1.0) * 100:+.1f}%"
+
+
+def format_vs_reference(value: float, low: float | None, high: float | None) -> str:
+    """`latency.vs_reference` with its interval: multiples of the speed reference's per-call time."""
+    interval = f" ({low:.3g} .. {high:.3g})" if low is not None and high is not None else ""
+    return f"{value:.3g} x{interval}"
