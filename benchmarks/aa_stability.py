@@ -21,8 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from perfci.metrics import reference_ratio
 from perfci.profilers.fingerprint import cpu_model
 from perfci.schema import load_results
+from perfci.stats.components import expected_normal_range, job_components, rounds_for_spread
 
 
 def main() -> int:
@@ -36,6 +38,7 @@ def main() -> int:
     low: dict[str, list[tuple[float, float]]] = {}  # per invocation: (10th percentile, minimum) of all samples
     scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's median per-call time
     vs_ref: dict[str, list[float]] = {}  # per invocation: latency.vs_reference (profilers/reference.py)
+    ratio_scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's ratio to the reference
     for i in range(args.runs):
         out = args.out / f"run-{i}"
         cmd = [sys.executable, "-m", "perfci", "run", "--out", str(out), "--exit-zero", *args.extra]
@@ -45,6 +48,9 @@ def main() -> int:
             scatter.setdefault(case.id, []).append(
                 [math.log(statistics.median(x / r.iterations for x in r.samples)) for r in case.rounds if r.samples]
             )
+            ratios = [reference_ratio(r) for r in case.rounds]
+            if any(ratios):
+                ratio_scatter.setdefault(case.id, []).append([math.log(x) for x in ratios if x])
             ratio = case.metric("latency.vs_reference")
             if ratio is not None:
                 vs_ref.setdefault(case.id, []).append(ratio.value)
@@ -77,6 +83,7 @@ def main() -> int:
         print(f"| `{case_id}` | {max(p10) / min(p10) - 1:.1%} | {max(mins) / min(mins) - 1:.1%} |")
     print_round_scatter(scatter)
     print_reference_spread(vs_ref, medians)
+    print_round_scatter(ratio_scatter, "latency.vs_reference")
     return 0
 
 
@@ -95,22 +102,32 @@ def print_reference_spread(vs_ref: dict[str, list[float]], medians: dict[str, li
         print(f"| `{case_id}` | {shown} | {max(values) / min(values) - 1:.1%} | {lat_spread} |")
 
 
-def print_round_scatter(scatter: dict[str, list[list[float]]]) -> None:
-    """Round-to-round scatter inside an invocation (pooled sd of the log round medians) and the standard error
-    it implies for one invocation's median of n rounds (1.25 sd / sqrt(n), the median's asymptotic factor):
-    if rounds were independent, the invocations' medians would spread about 2.3 such standard errors (the
-    expected range of 5 normal draws), more if the machine's speed drifts over longer stretches."""
-    print("\nRound-to-round scatter inside an invocation:\n")
-    print("| case | rounds per invocation | sd of log round medians | implied se of the median |")
-    print("| --- | --- | --- | --- |")
+def print_round_scatter(scatter: dict[str, list[list[float]]], label: str = "latency") -> None:
+    """Variance components (perfci/stats/components.py) of the log round values: the round-to-round sd inside
+    an invocation, the sd of the invocations' means as observed, and the job-level term beyond what the rounds
+    explain. With only the round term, the invocations' means spread about expected_normal_range(k) standard
+    errors (2.33 for 5); the job term does not shrink with more rounds, so it sets a floor on the spread."""
+    k = max((len(v) for v in scatter.values()), default=0)
+    if k < 2:
+        return
+    print(f"\nVariance components of the log round values, {label} (sd; {k} invocations):\n")
+    print(
+        "| case | rounds | within an invocation | of the invocations' means | job term | floor of the spread "
+        "(job term alone) | rounds for <= 3% |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    factor = expected_normal_range(k)
     for case_id, per_run in scatter.items():
-        devs = [x - statistics.fmean(run) for run in per_run if len(run) > 1 for x in run]
-        dof = sum(len(run) - 1 for run in per_run if len(run) > 1)
-        if dof == 0:
+        try:
+            c = job_components(per_run)
+        except ValueError:
             continue
-        sd = math.sqrt(sum(d * d for d in devs) / dof)
-        n = statistics.median(len(run) for run in per_run)
-        print(f"| `{case_id}` | {n:g} | {sd:.1%} | {1.2533 * sd / math.sqrt(n):.1%} |")
+        need = rounds_for_spread(c, 0.03, k)
+        shown = "never (job term alone > 3%)" if need is None else f"{math.ceil(need)}"
+        print(
+            f"| `{case_id}` | {c.rounds:g} | {c.within_sd:.1%} | {c.between_sd:.1%} | {c.job_sd:.1%} | "
+            f"{math.expm1(factor * c.job_sd):.1%} | {shown} |"
+        )
 
 
 if __name__ == "__main__":

@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CASES, CONTEXT, Clock, machine, make_injected_repo, now, perfci, rows_of, save, sh, write_doc
+
+from perfci.stats.components import job_components
 
 NAME = os.environ.get("PERFCI_BENCH_NAME", "stored")
 KERNEL = os.environ.get("PERFCI_BENCH_KERNEL", "numpy")
@@ -42,17 +43,12 @@ def case_logs(results: Path) -> dict[str, list[float]]:
 
 
 def job_noise(runs: list[Path]) -> dict[str, float]:
-    """Per case: sqrt(max(0, var(per-run mean log) - mean(within-run var / n)))."""
+    """Per case: the job-level term of the log round medians (perfci/stats/components.py)."""
     per_case: dict[str, list[list[float]]] = {}
     for r in runs:
         for case, logs in case_logs(r).items():
             per_case.setdefault(case, []).append(logs)
-    out = {}
-    for case, runs_logs in per_case.items():
-        means = [statistics.fmean(x) for x in runs_logs]
-        within = statistics.fmean(statistics.variance(x) / len(x) for x in runs_logs)
-        out[case] = math.sqrt(max(0.0, statistics.variance(means) - within))
-    return out
+    return {case: job_components(runs_logs).job_sd for case, runs_logs in per_case.items()}
 
 
 def main() -> None:

@@ -1,0 +1,59 @@
+"""Variance components of jobs and rounds (perfci/stats/components.py): hand values and seeded simulations."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from perfci.stats.components import JobComponents, expected_normal_range, job_components, rounds_for_spread
+
+
+def test_hand_values() -> None:
+    # two jobs, two rounds each: means 1 and 3, within deviations +-1 -> within var 2 (dof 2), between var 2
+    c = job_components([[0.0, 2.0], [2.0, 4.0]])
+    assert c.jobs == 2 and c.rounds == 2
+    assert c.within_sd == pytest.approx(math.sqrt(2.0))
+    assert c.between_sd == pytest.approx(math.sqrt(2.0))
+    assert c.job_sd == pytest.approx(1.0)  # sqrt(2 - 2/2)
+
+
+def test_no_job_term_when_rounds_explain_the_spread() -> None:
+    c = job_components([[0.0, 2.0], [0.5, 1.5]])  # means equal: between 0
+    assert c.between_sd == 0.0 and c.job_sd == 0.0
+
+
+def test_needs_two_jobs_of_two_rounds() -> None:
+    with pytest.raises(ValueError, match="at least 2 jobs"):
+        job_components([[1.0, 2.0], [3.0]])
+
+
+def test_expected_range_known_values() -> None:
+    assert expected_normal_range(2) == pytest.approx(2 / math.sqrt(math.pi), abs=1e-6)
+    assert expected_normal_range(5) == pytest.approx(2.3259, abs=1e-4)
+    assert expected_normal_range(1) == 0.0
+
+
+@pytest.mark.parametrize("job_sd", [0.0, 0.03])
+def test_simulated_components_are_recovered(job_sd: float) -> None:
+    rng = random.Random(7)
+    groups = []
+    for _ in range(400):
+        shift = rng.gauss(0.0, job_sd)
+        groups.append([shift + rng.gauss(0.0, 0.10) for _ in range(10)])
+    c = job_components(groups)
+    assert c.within_sd == pytest.approx(0.10, rel=0.05)
+    # the job variance's sampling sd here is about 7e-5 (between-job variance of 400 means of 10 rounds)
+    assert c.job_sd**2 == pytest.approx(job_sd**2, abs=2.5e-4)
+
+
+def test_rounds_for_spread() -> None:
+    budget = math.log(1.03) / expected_normal_range(5)
+    none = JobComponents(jobs=5, rounds=20, within_sd=0.1, between_sd=0.1, job_sd=budget * 1.01)
+    assert rounds_for_spread(none, 0.03, 5) is None
+    free = JobComponents(jobs=5, rounds=20, within_sd=0.1, between_sd=0.1, job_sd=0.0)
+    n = rounds_for_spread(free, 0.03, 5)
+    assert n == pytest.approx((0.1 / budget) ** 2)
+    # with that many rounds the expected range of 5 job means is exactly the 3% budget
+    assert expected_normal_range(5) * 0.1 / math.sqrt(n) == pytest.approx(math.log(1.03))
