@@ -7,7 +7,8 @@ spread of the reported median latency across invocations: max/min - 1. The bar (
 Usage: python benchmarks/aa_stability.py [--runs 5] [--out DIR] [--reuse] [-- extra perfci run args]
 Prints Markdown tables (paste them into docs/ with the date and machine): the spread of the medians, of two
 other estimators, and the round-to-round scatter inside an invocation that the median's spread comes from.
-`--reuse` analyses the results already in DIR/run-*/ instead of running perfci again.
+`--reuse` analyses the results already in DIR/run-*/ instead of running perfci again; with `--reuse`, `--out` may be
+given several times to pool their invocations (e.g. runs made on different days or with different options).
 """
 
 from __future__ import annotations
@@ -26,21 +27,25 @@ from perfci.profilers.fingerprint import cpu_model
 from perfci.schema import load_results
 from perfci.stats.components import expected_normal_range, job_components, rounds_for_spread
 
+BAR_INVOCATIONS = 5  # issue #3: the spread of 5 invocations' medians
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path(".perfci/aa-stability"))
+    parser.add_argument("--out", type=Path, action="append", help="[default: .perfci/aa-stability]")
     parser.add_argument("--reuse", action="store_true", help="analyse DIR/run-*/results.json, run nothing")
     parser.add_argument("extra", nargs="*", help="extra arguments for perfci run (after --)")
     args = parser.parse_args()
+    outs = args.out or [Path(".perfci/aa-stability")]
+    if len(outs) > 1 and not args.reuse:
+        parser.error("several --out only with --reuse")
     medians: dict[str, list[float]] = {}
     low: dict[str, list[tuple[float, float]]] = {}  # per invocation: (10th percentile, minimum) of all samples
     scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's median per-call time
     vs_ref: dict[str, list[float]] = {}  # per invocation: latency.vs_reference (profilers/reference.py)
     ratio_scatter: dict[str, list[list[float]]] = {}  # per invocation: log of each round's ratio to the reference
-    for i in range(args.runs):
-        out = args.out / f"run-{i}"
+    for out in (d / f"run-{j}" for d in outs for j in range(args.runs)):
         cmd = [sys.executable, "-m", "perfci", "run", "--out", str(out), "--exit-zero", *args.extra]
         if not args.reuse:
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -60,7 +65,7 @@ def main() -> int:
                 per_call = sorted(x / r.iterations for r in case.rounds for x in r.samples)
                 low.setdefault(case.id, []).append((per_call[len(per_call) // 10], per_call[0]))
     print(
-        f"A/A stability, {args.runs} invocations of `perfci run {' '.join(args.extra)}`, "
+        f"A/A stability, {len(outs) * args.runs} invocations of `perfci run {' '.join(args.extra)}`, "
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, {platform.node()}\n"
     )
     print("| case | medians (ms) | max/min - 1 | bar (<= 3% for >= 1 ms) |")
@@ -110,22 +115,25 @@ def print_round_scatter(scatter: dict[str, list[list[float]]], label: str = "lat
     k = max((len(v) for v in scatter.values()), default=0)
     if k < 2:
         return
-    print(f"\nVariance components of the log round values, {label} (sd; {k} invocations):\n")
+    print(
+        f"\nVariance components of the log round values, {label} (sd; {k} invocations; the last two columns "
+        f"for the bar's {BAR_INVOCATIONS} invocations):\n"
+    )
     print(
         "| case | rounds | within an invocation | of the invocations' means | job term | floor of the spread "
         "(job term alone) | rounds for <= 3% |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    factor = expected_normal_range(k)
+    factor = expected_normal_range(BAR_INVOCATIONS)
     for case_id, per_run in scatter.items():
         try:
             c = job_components(per_run)
         except ValueError:
             continue
-        need = rounds_for_spread(c, 0.03, k)
+        need = rounds_for_spread(c, 0.03, BAR_INVOCATIONS)
         shown = "never (job term alone > 3%)" if need is None else f"{math.ceil(need)}"
         print(
-            f"| `{case_id}` | {c.rounds:g} | {c.within_sd:.1%} | {c.between_sd:.1%} | {c.job_sd:.1%} | "
+            f"| `{case_id}` | {c.rounds:.3g} | {c.within_sd:.1%} | {c.between_sd:.1%} | {c.job_sd:.1%} | "
             f"{math.expm1(factor * c.job_sd):.1%} | {shown} |"
         )
 

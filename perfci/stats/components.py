@@ -17,7 +17,7 @@ from statistics import NormalDist, fmean
 @dataclass(frozen=True)
 class JobComponents:
     jobs: int
-    rounds: float  # mean rounds per job
+    rounds: float  # rounds per job (harmonic mean: what the job means' variance depends on)
     within_sd: float  # pooled sd of rounds inside a job
     between_sd: float  # sd of the job means, as observed
     job_sd: float  # the job-level term: sqrt(max(0, between^2 - within^2 / rounds))
@@ -32,7 +32,7 @@ def job_components(groups: Sequence[Sequence[float]]) -> JobComponents:
     means = [fmean(g) for g in used]
     dof = sum(len(g) - 1 for g in used)
     within_var = sum((x - m) ** 2 for g, m in zip(used, means, strict=True) for x in g) / dof
-    rounds = fmean(len(g) for g in used)
+    rounds = 1.0 / fmean(1.0 / len(g) for g in used)
     grand = fmean(means)
     between_var = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
     job_var = max(0.0, between_var - within_var / rounds)

@@ -57,3 +57,11 @@ def test_rounds_for_spread() -> None:
     assert n == pytest.approx((0.1 / budget) ** 2)
     # with that many rounds the expected range of 5 job means is exactly the 3% budget
     assert expected_normal_range(5) * 0.1 / math.sqrt(n) == pytest.approx(math.log(1.03))
+
+
+def test_unequal_rounds_use_the_harmonic_mean() -> None:
+    rng = random.Random(11)
+    groups = [[rng.gauss(0.0, 0.10) for _ in range(n)] for n in [5, 40] * 300]  # no job term at all
+    c = job_components(groups)
+    assert c.rounds == pytest.approx(2 / (1 / 5 + 1 / 40))
+    assert c.job_sd**2 == pytest.approx(0.0, abs=2.5e-4)
