@@ -68,6 +68,12 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def new_run_id() -> str:
+    """Unique per run, whatever the output folder is called (CI jobs reuse one name, e.g. `--out perfci-out`,
+    and the history store tells runs apart by their id): start time to the second plus 6 random hex digits."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
 def git_info(cwd: Path) -> GitInfo | None:
     def git(*args: str) -> str | None:
         try:
@@ -150,6 +156,7 @@ class Runner:
     done: int = 0
     total: int = 0
     _header: tuple[str, dict[str, Any], GitInfo | None] | None = None
+    _run_id: str = ""
 
     def run(self, specs: list[CaseSpec]) -> RunResult:
         self.start(specs)
@@ -170,6 +177,7 @@ class Runner:
                 for d in devices
             }
         self._header = (utc_now(), fp, git_info(Path.cwd()))
+        self._run_id = new_run_id()
 
     def todo(self, index: int, only: list[str] | None = None) -> list[CaseSpec]:
         """The still-healthy cases of round `index` (or those of them in `only`), in the round's shuffled order."""
@@ -275,7 +283,7 @@ class Runner:
             raise RuntimeError("Runner.start() was not called")
         started, fp, git = self._header
         run = RunResult(
-            run_id=self.out_dir.name or uuid.uuid4().hex[:12],
+            run_id=self._run_id,
             started_at=started,
             finished_at=utc_now(),
             fingerprint=fp,

@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import replace
 
+import sqlalchemy as sa
+
+from perfci.compare.history_noise import estimate_noise
+from perfci.compare.policy import METRICS, round_values
 from perfci.model import RunResult
+from perfci.store import tables
 from perfci.store.history import HistoryStore
 from perfci.store.trend import trends
 from tests.conftest import make_case, make_run
+
+
+def v1_tables() -> sa.MetaData:
+    """The version-1 layout, as the first perfci release created it (SQLAlchemy Core, so each backend gets its own
+    types and key generation): today's tables without the columns added in version 2."""
+    md = sa.MetaData()
+    tables.store_meta.to_metadata(md)
+    tables.runs.to_metadata(md)
+    sa.Table(
+        "measurements",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column("case_id", sa.String(500), nullable=False, index=True),
+        sa.Column("metric", sa.String(100), nullable=False),
+        sa.Column("unit", sa.String(32), nullable=False),
+        sa.Column("direction", sa.String(8), nullable=False),
+        sa.Column("value", sa.Float, nullable=False),
+        sa.Column("low", sa.Float),
+        sa.Column("high", sa.Float),
+    )
+    return md
 
 
 def history_runs(n: int = 16, step_at: int = 10, factor: float = 1.25) -> list[RunResult]:
@@ -38,3 +67,56 @@ def check_store(store: HistoryStore) -> None:
     assert [(s.run_id, s.commit) for s in alpha.shifts] == [("run-10", "c010")]
     assert 1.2 < alpha.shifts[0].ratio < 1.3
     assert by_case["t.beta[n=8]@cpu"].shifts == ()
+    check_round_statistics(store, runs)
+
+
+def check_round_statistics(store: HistoryStore, runs: list[RunResult]) -> None:
+    """Store version 2: timed metrics carry their rounds' log statistics, and the noise learned from them."""
+    beta_id = "t.beta[n=8]@cpu"
+    series = store.series("cpu-test", beta_id, "latency.median")
+    case = runs[0].case(beta_id)
+    assert case is not None
+    logs = [math.log(v) for v in round_values(case, METRICS["latency.median"]).values()]
+    assert series[0].rounds == 5
+    assert series[0].log_mean == statistics.fmean(logs)
+    assert series[0].log_sd == statistics.stdev(logs)
+    assert store.series("cpu-test", beta_id, "memory.peak_rss")[0].rounds is None  # not a timed metric
+    noise = estimate_noise(store, "cpu-test")
+    alpha = noise["t.alpha[n=8]@cpu"]
+    assert (alpha.used, alpha.since, alpha.term) == (6, "run-10", None)  # 6 runs since its change: too few
+    beta = noise[beta_id]
+    assert beta.used == 16 and beta.term is not None
+    # the synthetic rounds have no job term: the rounds explain the runs' scatter, the bound stays small
+    assert beta.term.job_upper < 0.01 and beta.noise == beta.term.job_upper
+
+
+def check_upgrade_from_v1(url: str) -> None:
+    """A version-1 store opens as version 2: old rows keep NULL round statistics, new rows get them."""
+    engine = sa.create_engine(url)
+    md = v1_tables()
+    md.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(md.tables["store_meta"].insert().values(key="store_version", value="1"))
+        run_pk = conn.execute(
+            md.tables["runs"].insert().values(
+                run_id="old", runner="cpu-test", commit="c0", branch="main", dirty=False,
+                started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:01:00Z", fingerprint="{}",
+            )
+        ).inserted_primary_key[0]  # fmt: skip
+        conn.execute(
+            md.tables["measurements"].insert().values(
+                run=run_pk, case_id="t.alpha[n=8]@cpu", metric="latency.median", unit="s", direction="lower",
+                value=0.001, low=0.0009, high=0.0011,
+            )
+        )  # fmt: skip
+    store = HistoryStore(url)
+    (old,) = store.series("cpu-test", "t.alpha[n=8]@cpu", "latency.median")
+    assert (old.run_id, old.value, old.rounds, old.log_sd) == ("old", 0.001, None, None)
+    fresh = make_run([make_case("alpha", 1e-3)], run_id="new")
+    assert store.ingest(replace(fresh, started_at="2026-02-01T00:00:00Z"), "cpu-test")
+    new = store.series("cpu-test", "t.alpha[n=8]@cpu", "latency.median")[-1]
+    assert new.run_id == "new" and new.rounds == 5 and new.log_sd is not None
+    with engine.connect() as conn:
+        version = conn.execute(sa.text("SELECT value FROM store_meta WHERE key = 'store_version'")).scalar()
+    assert version == "2"
+    HistoryStore(url)  # opening an upgraded store again changes nothing

@@ -8,17 +8,21 @@ import re
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
+from perfci.compare.history_noise import HistoryNoise
 from perfci.config import Config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
+from perfci.store.history import HistoryStore, default_url
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
 baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
@@ -123,6 +127,8 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
         out.print_json(json.dumps({"verdict": verdict_line(comparison, run), "rows": rows}))
     else:
         out.print(comparison_table(comparison))
+    for w in comparison.warnings:
+        err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
     err.print(verdict_line(comparison, run), highlight=False)
 
 
@@ -138,3 +144,36 @@ def worker_cpus(option: str | None, cfg: Config) -> tuple[int, ...] | None:
     if cpus is not None and (problem := unavailable(cpus, os.sched_getaffinity(0))):
         raise UsageError(f"{'--cpus' if option is not None else f'{cfg.source}: key cpus'}: {problem}.")
     return cpus
+
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
+]
+HistoryNoiseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--history-noise",
+        help="Take each case's cross-job noise from the history store (--db): the runs since its last change "
+        "point (upper 90% bound; 'perfci history noise' shows it); cases with fewer than 10 keep the default.",
+    ),
+]
+
+
+def history_store(db: str | None) -> HistoryStore:
+    return HistoryStore(db or os.environ.get("PERFCI_DB") or default_url(Path.cwd()))
+
+
+def noise_lookup(enabled: bool, db: str | None, runner: str, given: float | None = None) -> HistoryNoise | None:
+    """The `--history-noise` lookup for comparisons (None when off)."""
+    if not enabled:
+        return None
+    if given is not None:
+        raise UsageError("give --job-noise or --history-noise, not both.")
+    return HistoryNoise(history_store(db), runner)
+
+
+def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:
+    """Add the history-noise summary to the comparison's warnings (shown in every report)."""
+    note = lookup.summary() if lookup is not None else None
+    return replace(comparison, warnings=(*comparison.warnings, note)) if note else comparison

@@ -18,7 +18,18 @@ from typing import Annotated
 import typer
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-from perfci.cli.app import OutputFormat, app, baseline_app, consoles, guard, worker_cpus
+from perfci.cli.app import (
+    DbOpt,
+    HistoryNoiseOpt,
+    OutputFormat,
+    app,
+    baseline_app,
+    consoles,
+    guard,
+    noise_lookup,
+    with_noise_note,
+    worker_cpus,
+)
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
 from perfci.compare.baselines import latest_results, load_baseline, record, resolve_runner, update_baseline
 from perfci.compare.confirm import flagged_cases, merge_confirmation
@@ -140,6 +151,8 @@ def compare(
     job_noise: Annotated[
         float | None, typer.Option(help="Cross-job noise, sd of the log per-job shift [default: 0.10 CPU, 0.03 GPU].")
     ] = None,
+    history_noise: HistoryNoiseOpt = False,
+    db: DbOpt = None,
     metric: Metrics = None,
     allow_mismatch: Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")] = False,
     out: Out = None,
@@ -161,9 +174,13 @@ def compare(
         else:
             base, cand = load_results(baseline), load_results(candidate)
             labels = (str(baseline), str(candidate))
+            name = resolve_runner(runner, dict(os.environ), cfg.runner, cand.fingerprint)
         check_comparable(base, cand, allow_mismatch)
         settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise, catch=catch)
-        comparison = finish(compare_runs(base, cand, settings, labels), cand, out, junit, expected, fmt, base)
+        lookup = noise_lookup(history_noise, db, name, job_noise)
+        settings = replace(settings, job_noise_lookup=lookup)
+        compared = with_noise_note(compare_runs(base, cand, settings, labels), lookup)
+        comparison = finish(compared, cand, out, junit, expected, fmt, base)
         remedy = "To settle them, measure both revisions on one machine: `perfci ab BASE_REV`."
         print_unsettled_hint(comparison, settings, remedy)
         if html is not None:

@@ -9,23 +9,15 @@ from typing import Annotated
 
 import typer
 
-from perfci.cli.app import OutputFormat, app, consoles, guard, history_app
+from perfci.cli.app import DbOpt, OutputFormat, app, consoles, guard, history_app, history_store
+from perfci.compare.history_noise import MIN_RUNS, estimate_noise
 from perfci.errors import UsageError
 from perfci.patterns import case_pattern
 from perfci.profilers.fingerprint import runner_name
+from perfci.reports.noise import noise_json, noise_table
 from perfci.reports.trend import trend_table, trends_json
 from perfci.schema import load_results
-from perfci.store.history import HistoryStore, default_url
 from perfci.store.trend import trends
-
-DbOpt = Annotated[
-    str | None,
-    typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
-]
-
-
-def _store(db: str | None) -> HistoryStore:
-    return HistoryStore(db or os.environ.get("PERFCI_DB") or default_url(Path.cwd()))
 
 
 @history_app.command("ingest")
@@ -44,7 +36,7 @@ def history_ingest(
                 f"{', '.join(partial)}: the run did not complete (interrupted); the history keeps whole runs only.",
                 hint="re-run it, or compare it directly with 'perfci compare'",
             )
-        store = _store(db)
+        store = history_store(db)
         items = [(r, runner or os.environ.get("PERFCI_RUNNER") or runner_name(r.fingerprint)) for r in runs]
         added, skipped = store.ingest_many(items)
         _, err = consoles()
@@ -66,7 +58,7 @@ def trend(
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
 
     def body() -> int:
-        store = _store(db)
+        store = history_store(db)
         items = trends(store, metric, runner, tuple(case_pattern(p) for p in k or ()), min_effect)
         if not items:
             raise UsageError(
@@ -78,6 +70,41 @@ def trend(
             out.print_json(json.dumps(trends_json(items)))
         else:
             out.print(trend_table(items))
+        return 0
+
+    guard(body)
+
+
+@history_app.command("noise")
+def history_noise(
+    db: DbOpt = None,
+    metric: Annotated[str, typer.Option(help="Timed metric.")] = "latency.median",
+    runner: Annotated[str | None, typer.Option(help="Only this runner class.")] = None,
+    k: Annotated[list[str] | None, typer.Option("-k", help="Case pattern (as in perfci run). Repeatable.")] = None,
+    min_runs: Annotated[int, typer.Option(min=3, help="Runs since the last change needed for an estimate.")] = MIN_RUNS,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Per case: how much separate runs differ beyond their rounds (the cross-job noise that
+    `--history-noise` makes comparisons use), from the runs since the last change point."""
+
+    def body() -> int:
+        store = history_store(db)
+        patterns = tuple(case_pattern(p) for p in k or ())
+        items = [
+            e
+            for r in ([runner] if runner else store.runners())
+            for e in estimate_noise(store, r, metric, patterns, min_runs).values()
+        ]
+        if not items:
+            raise UsageError(
+                f"the history store has no values of {metric!r} for the selected cases.",
+                hint="add runs with 'perfci history ingest RESULTS.json'",
+            )
+        out, _ = consoles()
+        if fmt is OutputFormat.json:
+            out.print_json(json.dumps(noise_json(items)))
+        else:
+            out.print(noise_table(items, min_runs))
         return 0
 
     guard(body)

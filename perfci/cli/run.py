@@ -19,7 +19,19 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from perfci.cli.app import OutputFormat, app, consoles, guard, parse_size, print_comparison, worker_cpus
+from perfci.cli.app import (
+    DbOpt,
+    HistoryNoiseOpt,
+    OutputFormat,
+    app,
+    consoles,
+    guard,
+    noise_lookup,
+    parse_size,
+    print_comparison,
+    with_noise_note,
+    worker_cpus,
+)
 from perfci.cli.compare import print_unsettled_hint, stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
@@ -195,6 +207,8 @@ def run(
     confirm: Annotated[
         bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")
     ] = False,
+    history_noise: HistoryNoiseOpt = False,
+    db: DbOpt = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
@@ -222,7 +236,9 @@ def run(
         if memory_limit:
             settings = replace(settings, memory_limit_bytes=parse_size(memory_limit))
         # the baseline is read (and checked) before measuring: a bad one should not cost a whole run first
-        base_path = baseline or Path("baselines") / f"{runner_class(runner or cfg.runner, fingerprint())}.json"
+        runner_name = runner_class(runner or cfg.runner, fingerprint())
+        base_path = baseline or Path("baselines") / f"{runner_name}.json"
+        lookup = noise_lookup(history_noise, db, runner_name)  # opens (and checks) the store before measuring
         if baseline is not None and not base_path.exists():
             raise UsageError(f"{baseline}: baseline file not found.")
         baseline_run = load_results(base_path) if base_path.exists() else None
@@ -235,8 +251,9 @@ def run(
             raise
         comparison = None
         if baseline_run is not None:
-            decision = DecisionSettings(threshold=threshold, thresholds=dict(cfg.thresholds))
-            comparison = compare_runs(baseline_run, result, decision, (str(base_path), str(out_dir)))
+            decision = DecisionSettings(threshold=threshold, thresholds=dict(cfg.thresholds), job_noise_lookup=lookup)
+            compared = compare_runs(baseline_run, result, decision, (str(base_path), str(out_dir)))
+            comparison = with_noise_note(compared, lookup)
             comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings, decision)
         write_html(out_dir / "report.html", result, comparison, baseline_run)
         write_markdown(out_dir / "summary.md", result, comparison, baseline_run)

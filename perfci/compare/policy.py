@@ -56,6 +56,9 @@ class DecisionSettings:
     metrics: tuple[str, ...] = DEFAULT_METRICS
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     threshold_lookup: Callable[[str, str], float | None] | None = None  # e.g. Config.threshold
+    # unpaired only, when job_noise is None: per (case, metric), e.g. compare/history_noise.HistoryNoise; a None
+    # answer keeps the default
+    job_noise_lookup: Callable[[str, str], float | None] | None = None
     memory_slack_bytes: float = MEMORY_SLACK_BYTES
 
     def alpha(self, n_cases: int = 1) -> float:
@@ -71,6 +74,9 @@ class DecisionSettings:
             "noise_factor": self.noise_factor,
             "catch": self.catch,
             "job_noise": self.job_noise,
+            "job_noise_from": "given"
+            if self.job_noise is not None
+            else ("history" if self.job_noise_lookup is not None else "default"),
             "trim": self.trim,
             "metrics": list(self.metrics),
             "thresholds": self.thresholds,
@@ -176,6 +182,10 @@ def is_gpu(case_id: str) -> bool:
 def job_noise(settings: DecisionSettings, case_id: str, metric: str = "latency.median") -> float:
     if settings.job_noise is not None:
         return settings.job_noise
+    if settings.job_noise_lookup is not None:
+        learned = settings.job_noise_lookup(case_id, metric)
+        if learned is not None:
+            return learned
     if is_gpu(case_id):
         return GPU_JOB_NOISE
     return REFERENCE_JOB_NOISE if metric == "latency.vs_reference" else CPU_JOB_NOISE

@@ -33,10 +33,55 @@ def job_components(groups: Sequence[Sequence[float]]) -> JobComponents:
     dof = sum(len(g) - 1 for g in used)
     within_var = sum((x - m) ** 2 for g, m in zip(used, means, strict=True) for x in g) / dof
     rounds = 1.0 / fmean(1.0 / len(g) for g in used)
-    grand = fmean(means)
-    between_var = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    between_var = _variance(means)
     job_var = max(0.0, between_var - within_var / rounds)
     return JobComponents(len(used), rounds, math.sqrt(within_var), math.sqrt(between_var), math.sqrt(job_var))
+
+
+def _variance(xs: Sequence[float]) -> float:
+    m = fmean(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+@dataclass(frozen=True)
+class JobTerm:
+    """The job-level term estimated from per-job summaries (e.g. a history of runs)."""
+
+    jobs: int
+    between_sd: float  # sd of the job means
+    sampling_sd: float  # what the rounds alone explain of it: sqrt(mean(round_sd_i^2 / rounds_i))
+    job_sd: float  # point estimate: sqrt(max(0, between^2 - sampling^2))
+    job_upper: float  # one-sided upper confidence bound of the job term (chi-square bound on the between variance)
+    confidence: float
+
+
+def job_term(
+    means: Sequence[float], round_sds: Sequence[float], rounds: Sequence[int], confidence: float = 0.9
+) -> JobTerm:
+    """Job-level term from per-job summaries: each job's mean of log round values, the sd of its log round values
+    and its number of rounds. The upper bound scales the between-job variance by (k-1) / chi2_{1-confidence, k-1}
+    (exact for normal job means) before subtracting the sampling part; use it where underestimating the noise
+    costs more than overestimating it (a gate's false alarms)."""
+    k = len(means)
+    if k < 3 or len(round_sds) != k or len(rounds) != k:
+        raise ValueError("need at least 3 jobs, each with a mean, a round sd and a round count")
+    if not 0.5 <= confidence < 1.0:
+        raise ValueError("confidence must lie in [0.5, 1)")
+    if any(n < 2 for n in rounds):
+        raise ValueError("each job needs at least 2 rounds")
+    from scipy import stats as sps  # lazily: importing scipy costs every CLI command about a second
+
+    between_var = _variance(means)
+    sampling_var = fmean(sd * sd / n for sd, n in zip(round_sds, rounds, strict=True))
+    upper_var = between_var * (k - 1) / float(sps.chi2.ppf(1.0 - confidence, k - 1))
+    return JobTerm(
+        jobs=k,
+        between_sd=math.sqrt(between_var),
+        sampling_sd=math.sqrt(sampling_var),
+        job_sd=math.sqrt(max(0.0, between_var - sampling_var)),
+        job_upper=math.sqrt(max(0.0, upper_var - sampling_var)),
+        confidence=confidence,
+    )
 
 
 def expected_normal_range(k: int, steps: int = 4000) -> float:

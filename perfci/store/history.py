@@ -2,23 +2,27 @@
 
 `HistoryStore(url)` opens (and creates) the store: `sqlite:///path/history.db` or
 `postgresql+psycopg://user@host/db`. Ingesting the same run twice for a runner is a no-op, so a CI job can
-retry safely. A store written by a newer perfci (higher `store_version`) is refused with a clear error.
+retry safely. A store written by a newer perfci (higher `store_version`) is refused with a clear error; an
+older one is upgraded in place (tables.py).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, insert, select
+from sqlalchemy import create_engine, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
+from perfci.compare.policy import METRICS, round_values
 from perfci.errors import InfrastructureError, UsageError
-from perfci.model import CaseStatus, RunResult
-from perfci.store.tables import STORE_VERSION, measurements, metadata, runs, store_meta
+from perfci.model import CaseResult, CaseStatus, RunResult
+from perfci.store.tables import ADDED_IN_2, STORE_VERSION, measurements, metadata, runs, store_meta
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,19 @@ class Point:
     low: float | None
     high: float | None
     unit: str = ""  # as stored with the measurement ("s", "B", "x ref", ...)
+    rounds: int | None = None  # timed metrics (store version 2): rounds, and mean and sd of the log round values
+    log_mean: float | None = None
+    log_sd: float | None = None
+
+
+def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | None]:
+    """Rounds, mean and sd of the log per-round values of a timed metric (the compare rules' per-round values);
+    all None for other metrics or fewer than 2 rounds."""
+    definition = METRICS.get(metric)
+    logs = [math.log(v) for v in round_values(case, definition).values()] if definition and definition.timed else []
+    if len(logs) < 2:
+        return {"rounds": None, "log_mean": None, "log_sd": None}
+    return {"rounds": len(logs), "log_mean": statistics.fmean(logs), "log_sd": statistics.stdev(logs)}
 
 
 def default_url(root: Path) -> str:
@@ -70,6 +87,12 @@ class HistoryStore:
                     f"the history store has version {row[0]}; this perfci reads up to {STORE_VERSION}.",
                     hint="upgrade perfci",
                 )
+            elif int(row[0]) < 2:
+                for name, sql_type in ADDED_IN_2:
+                    conn.execute(text(f"ALTER TABLE measurements ADD COLUMN {name} {sql_type}"))
+                conn.execute(
+                    update(store_meta).where(store_meta.c.key == "store_version").values(value=str(STORE_VERSION))
+                )
 
     def ingest(self, run: RunResult, runner: str) -> bool:
         """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""
@@ -105,6 +128,7 @@ class HistoryStore:
                         "value": m.value,
                         "low": m.low,
                         "high": m.high,
+                        **round_statistics(c, m.name),
                     }
                     for c in run.cases
                     if c.status is CaseStatus.OK
@@ -141,13 +165,16 @@ class HistoryStore:
                 measurements.c.low,
                 measurements.c.high,
                 measurements.c.unit,
+                measurements.c.rounds,
+                measurements.c.log_mean,
+                measurements.c.log_sd,
             )
             .join(runs, measurements.c.run == runs.c.id)
             .where(runs.c.runner == runner, measurements.c.case_id == case_id, measurements.c.metric == metric)
             .order_by(runs.c.started_at, runs.c.id)
         )
         with self.engine.connect() as conn:
-            return [Point(*row) for row in conn.execute(q)]
+            return [Point(**row._mapping) for row in conn.execute(q)]
 
     def ingest_many(self, items: Iterable[tuple[RunResult, str]]) -> tuple[int, int]:
         added = skipped = 0

@@ -1,4 +1,9 @@
-"""Table definitions of the history store (SQLAlchemy Core). Version 1; `store_meta` records it."""
+"""Table definitions of the history store (SQLAlchemy Core). Version 2; `store_meta` records it.
+
+Version 2 added to `measurements` the round statistics of timed metrics (`rounds`, and the mean and sd of the
+log per-round values): what the cross-job noise learned from history needs (compare/history_noise.py). A
+version-1 store is upgraded in place when opened (`HistoryStore`); its old rows keep NULL there.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 
 metadata = MetaData()
 
@@ -53,4 +58,10 @@ measurements = Table(
     Column("value", Float, nullable=False),
     Column("low", Float),
     Column("high", Float),
+    Column("rounds", Integer),  # timed metrics: rounds with a value (version 2)
+    Column("log_mean", Float),  # mean of the log per-round values (version 2)
+    Column("log_sd", Float),  # sd of the log per-round values (version 2)
 )
+
+# Columns added after version 1, with their SQL types, for the in-place upgrade.
+ADDED_IN_2 = (("rounds", "INTEGER"), ("log_mean", "FLOAT"), ("log_sd", "FLOAT"))

@@ -20,6 +20,7 @@ class Shift:
     after: float
     ratio: float
     p_value: float
+    index: int = 0  # position of the run in the series
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Trend:
 
 def _shift(points: list[Point], cp: ChangePoint) -> Shift:
     first = points[cp.index]
-    return Shift(first.run_id, first.commit, first.started_at, cp.before, cp.after, cp.ratio, cp.p_value)
+    return Shift(first.run_id, first.commit, first.started_at, cp.before, cp.after, cp.ratio, cp.p_value, cp.index)
 
 
 def trends(

@@ -227,3 +227,18 @@ def test_speed_reference_is_timed_before_every_sample_of_torch_cases_only(tmp_pa
     for c in load_results(tmp_path / "t" / "results.json").cases:
         assert c.metric("latency.vs_reference") is None
         assert "reference_per_call_s" not in c.rounds[0].telemetry
+
+
+def test_runs_into_one_output_folder_are_distinct_runs(tmp_path: Path) -> None:
+    """CI jobs reuse one folder name (`--out perfci-out`); the history store must still see separate runs."""
+    ids = []
+    for _ in range(2):
+        proc = perfci("run", str(DATA / "tiny.py"), "--out", "perfci-out", "--rounds", "2", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        ids.append(load_results(tmp_path / "perfci-out" / "results.json").run_id)
+        dest = tmp_path / f"r{len(ids)}.json"
+        dest.write_text((tmp_path / "perfci-out" / "results.json").read_text())
+    assert ids[0] != ids[1]
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    ingest = perfci("history", "ingest", str(tmp_path / "r1.json"), str(tmp_path / "r2.json"), "--db", db, cwd=tmp_path)
+    assert ingest.returncode == 0 and "ingested 2 run(s), skipped 0" in ingest.stderr

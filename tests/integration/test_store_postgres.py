@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_store
+from tests.store_cases import check_store, check_upgrade_from_v1
 
 URL = os.environ.get("PERFCI_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.integration
@@ -27,7 +29,9 @@ def pg_url() -> str:
     return URL
 
 
-def test_postgres_store(pg_url: str) -> None:
+@contextmanager
+def fresh_schema(pg_url: str) -> Iterator[str]:
+    """A URL whose connections work in a new, empty schema (dropped afterwards)."""
     import sqlalchemy as sa
 
     schema = f"t_{uuid.uuid4().hex[:8]}"
@@ -36,7 +40,17 @@ def test_postgres_store(pg_url: str) -> None:
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
     try:
         sep = "&" if "?" in pg_url else "?"
-        check_store(HistoryStore(f"{pg_url}{sep}options=-csearch_path%3D{schema}"))
+        yield f"{pg_url}{sep}options=-csearch_path%3D{schema}"
     finally:
         with admin.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+
+
+def test_postgres_store(pg_url: str) -> None:
+    with fresh_schema(pg_url) as url:
+        check_store(HistoryStore(url))
+
+
+def test_postgres_store_upgrade_from_version_1(pg_url: str) -> None:
+    with fresh_schema(pg_url) as url:
+        check_upgrade_from_v1(url)
