@@ -16,6 +16,7 @@ from perfci.patterns import case_pattern
 from perfci.profilers.fingerprint import runner_name
 from perfci.reports.noise import noise_json, noise_table
 from perfci.reports.trend import trend_table, trends_json
+from perfci.reports.trend_html import write_trend_html
 from perfci.schema import load_results
 from perfci.store.trend import trends
 
@@ -53,23 +54,35 @@ def trend(
     runner: Annotated[str | None, typer.Option(help="Only this runner class.")] = None,
     k: Annotated[list[str] | None, typer.Option("-k", help="Case pattern (as in perfci run). Repeatable.")] = None,
     min_effect: Annotated[float, typer.Option(help="Smallest change worth reporting (0.03 = 3%).")] = 0.03,
+    html: Annotated[
+        Path | None, typer.Option(help="Also write an HTML trend report here (table, series charts, change points).")
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
 
     def body() -> int:
         store = history_store(db)
-        items = trends(store, metric, runner, tuple(case_pattern(p) for p in k or ()), min_effect)
+        patterns = tuple(case_pattern(p) for p in k or ())
+        items = trends(store, metric, runner, patterns, min_effect)
         if not items:
             raise UsageError(
                 f"the history store has no values of {metric!r} for the selected cases.",
                 hint="add runs with 'perfci history ingest RESULTS.json'",
             )
-        out, _ = consoles()
+        out, err = consoles()
         if fmt is OutputFormat.json:
             out.print_json(json.dumps(trends_json(items)))
         else:
             out.print(trend_table(items))
+        if html is not None:
+            noise = {
+                (e.runner, e.case_id): e
+                for r in sorted({t.runner for t in items})
+                for e in estimate_noise(store, r, metric, patterns).values()
+            }
+            write_trend_html(html, items, noise, metric, store.label)
+            err.print(f"trend report: {html}", highlight=False)
         return 0
 
     guard(body)

@@ -48,7 +48,7 @@ def script_json(obj: Any) -> Markup:
 
 
 @cache
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files("perfci.reports").joinpath(f"templates/{name}").read_text("utf-8")
 
 
@@ -59,13 +59,13 @@ PLOTLY_BUNDLE = "plotly-basic.min.js"  # plotly.js-basic-dist-min 4.1.1 from npm
 def plotly_js() -> str | None:
     """The vendored plotly.js bundle, or None when it is missing (the report then renders without charts)."""
     try:
-        text = _asset(PLOTLY_BUNDLE)
+        text = asset(PLOTLY_BUNDLE)
     except FileNotFoundError:
         return None
     return text.replace("</script", "<\\/script")
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("perfci.reports", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
@@ -115,14 +115,15 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "charts": charts,
         "data": script_json(chart_data(inp) if charts else {"cases": []}),
         "plotly": Markup(js) if js else None,
-        "css": Markup(_asset("report.css")),
-        "script": Markup(_asset("report.js")),
+        "css": Markup(asset("report.css")),
+        "table_js": Markup(asset("table.js")),
+        "script": Markup(asset("report.js")),
         "max_samples": MAX_SAMPLES,
     }
 
 
 def render_report(inp: ReportInput, charts: bool = True) -> str:
-    return _environment().get_template("report.html.j2").render(_context(inp, charts))
+    return environment().get_template("report.html.j2").render(_context(inp, charts))
 
 
 def render_html(run: RunResult | None, comparison: Comparison | None, baseline: RunResult | None = None) -> str:

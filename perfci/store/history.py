@@ -57,6 +57,7 @@ def default_url(root: Path) -> str:
 
 class HistoryStore:
     def __init__(self, url: str) -> None:
+        self.label = self._safe(url)  # for reports and messages: the URL without a password
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -212,3 +212,60 @@ def test_500_case_comparison_renders_fast(
         if page.ready_s < RENDER_LIMIT_S:
             break
     assert min(times) < RENDER_LIMIT_S, times
+
+
+def trend_store(tmp_path: Path) -> str:
+    """16 runs: 'alpha' 25% slower from run 10 (commit c010), 'beta' steady, and a case with a hostile name that
+    gets 20% faster from run 8."""
+    from dataclasses import replace
+
+    from perfci.store.history import HistoryStore
+    from tests.conftest import make_case
+    from tests.store_cases import history_runs
+
+    url = f"sqlite:///{tmp_path / 'trend.db'}"
+    runs = []
+    for i, run in enumerate(history_runs()):
+        hostile = make_case(f"hostile{HOSTILE}", 3e-3, seed=i, scale=0.8 if i >= 8 else 1.0)
+        runs.append(replace(run, cases=(*run.cases, hostile)))
+    HistoryStore(url).ingest_many((r, "cpu-test") for r in runs)
+    return url
+
+
+def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    path = tmp_path / "trend.html"
+    res = CliRunner().invoke(app, ["trend", "--db", trend_store(tmp_path), "--html", str(path)])
+    assert res.exit_code == 0, res.output
+    assert path.stat().st_size < SIZE_LIMIT
+    page = Page(browser, path)
+    try:
+        assert page.problems == [] and page.network() == []
+        assert page.page.inner_text("#verdict").startswith("3 case(s) on 1 runner(s): 1 worse and 1 better")
+        cases = page.column(2)
+        assert cases[0] == "t.alpha[n=8]@cpu"  # the slowdown first
+        assert sorted(cases) == sorted(["t.alpha[n=8]@cpu", "t.beta[n=8]@cpu", f"t.hostile{HOSTILE}[n=8]@cpu"])
+        assert page.page.evaluate("document.querySelectorAll('#cases script').length") == 0
+        assert page.column(0) == ["slower", "faster", "steady"]
+        assert page.column(6)[0] == "c010" and page.column(5)[0].startswith("+2")  # commit and size of the change
+        # the series chart drew the worst case, with its change point labelled by commit
+        assert page.page.locator("#chart-series .main-svg").count() > 0
+        assert "c010" in page.page.inner_text("#chart-series")
+        # a click on another case draws it (the hostile one: its name must stay text in the selector too)
+        page.page.locator("#cases td.case", has_text="hostile").first.click()
+        label = page.page.eval_on_selector("#series-case", "s => s.options[s.selectedIndex].text")
+        assert label == f"t.hostile{HOSTILE}[n=8]@cpu (cpu-test)"
+        # sorting by runs count and filtering by status
+        page.page.locator("#cases th", has_text="change points").click()
+        assert page.column(9) == sorted(page.column(9))
+        page.page.select_option("#verdict-filter", "steady")
+        assert page.column(2) == ["t.beta[n=8]@cpu"]
+        page.page.select_option("#verdict-filter", "")
+        page.page.evaluate("window.scrollTo(0, 0)")
+        page.page.screenshot(path=str(artifacts_dir() / "report-trend.png"), full_page=True)
+        assert page.problems == [] and page.network() == []
+    finally:
+        page.close()

@@ -1,0 +1,68 @@
+/* perfci trend report: the cases table (table.js) and one series chart, drawn with plotly.js from the JSON blob.
+   Every string from the store reaches the page through textContent or esc(): never as markup. */
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("perfci-data").textContent);
+  var table = document.getElementById("cases");
+  var rows = window.perfciTable(table, document.getElementById("filter"),
+                                document.getElementById("verdict-filter"), document.getElementById("shown"));
+  var select = document.getElementById("series-case");
+  var byKey = {};
+  data.cases.forEach(function (c, i) { byKey[c.runner + "\u0000" + c.id] = i; });
+  /* the selector follows the table's order (worst first) */
+  var order = rows.map(function (tr) {
+    return byKey[tr.cells[1].textContent + "\u0000" + tr.cells[2].textContent];
+  });
+  order.forEach(function (i) {
+    var opt = document.createElement("option");
+    opt.value = String(i);
+    opt.textContent = data.cases[i].id + " (" + data.cases[i].runner + ")";
+    select.appendChild(opt);
+  });
+
+  function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
+  var drawn = 0;
+  function render() {
+    if (typeof window.Plotly === "undefined" || select.value === "") { return; }
+    var c = data.cases[parseInt(select.value, 10)], runs = data.runners[c.runner].runs;
+    var text = c.x.map(function (x) { return esc(runs[x][0]) + "<br>commit " + esc(runs[x][1] || "?") + "<br>" + esc(runs[x][2]); });
+    var up = c.y.map(function (y, i) { return c.hi[i] == null || y == null ? 0 : c.hi[i] - y; });
+    var down = c.y.map(function (y, i) { return c.lo[i] == null || y == null ? 0 : y - c.lo[i]; });
+    var traces = [{ type: "scatter", mode: "markers", name: "runs", x: c.x, y: c.y, text: text,
+                    hovertemplate: "%{text}<br>%{y:.4g} " + esc(c.unit) + "<extra></extra>",
+                    marker: { color: "#1f5fbf", size: 6 },
+                    error_y: { type: "data", array: up, arrayminus: down, thickness: 1, width: 0, color: "#7f8c9d" } }];
+    c.regimes.forEach(function (r, k) {
+      traces.push({ type: "scatter", mode: "lines", name: k === 0 ? "regime mean" : "", showlegend: k === 0,
+                    x: [r[0] - 0.4, r[1] + 0.4], y: [r[2], r[2]], hoverinfo: "skip",
+                    line: { color: "#c77c00", width: 2 } });
+    });
+    var shapes = [], notes = [];
+    c.shifts.forEach(function (s) {
+      shapes.push({ type: "line", xref: "x", yref: "paper", x0: s[0] - 0.5, x1: s[0] - 0.5, y0: 0, y1: 1,
+                    line: { color: s[1] > 1 ? "#b3261e" : "#1b6e20", width: 1, dash: "dash" } });
+      notes.push({ x: s[0] - 0.5, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
+                   text: esc(s[2]) + " " + ((s[1] - 1) * 100).toFixed(1) + "%", font: { size: 10 } });
+    });
+    window.Plotly.newPlot("chart-series", traces, {
+      height: 420, margin: { l: 70, r: 20, t: 40, b: 50 }, font: { size: 11 }, shapes: shapes, annotations: notes,
+      hovermode: "closest", legend: { orientation: "h", y: -0.2 },
+      xaxis: { title: { text: "runs of " + esc(c.runner) + " in time order" }, zeroline: false },
+      yaxis: { title: { text: esc(data.metric) + " (" + esc(c.unit) + ")" }, rangemode: "tozero" }
+    }, { displaylogo: false, responsive: true });
+    drawn += 1;
+  }
+  select.addEventListener("change", render);
+  table.tBodies[0].addEventListener("click", function (e) {  /* a click on a case shows its series */
+    var td = e.target.closest("td.case");
+    if (!td) { return; }
+    var key = td.parentNode.cells[1].textContent + "\u0000" + td.textContent;
+    if (byKey[key] === undefined) { return; }
+    select.value = String(byKey[key]);
+    render();
+    document.getElementById("charts").scrollIntoView();
+  });
+  window.perfciDrawAll = function () { render(); return { drawn: drawn }; };
+  render();
+  document.body.dataset.ready = "1";
+}());

@@ -1,0 +1,178 @@
+"""Trend report: one self-contained HTML page over the history store, for people who follow a suite over time.
+
+Per runner class ("per hardware") and case: where the metric stands, which runs and commits moved it (change
+points, store/trend.py), how much separate runs differ there (the learned cross-job noise,
+compare/history_noise.py), and a chart of the series with each run's interval, the regimes between change points
+and the commits that started them. The same safety rules as the run report (html.py): autoescaped templates,
+chart data as one escaped JSON blob, plotly.js embedded once, nothing fetched.
+
+Data layout (compact: runs are stored once per runner, cases refer to them by position):
+  {"metric", "unit_note", "runners": {name: {"runs": [[run_id, commit, date], ...]}},
+   "cases": [{"id", "runner", "unit", "scale", "x": [run positions], "y", "lo", "hi",
+              "regimes": [[first_x, last_x, geometric mean], ...], "shifts": [[x, ratio, commit], ...]}]}
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import geometric_mean
+from typing import Any
+
+from markupsafe import Markup
+
+from perfci.compare.history_noise import NoiseEstimate
+from perfci.compare.policy import METRICS
+from perfci.model import Direction
+from perfci.reports.charts import r4, time_unit
+from perfci.reports.html import asset, environment, plotly_js, script_json
+from perfci.reports.units import format_ratio, format_value
+from perfci.store.history import Point
+from perfci.store.trend import Trend
+
+MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
+
+
+def _direction(metric: str) -> Direction:
+    known = METRICS.get(metric)
+    return known.direction if known is not None else Direction.LOWER
+
+
+def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, float]]:
+    bounds = [0, *(s.index for s in trend.shifts), len(points)]
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        values = [p.value for p in points[a:b] if p.value > 0]
+        if values:
+            out.append((a, b - 1, geometric_mean(values)))
+    return out
+
+
+def _status(trend: Trend, direction: Direction) -> str:
+    if not trend.shifts:
+        return "steady"
+    worse = trend.shifts[-1].ratio > 1.0 if direction is Direction.LOWER else trend.shifts[-1].ratio < 1.0
+    return "slower" if worse else "faster"
+
+
+def trend_rows(items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate]) -> list[dict[str, Any]]:
+    """One table row per trend, the latest change for the worse first (biggest first), then for the better, then
+    steady series."""
+    keyed: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
+    for t in items:
+        direction = _direction(t.metric)
+        status = _status(t, direction)
+        regimes = _regimes(t.points, t)
+        overall = regimes[-1][2] / regimes[0][2] if len(regimes) > 1 else None
+        last = t.shifts[-1] if t.shifts else None
+        est = noise.get((t.runner, t.case_id))
+        job = est.noise if est is not None else None
+        severity = abs(math.log(last.ratio)) if last is not None and last.ratio > 0 else 0.0
+        rank = {"slower": 0, "faster": 1, "steady": 2}[status]
+        unit = t.points[-1].unit if t.points else ""
+        row = {
+            "runner": t.runner,
+            "case": t.case_id,
+            "status": status,
+            "rank": rank,
+            "runs": len(t.points),
+            "latest": format_value(t.latest, unit),
+            "latest_v": t.latest,
+            "last_change": format_ratio(last.ratio) if last else "-",
+            "last_change_v": last.ratio if last else None,
+            "last_commit": (last.commit or "?")[:10] if last else "-",
+            "last_when": last.started_at[:10] if last else "-",
+            "overall": format_ratio(overall) if overall else "-",
+            "overall_v": overall,
+            "shifts": len(t.shifts),
+            "noise": f"{job:.1%}" if job is not None else "-",
+            "noise_v": job,
+        }
+        keyed.append(((rank, -severity, t.runner, t.case_id), row))
+    keyed.sort(key=lambda kr: kr[0])
+    return [row for _, row in keyed]
+
+
+def trend_data(items: list[Trend], metric: str) -> dict[str, Any]:
+    runners: dict[str, dict[str, Any]] = {}
+    positions: dict[str, dict[str, int]] = {}
+    for t in items:
+        pos = positions.setdefault(t.runner, {})
+        runs = runners.setdefault(t.runner, {"runs": []})["runs"]
+        for p in t.points:
+            if p.run_id not in pos:
+                pos[p.run_id] = len(runs)
+                runs.append([p.run_id, (p.commit or "")[:10], p.started_at[:16].replace("T", " ")])
+    # runs in time order per runner: positions follow the first time a run is seen, then are re-sorted
+    for name, info in runners.items():
+        order = sorted(range(len(info["runs"])), key=lambda i: (info["runs"][i][2], i))
+        remap = {old: new for new, old in enumerate(order)}
+        info["runs"] = [info["runs"][i] for i in order]
+        positions[name] = {rid: remap[i] for rid, i in positions[name].items()}
+    cases = []
+    for t in items:
+        pts = t.points[-MAX_POINTS:]
+        cut = len(t.points) - len(pts)
+        unit = pts[-1].unit if pts else ""
+        label, scale = time_unit(max((p.value for p in pts), default=1.0)) if unit == "s" else (unit, 1.0)
+        pos = positions[t.runner]
+        x_of = {i: pos[p.run_id] for i, p in enumerate(t.points)}
+        cases.append(
+            {
+                "id": t.case_id,
+                "runner": t.runner,
+                "unit": label,
+                "x": [x_of[cut + i] for i in range(len(pts))],
+                "y": [r4(p.value / scale) for p in pts],
+                "lo": [r4(p.low / scale) if p.low is not None else None for p in pts],
+                "hi": [r4(p.high / scale) if p.high is not None else None for p in pts],
+                "regimes": [
+                    [x_of[max(a, cut)], x_of[b], r4(m / scale)] for a, b, m in _regimes(t.points, t) if b >= cut
+                ],
+                "shifts": [[x_of[s.index], r4(s.ratio), (s.commit or "?")[:10]] for s in t.shifts if s.index >= cut],
+            }
+        )
+    return {"metric": metric, "max_points": MAX_POINTS, "runners": runners, "cases": cases}
+
+
+def render_trend(
+    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str
+) -> str:  # fmt: skip
+    rows = trend_rows(items, noise)
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("slower", "faster", "steady")}
+    runners = sorted({t.runner for t in items})
+    title = (
+        f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['slower']} worse and {counts['faster']} better "
+        f"since their last change point, {counts['steady']} steady"
+    )
+    js = plotly_js()
+    return (
+        environment()
+        .get_template("trend.html.j2")
+        .render(
+            title=title,
+            metric=metric,
+            source=source,
+            runners=runners,
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            rows=rows,
+            counts=[(s, n) for s, n in counts.items() if n],
+            direction=_direction(metric).value,
+            max_points=MAX_POINTS,
+            data=script_json(trend_data(items, metric)),
+            plotly=Markup(js) if js else None,
+            css=Markup(asset("report.css")),
+            table_js=Markup(asset("table.js")),
+            script=Markup(asset("trend.js")),
+        )
+    )
+
+
+def write_trend_html(
+    path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str
+) -> None:  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_trend(items, noise, metric, source), "utf-8")
