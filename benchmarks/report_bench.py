@@ -3,7 +3,8 @@
     python -m benchmarks.report_bench [RESULTS.json ...]
 
 Synthetic comparisons (tests/report_fixtures.py: 500 cases with GPU telemetry and peaks, 3 metrics per case)
-plus any results files given (e.g. a real default-suite run). Render times need Chromium and playwright.
+plus any results files given (e.g. a real default-suite run), and a trend report over a synthetic history store
+(500 cases x 100 runs, a 10% step in every tenth case at run 60). Render times need Chromium and playwright.
 """
 
 from __future__ import annotations
@@ -12,11 +13,18 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from perfci.compare.history_noise import estimate_noise
+from perfci.model import RunResult
 from perfci.reports.html import render_html
 from perfci.reports.markdown import render_markdown
+from perfci.reports.trend_html import render_trend
 from perfci.schema import load_results
+from perfci.store.history import HistoryStore
+from perfci.store.trend import trends
+from tests.conftest import make_case, make_run
 from tests.integration.test_report_browser import CHROMIUM_ARGS
 from tests.report_fixtures import suite_comparison
 from tests.unit.test_report_markdown import synthetic
@@ -42,6 +50,38 @@ def browser_times(paths: list[Path], repeats: int = 3) -> dict[Path, list[tuple[
     return out
 
 
+def history(cases: int, runs: int) -> list[RunResult]:
+    out = []
+    for i in range(runs):
+        made = [
+            make_case(f"c{k:03d}", 1e-3 * (1 + k % 7), seed=i, scale=1.1 if k % 10 == 0 and i >= 60 else 1.0)
+            for k in range(cases)
+        ]
+        stamp = f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}T00:00:00.000000Z"
+        out.append(replace(make_run(made, run_id=f"r{i:03d}"), started_at=stamp, finished_at=stamp))
+    return out
+
+
+def trend_page(folder: Path, cases: int = 500, runs: int = 100) -> tuple[str, Path]:
+    start = time.perf_counter()
+    store = HistoryStore(f"sqlite:///{folder / 'trend.db'}")
+    store.ingest_many((r, "bench") for r in history(cases, runs))
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    items = trends(store)
+    noise = {(e.runner, e.case_id): e for e in estimate_noise(store, "bench", items=items).values()}
+    html = render_trend(items, noise, "latency.median", store.label)
+    took = time.perf_counter() - start
+    path = folder / "trend.html"
+    path.write_text(html, "utf-8")
+    flagged = sum(1 for t in items if t.shifts)
+    label = (
+        f"trend report, {cases} cases x {runs} runs ({flagged} with change points; store built in {built:.1f} s), "
+        f"trends + noise + page in {took:.2f} s"
+    )
+    return label, path
+
+
 def main(argv: list[str]) -> None:
     folder = Path(tempfile.mkdtemp(prefix="perfci-report-bench-"))
     pages: dict[str, Path] = {}
@@ -57,6 +97,8 @@ def main(argv: list[str]) -> None:
         path = folder / f"run-{len(pages)}.html"
         path.write_text(render_html(run, None), "utf-8")
         pages[f"{arg} ({len(run.cases)} cases)"] = path
+    label, path = trend_page(folder)
+    pages[label] = path
     for label, path in pages.items():
         print(f"{label}: {path.stat().st_size:,} bytes")
     for n in (500, 5000, 50_000):

@@ -79,7 +79,7 @@ def trend(
             noise = {
                 (e.runner, e.case_id): e
                 for r in sorted({t.runner for t in items})
-                for e in estimate_noise(store, r, metric, patterns).values()
+                for e in estimate_noise(store, r, metric, patterns, items=items).values()
             }
             write_trend_html(html, items, noise, metric, store.label)
             err.print(f"trend report: {html}", highlight=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from perfci.patterns import CasePattern
 from perfci.stats.components import JobTerm, job_term
 from perfci.store.history import HistoryStore
-from perfci.store.trend import trends
+from perfci.store.trend import Trend, trends
 
 MIN_RUNS = 10
 CONFIDENCE = 0.9
@@ -45,12 +45,16 @@ def estimate_noise(
     patterns: tuple[CasePattern, ...] = (),
     min_runs: int = MIN_RUNS,
     confidence: float = CONFIDENCE,
+    items: list[Trend] | None = None,
 ) -> dict[str, NoiseEstimate]:
-    """Per case of `runner` with `metric` in the store."""
+    """Per case of `runner` with `metric` in the store (`items`: trends already read, to reuse)."""
     if min_runs < 3:
         raise ValueError("min_runs must be at least 3")
     out: dict[str, NoiseEstimate] = {}
-    for t in trends(store, metric, runner, patterns):
+    found = items if items is not None else trends(store, metric, runner, patterns)
+    for t in found:
+        if t.runner != runner or t.metric != metric:
+            continue
         start = t.shifts[-1].index if t.shifts else 0
         segment = [
             p
