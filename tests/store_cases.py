@@ -6,6 +6,7 @@ import math
 import statistics
 from dataclasses import replace
 
+import pytest
 import sqlalchemy as sa
 
 from perfci.compare.history_noise import estimate_noise
@@ -78,8 +79,8 @@ def check_round_statistics(store: HistoryStore, runs: list[RunResult]) -> None:
     assert case is not None
     logs = [math.log(v) for v in round_values(case, METRICS["latency.median"]).values()]
     assert series[0].rounds == 5
-    assert series[0].log_mean == statistics.fmean(logs)
-    assert series[0].log_sd == statistics.stdev(logs)
+    assert series[0].log_mean == pytest.approx(statistics.fmean(logs), rel=1e-12)
+    assert series[0].log_sd == pytest.approx(statistics.stdev(logs), rel=1e-9)
     assert store.series("cpu-test", beta_id, "memory.peak_rss")[0].rounds is None  # not a timed metric
     noise = estimate_noise(store, "cpu-test")
     alpha = noise["t.alpha[n=8]@cpu"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,9 @@ def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | N
     logs = [math.log(v) for v in round_values(case, definition).values()] if definition and definition.timed else []
     if len(logs) < 2:
         return {"rounds": None, "log_mean": None, "log_sd": None}
-    return {"rounds": len(logs), "log_mean": statistics.fmean(logs), "log_sd": statistics.stdev(logs)}
+    mean = math.fsum(logs) / len(logs)  # plain floats: statistics.stdev's exact arithmetic made ingest 4x slower
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    return {"rounds": len(logs), "log_mean": mean, "log_sd": sd}
 
 
 def default_url(root: Path) -> str:
