@@ -12,13 +12,14 @@ import typer
 from perfci.cli.app import DbOpt, OutputFormat, app, consoles, guard, history_app, history_store
 from perfci.compare.history_noise import MIN_RUNS, estimate_noise
 from perfci.errors import UsageError
-from perfci.patterns import case_pattern
+from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.fingerprint import runner_name
 from perfci.reports.noise import noise_json, noise_table
 from perfci.reports.trend import trend_table, trends_json
 from perfci.reports.trend_html import write_trend_html
 from perfci.schema import load_results
-from perfci.store.trend import trends
+from perfci.store.history import HistoryStore
+from perfci.store.trend import Trend, trends
 
 
 @history_app.command("ingest")
@@ -47,6 +48,19 @@ def history_ingest(
     guard(body)
 
 
+def read_trends(
+    store: HistoryStore, metric: str, runner: str | None, patterns: tuple[CasePattern, ...], min_effect: float = 0.03
+) -> list[Trend]:
+    """The selected trends; none is a usage error with the remedy."""
+    items = trends(store, metric, runner, patterns, min_effect)
+    if not items:
+        raise UsageError(
+            f"the history store has no values of {metric!r} for the selected cases.",
+            hint="add runs with 'perfci history ingest RESULTS.json'",
+        )
+    return items
+
+
 @app.command()
 def trend(
     db: DbOpt = None,
@@ -64,12 +78,7 @@ def trend(
     def body() -> int:
         store = history_store(db)
         patterns = tuple(case_pattern(p) for p in k or ())
-        items = trends(store, metric, runner, patterns, min_effect)
-        if not items:
-            raise UsageError(
-                f"the history store has no values of {metric!r} for the selected cases.",
-                hint="add runs with 'perfci history ingest RESULTS.json'",
-            )
+        items = read_trends(store, metric, runner, patterns, min_effect)
         out, err = consoles()
         if fmt is OutputFormat.json:
             out.print_json(json.dumps(trends_json(items)))
@@ -103,16 +112,12 @@ def history_noise(
     def body() -> int:
         store = history_store(db)
         patterns = tuple(case_pattern(p) for p in k or ())
+        found = read_trends(store, metric, runner, patterns)
         items = [
             e
-            for r in ([runner] if runner else store.runners())
-            for e in estimate_noise(store, r, metric, patterns, min_runs).values()
+            for r in sorted({t.runner for t in found})
+            for e in estimate_noise(store, r, metric, patterns, min_runs, items=found).values()
         ]
-        if not items:
-            raise UsageError(
-                f"the history store has no values of {metric!r} for the selected cases.",
-                hint="add runs with 'perfci history ingest RESULTS.json'",
-            )
         out, _ = consoles()
         if fmt is OutputFormat.json:
             out.print_json(json.dumps(noise_json(items)))
