@@ -79,22 +79,35 @@ class HistoryStore:
             return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
         return url
 
-    def _check_version(self) -> None:
-        with self.engine.begin() as conn:
+    def _version(self) -> int | None:
+        with self.engine.connect() as conn:
             row = conn.execute(select(store_meta.c.value).where(store_meta.c.key == "store_version")).first()
-            if row is None:
+        return None if row is None else int(row[0])
+
+    def _check_version(self) -> None:
+        version = self._version()
+        if version is None:
+            with self.engine.begin() as conn:
                 conn.execute(insert(store_meta).values(key="store_version", value=str(STORE_VERSION)))
-            elif int(row[0]) > STORE_VERSION:
-                raise UsageError(
-                    f"the history store has version {row[0]}; this perfci reads up to {STORE_VERSION}.",
-                    hint="upgrade perfci",
-                )
-            elif int(row[0]) < 2:
+        elif version > STORE_VERSION:
+            raise UsageError(
+                f"the history store has version {version}; this perfci reads up to {STORE_VERSION}.",
+                hint="upgrade perfci",
+            )
+        elif version < 2:
+            self._upgrade_to_2()
+
+    def _upgrade_to_2(self) -> None:
+        """Add the version-2 columns in one transaction. Two jobs may upgrade a shared store at once: the one
+        that loses the race fails on a column that now exists, finds version 2, and goes on."""
+        try:
+            with self.engine.begin() as conn:
                 for name, sql_type in ADDED_IN_2:
                     conn.execute(text(f"ALTER TABLE measurements ADD COLUMN {name} {sql_type}"))
-                conn.execute(
-                    update(store_meta).where(store_meta.c.key == "store_version").values(value=str(STORE_VERSION))
-                )
+                conn.execute(update(store_meta).where(store_meta.c.key == "store_version").values(value="2"))
+        except SQLAlchemyError as exc:
+            if (self._version() or 0) < 2:
+                raise InfrastructureError(f"could not upgrade the history store to version 2: {exc}") from None
 
     def ingest(self, run: RunResult, runner: str) -> bool:
         """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""

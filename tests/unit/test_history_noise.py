@@ -121,3 +121,36 @@ def test_metric_without_history_is_a_clear_error(tmp_path: Path, metric: str) ->
     url = store_with(tmp_path, history(3, 0.0))
     res = CliRunner().invoke(app, ["history", "noise", "--db", url, "--metric", metric])
     assert res.exit_code == 2 and "no values" in res.stderr
+
+
+def test_a_half_upgraded_store_is_a_clear_error(tmp_path: Path) -> None:
+    """A version-1 store that already has one of the new columns (someone's interrupted upgrade): one error that
+    says what failed, nothing half-applied."""
+    url = f"sqlite:///{tmp_path / 'v1.db'}"
+    check_upgrade_from_v1(url)  # now version 2
+    with sqlite3.connect(tmp_path / "v1.db") as conn:
+        conn.execute("UPDATE store_meta SET value='1' WHERE key='store_version'")
+    res = CliRunner().invoke(app, ["trend", "--db", url])
+    assert res.exit_code == 3 and "could not upgrade the history store to version 2" in res.stderr
+
+
+def test_losing_an_upgrade_race_is_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another job upgraded the store between our version check and our ALTER: our ALTER fails, the store is at
+    version 2, and we go on."""
+    url = f"sqlite:///{tmp_path / 'v1.db'}"
+    check_upgrade_from_v1(url)
+    with sqlite3.connect(tmp_path / "v1.db") as conn:
+        conn.execute("UPDATE store_meta SET value='1' WHERE key='store_version'")
+    calls = {"n": 0}
+    real = HistoryStore._version
+
+    def racing(self: HistoryStore) -> int | None:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the re-check after the failed ALTER: the other job has finished
+            with sqlite3.connect(tmp_path / "v1.db") as conn:
+                conn.execute("UPDATE store_meta SET value='2' WHERE key='store_version'")
+        return real(self)
+
+    monkeypatch.setattr(HistoryStore, "_version", racing)
+    store = HistoryStore(url)
+    assert calls["n"] == 2 and store.series("cpu-test", CASE, "latency.median")
