@@ -43,6 +43,7 @@ class Config:
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
     cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
+    history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
 
     def threshold(self, case_id: str, metric: str) -> float | None:
         """The configured threshold for one case and metric, or None.
@@ -248,6 +249,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
     "cpus": _cpus,
     "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
+    "history_noise": lambda w, v: _flag(w, "history_noise", v),
 }
 
 

@@ -151,11 +151,12 @@ DbOpt = Annotated[
     typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
 ]
 HistoryNoiseOpt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--history-noise",
+        "--history-noise/--no-history-noise",
         help="Take each case's cross-job noise from the history store (--db): the runs since its last change "
-        "point (upper 90% bound; 'perfci history noise' shows it); cases with fewer than 10 keep the default.",
+        "point (upper 90% bound; 'perfci history noise' shows it); cases with fewer than 10 keep the default "
+        "[default: the configuration's history_noise, else off].",
     ),
 ]
 
@@ -164,13 +165,15 @@ def history_store(db: str | None) -> HistoryStore:
     return HistoryStore(db or os.environ.get("PERFCI_DB") or default_url(Path.cwd()))
 
 
-def noise_lookup(enabled: bool, db: str | None, runner: str, given: float | None = None) -> HistoryNoise | None:
-    """The `--history-noise` lookup for comparisons (None when off)."""
-    if not enabled:
-        return None
-    if given is not None:
+def noise_lookup(
+    flag: bool | None, cfg: Config, db: str | None, runner: str, given: float | None = None
+) -> HistoryNoise | None:
+    """The `--history-noise` lookup for comparisons (None when off). The flag beats the configuration; an
+    explicit `--job-noise` beats a configured history_noise and conflicts with the flag."""
+    if flag and given is not None:
         raise UsageError("give --job-noise or --history-noise, not both.")
-    return HistoryNoise(history_store(db), runner)
+    enabled = flag if flag is not None else bool(cfg.history_noise) and given is None
+    return HistoryNoise(history_store(db), runner) if enabled else None
 
 
 def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:

@@ -151,7 +151,7 @@ def compare(
     job_noise: Annotated[
         float | None, typer.Option(help="Cross-job noise, sd of the log per-job shift [default: 0.10 CPU, 0.03 GPU].")
     ] = None,
-    history_noise: HistoryNoiseOpt = False,
+    history_noise: HistoryNoiseOpt = None,
     db: DbOpt = None,
     metric: Metrics = None,
     allow_mismatch: Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")] = False,
@@ -177,7 +177,7 @@ def compare(
             name = resolve_runner(runner, dict(os.environ), cfg.runner, cand.fingerprint)
         check_comparable(base, cand, allow_mismatch)
         settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise, catch=catch)
-        lookup = noise_lookup(history_noise, db, name, job_noise)
+        lookup = noise_lookup(history_noise, cfg, db, name, job_noise)
         settings = replace(settings, job_noise_lookup=lookup)
         compared = with_noise_note(compare_runs(base, cand, settings, labels), lookup)
         comparison = finish(compared, cand, out, junit, expected, fmt, base)

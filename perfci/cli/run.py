@@ -207,7 +207,7 @@ def run(
     confirm: Annotated[
         bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")
     ] = False,
-    history_noise: HistoryNoiseOpt = False,
+    history_noise: HistoryNoiseOpt = None,
     db: DbOpt = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
@@ -238,7 +238,7 @@ def run(
         # the baseline is read (and checked) before measuring: a bad one should not cost a whole run first
         runner_name = runner_class(runner or cfg.runner, fingerprint())
         base_path = baseline or Path("baselines") / f"{runner_name}.json"
-        lookup = noise_lookup(history_noise, db, runner_name)  # opens (and checks) the store before measuring
+        lookup = noise_lookup(history_noise, cfg, db, runner_name)  # opens (and checks) the store before measuring
         if baseline is not None and not base_path.exists():
             raise UsageError(f"{baseline}: baseline file not found.")
         baseline_run = load_results(base_path) if base_path.exists() else None

@@ -154,3 +154,22 @@ def test_losing_an_upgrade_race_is_fine(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(HistoryStore, "_version", racing)
     store = HistoryStore(url)
     assert calls["n"] == 2 and store.series("cpu-test", CASE, "latency.median")
+
+
+def test_configuration_turns_history_noise_on_and_the_flag_off(tmp_path: Path) -> None:
+    url = store_with(tmp_path, history(12, job_sd=0.005))
+    base = make_run([make_case("alpha", 1e-3, seed=900)], run_id="base")
+    head = make_run([make_case("alpha", 1e-3, seed=901, scale=1.08)], run_id="head")
+    dump_results(base, tmp_path / "base.json")
+    dump_results(head, tmp_path / "head.json")
+    (tmp_path / "perfci.toml").write_text("history_noise = true\n")
+    files = [str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--runner", "cpu-test", "--db", url]
+    files += ["--config", str(tmp_path / "perfci.toml"), "--format", "json"]
+    on = CliRunner().invoke(app, ["compare", *files])
+    off = CliRunner().invoke(app, ["compare", *files, "--no-history-noise"])
+    given = CliRunner().invoke(app, ["compare", *files, "--job-noise", "0.1"])  # an explicit figure wins
+    assert (on.exit_code, off.exit_code, given.exit_code) == (1, 0, 0), on.output + off.output + given.output
+    assert json.loads(given.stdout)["settings"]["job_noise_from"] == "given"
+    (tmp_path / "bad.toml").write_text('history_noise = "yes"\n')
+    bad = CliRunner().invoke(app, ["compare", *files[:-4], "--config", str(tmp_path / "bad.toml")])
+    assert bad.exit_code == 2 and "history_noise" in bad.stderr
