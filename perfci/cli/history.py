@@ -17,6 +17,7 @@ from perfci.profilers.fingerprint import runner_name
 from perfci.reports.noise import noise_json, noise_table
 from perfci.reports.trend import trend_table, trends_json
 from perfci.reports.trend_html import write_trend_html
+from perfci.reports.units import format_ratio
 from perfci.schema import load_results
 from perfci.store.history import HistoryStore
 from perfci.store.trend import Trend, trends
@@ -71,6 +72,13 @@ def trend(
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML trend report here (table, series charts, change points).")
     ] = None,
+    check: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Exit 1 when a case got worse at a change point within its latest CHECK runs (a nightly trend gate).",
+        ),
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
@@ -92,7 +100,22 @@ def trend(
             }
             write_trend_html(html, items, noise, metric, store.label)
             err.print(f"trend report: {html}", highlight=False)
-        return 0
+        if check is None:
+            return 0
+        worse = [(t, s) for t in items if (s := t.worse_within(check)) is not None]
+        for t, s in worse:
+            err.print(
+                f"{t.runner} {t.case_id}: {t.metric} {format_ratio(s.ratio)} from run {s.run_id} "
+                f"(commit {(s.commit or '?')[:10]}, {s.started_at[:10]})",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        err.print(
+            f"{'FAIL' if worse else 'PASS'}: {len(worse)} case(s) got worse within their latest {check} runs",
+            highlight=False,
+        )
+        return 1 if worse else 0
 
     guard(body)
 

@@ -152,6 +152,12 @@ def metric_def(name: str) -> MetricDef:
         raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
 
 
+def metric_direction(name: str) -> Direction:
+    """Which way is better for a metric (lower when perfci does not know the name, as for latency)."""
+    known = METRICS.get(name)
+    return known.direction if known is not None else Direction.LOWER
+
+
 def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
     """Per-round values of a metric, keyed by round index (rounds without the value are left out)."""
     out: dict[int, float] = {}

@@ -23,12 +23,17 @@ def trend_table(items: list[Trend]) -> Table:
     table.add_column("runner")
     table.add_column("case", overflow="fold")
     table.add_column("metric")
+    table.add_column("status")
     table.add_column("runs", justify="right")
     table.add_column("latest")
     table.add_column("change points (run, commit: change)")
     for t in items:
         shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts) or "none"
-        table.add_row(t.runner, Text(t.case_id), t.metric, str(len(t.points)), _value(t), Text(shifts))
+        status = t.status()
+        style = {"slower": "bold red", "faster": "green"}.get(status, "")
+        table.add_row(
+            t.runner, Text(t.case_id), t.metric, Text(status, style=style), str(len(t.points)), _value(t), Text(shifts)
+        )
     return table
 
 
@@ -39,6 +44,7 @@ def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
             "case_id": t.case_id,
             "metric": t.metric,
             "points": [p.__dict__ for p in t.points],
+            "status": t.status(),
             "change_points": [s.__dict__ for s in t.shifts],
         }
         for t in items

@@ -25,8 +25,7 @@ from typing import Any
 from markupsafe import Markup
 
 from perfci.compare.history_noise import NoiseEstimate
-from perfci.compare.policy import METRICS
-from perfci.model import Direction
+from perfci.compare.policy import metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import asset, environment, plotly_js, script_json
 from perfci.reports.units import format_ratio, format_value
@@ -34,11 +33,6 @@ from perfci.store.history import Point
 from perfci.store.trend import Trend
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
-
-
-def _direction(metric: str) -> Direction:
-    known = METRICS.get(metric)
-    return known.direction if known is not None else Direction.LOWER
 
 
 def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, float]]:
@@ -51,20 +45,12 @@ def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, fl
     return out
 
 
-def _status(trend: Trend, direction: Direction) -> str:
-    if not trend.shifts:
-        return "steady"
-    worse = trend.shifts[-1].ratio > 1.0 if direction is Direction.LOWER else trend.shifts[-1].ratio < 1.0
-    return "slower" if worse else "faster"
-
-
 def trend_rows(items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate]) -> list[dict[str, Any]]:
     """One table row per trend, the latest change for the worse first (biggest first), then for the better, then
     steady series."""
     keyed: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
     for t in items:
-        direction = _direction(t.metric)
-        status = _status(t, direction)
+        status = t.status()
         regimes = _regimes(t.points, t)
         overall = regimes[-1][2] / regimes[0][2] if len(regimes) > 1 else None
         last = t.shifts[-1] if t.shifts else None
@@ -160,7 +146,7 @@ def render_trend(
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             rows=rows,
             counts=[(s, n) for s, n in counts.items() if n],
-            direction=_direction(metric).value,
+            direction=metric_direction(metric).value,
             max_points=MAX_POINTS,
             data=script_json(trend_data(items, metric)),
             plotly=Markup(js) if js else None,

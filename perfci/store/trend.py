@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfci.compare.policy import metric_direction
+from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.stats.changepoint import ChangePoint, detect_change_points
 from perfci.store.history import HistoryStore, Point
@@ -34,6 +36,22 @@ class Trend:
     @property
     def latest(self) -> float | None:
         return self.points[-1].value if self.points else None
+
+    def status(self) -> str:
+        """'slower' / 'faster': the last change point made the metric worse / better (for its direction);
+        'steady': no change point."""
+        if not self.shifts:
+            return "steady"
+        ratio = self.shifts[-1].ratio
+        worse = ratio > 1.0 if metric_direction(self.metric) is Direction.LOWER else ratio < 1.0
+        return "slower" if worse else "faster"
+
+    def worse_within(self, runs: int) -> Shift | None:
+        """The last change point when it made the metric worse and started within the latest `runs` runs."""
+        if self.status() != "slower":
+            return None
+        last = self.shifts[-1]
+        return last if last.index >= len(self.points) - runs else None
 
 
 def _shift(points: list[Point], cp: ChangePoint) -> Shift:

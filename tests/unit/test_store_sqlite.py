@@ -67,3 +67,23 @@ def test_ingest_refuses_an_interrupted_run(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.stderr.startswith(f"error: {partial}: the run did not complete")
     assert not db.exists()
+
+
+def test_trend_check_fails_on_a_recent_slowdown_only(tmp_path: Path) -> None:
+    """history_runs: 'alpha' 25% slower from run 10 of 16, i.e. within the latest 6 runs, not the latest 5."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    HistoryStore(db).ingest_many((r, "cpu-test") for r in history_runs())
+    recent = CliRunner().invoke(app, ["trend", "--db", db, "--check", "6"])
+    assert recent.exit_code == 1, recent.output
+    assert "t.alpha[n=8]@cpu: latency.median +2" in recent.stderr and "commit c010" in recent.stderr
+    assert "FAIL: 1 case(s) got worse within their latest 6 runs" in recent.stderr
+    older = CliRunner().invoke(app, ["trend", "--db", db, "--check", "5"])
+    assert older.exit_code == 0 and "PASS: 0 case(s)" in older.stderr
+    # throughput fell at the same run: worse for a higher-is-better metric
+    tput = CliRunner().invoke(app, ["trend", "--db", db, "--check", "6", "--metric", "throughput"])
+    assert tput.exit_code == 1, tput.output
+    status = CliRunner().invoke(app, ["trend", "--db", db, "--format", "json"])
+    assert {t["case_id"]: t["status"] for t in json.loads(status.stdout)} == {
+        "t.alpha[n=8]@cpu": "slower",
+        "t.beta[n=8]@cpu": "steady",
+    }
