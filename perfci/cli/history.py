@@ -75,7 +75,7 @@ def trend(
     check: Annotated[
         int | None,
         typer.Option(
-            min=1,
+            min=3,  # a change point has at least 3 runs after it: a smaller window could never fail
             help="Exit 1 when a case got worse at a change point within its latest CHECK runs (a nightly trend gate).",
         ),
     ] = None,

@@ -87,3 +87,8 @@ def test_trend_check_fails_on_a_recent_slowdown_only(tmp_path: Path) -> None:
         "t.alpha[n=8]@cpu": "slower",
         "t.beta[n=8]@cpu": "steady",
     }
+
+
+def test_trend_check_refuses_a_window_that_could_never_fail(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["trend", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--check", "2"])
+    assert res.exit_code == 2
