@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,7 +20,7 @@ from rich.console import Console
 from perfci.compare.history_noise import HistoryNoise
 from perfci.config import Config
 from perfci.cpus import parse_cpu_list, unavailable
-from perfci.errors import PerfciError, UsageError
+from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
 from perfci.store.history import HistoryStore, default_url
@@ -59,6 +60,38 @@ def fail(exc: PerfciError) -> NoReturn:
 
 
 INTERRUPTED_EXIT = 130
+_PATH_ERRNOS = {
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.EEXIST,
+    errno.EROFS,
+    errno.ENAMETOOLONG,
+}
+
+
+def file_error(exc: OSError) -> PerfciError:
+    """An OSError as one sentence: a path that cannot be used is a usage error (2); anything else (a full disk,
+    an I/O error) an infrastructure failure (3)."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    text = f"{where}{exc.strerror or exc}."
+    if exc.errno in _PATH_ERRNOS:
+        return UsageError(text, hint="check the path given (--out, --html, --db and the like)")
+    return InfrastructureError(text)
+
+
+def writable_folder(path: Path, option: str) -> None:
+    """Create an output folder up front and check that files can be written there: a run that measured for
+    minutes must not fail at its first write."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".perfci-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write there ({exc.strerror or exc}).") from None
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -82,6 +115,10 @@ def guard(fn: Callable[[], int]) -> NoReturn:
     except KeyboardInterrupt:
         consoles()[1].print("interrupted; worker processes stopped.", highlight=False)
         raise typer.Exit(INTERRUPTED_EXIT) from None
+    except OSError as exc:  # a file perfci was told to read or write: one line, not a traceback
+        if _State.debug:
+            raise
+        fail(file_error(exc))
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -29,6 +29,7 @@ from perfci.cli.app import (
     noise_lookup,
     with_noise_note,
     worker_cpus,
+    writable_folder,
 )
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
 from perfci.compare.baselines import latest_results, load_baseline, record, resolve_runner, update_baseline
@@ -240,6 +241,7 @@ def ab(
         except ValueError as exc:
             raise UsageError(f"-k: {exc}.") from None
         out_dir = out or Path(".perfci") / "ab" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        writable_folder(out_dir, "--out")
         run_settings = RunSettings(
             rounds=pairs,
             seed=seed,

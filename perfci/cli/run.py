@@ -31,6 +31,7 @@ from perfci.cli.app import (
     print_comparison,
     with_noise_note,
     worker_cpus,
+    writable_folder,
 )
 from perfci.cli.compare import print_unsettled_hint, stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -225,6 +226,7 @@ def run(
                 hint="see what would run with 'perfci list' (add --all for the cases left out)",
             )
         out_dir = out or default_out()
+        writable_folder(out_dir, "--out")
         settings = RunSettings(
             rounds=rounds or cfg.rounds or 5,
             seed=seed,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, insert, select, text, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
 from perfci.compare.policy import METRICS, round_values
 from perfci.errors import InfrastructureError, UsageError
@@ -68,7 +68,11 @@ class HistoryStore:
         except ArgumentError:
             raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
         except OperationalError as exc:
-            raise InfrastructureError(f"cannot open the history store {self._safe(url)}: {exc.orig}") from None
+            raise InfrastructureError(f"cannot open the history store {self.label}: {exc.orig}") from None
+        except DatabaseError as exc:  # reachable, but not a database perfci can use (e.g. a corrupt SQLite file)
+            raise UsageError(
+                f"{self.label} is not a usable history store: {exc.orig}.", hint="point --db (or $PERFCI_DB) at one"
+            ) from None
 
     @staticmethod
     def _safe(url: str) -> str:
