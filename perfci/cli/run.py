@@ -226,7 +226,6 @@ def run(
                 hint="see what would run with 'perfci list' (add --all for the cases left out)",
             )
         out_dir = out or default_out()
-        writable_folder(out_dir, "--out")
         settings = RunSettings(
             rounds=rounds or cfg.rounds or 5,
             seed=seed,
@@ -244,6 +243,7 @@ def run(
         if baseline is not None and not base_path.exists():
             raise UsageError(f"{baseline}: baseline file not found.")
         baseline_run = load_results(base_path) if base_path.exists() else None
+        writable_folder(out_dir, "--out")  # after the inputs are checked, before measuring
         try:
             result = run_with_progress(Runner(settings, out_dir), specs)
         except KeyboardInterrupt:
