@@ -83,15 +83,16 @@ def file_error(exc: OSError) -> PerfciError:
 
 
 def writable_folder(path: Path, option: str) -> None:
-    """Create an output folder up front and check that files can be written there: a run that measured for
-    minutes must not fail at its first write."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".perfci-write-check-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write there ({exc.strerror or exc}).") from None
+    """Check up front that an output folder can be made and written (without making it: a command refused
+    later for another reason leaves nothing behind), so a run that measured for minutes does not fail at its
+    first write. The nearest existing folder on the path must be a writable directory."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{option} {path}: cannot write there ({existing} is not a folder).")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write there ({existing} is not writable).")
 
 
 def _terminate(signum: int, frame: object) -> None:
