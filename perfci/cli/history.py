@@ -98,7 +98,9 @@ def trend(
                 for r in sorted({t.runner for t in items})
                 for e in estimate_noise(store, r, metric, patterns, items=items).values()
             }
-            write_trend_html(html, items, noise, metric, store.label)
+            runners = sorted({t.runner for t in items})
+            fingerprints = {r: store.run_fingerprints(r) for r in runners}
+            write_trend_html(html, items, noise, metric, store.label, fingerprints)
             err.print(f"trend report: {html}", highlight=False)
         if check is None:
             return 0

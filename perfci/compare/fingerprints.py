@@ -23,22 +23,35 @@ def _gpu_names(fp: dict[str, Any]) -> list[str] | None:
     return [str(g.get("name", "?")) if isinstance(g, dict) else str(g) for g in gpus]
 
 
-def _diff(key: str, a: Any, b: Any) -> str | None:
-    if a is None or b is None or a == b:
-        return None
-    return f"{key}: {a} (baseline) vs {b} (candidate)"
+Change = tuple[str, Any, Any]  # (fingerprint entry, value before, value after)
+
+
+def _changed(key: str, a: Any, b: Any) -> list[Change]:
+    return [] if a is None or b is None or a == b else [(key, a, b)]
+
+
+def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[Change], list[Change]]:
+    """(hardware changes, software changes) between two fingerprints, each (entry, before, after)."""
+    hardware = [c for k in HARDWARE_KEYS for c in _changed(k, before.get(k), after.get(k))]
+    hardware += _changed("gpus", _gpu_names(before), _gpu_names(after))
+    software = [c for k in SOFTWARE_KEYS for c in _changed(k, before.get(k), after.get(k))]
+    libs_a, libs_b = before.get("libraries") or {}, after.get("libraries") or {}
+    for name in sorted(set(libs_a) & set(libs_b)):
+        software += _changed(name, libs_a[name], libs_b[name])
+    return hardware, software
 
 
 def fingerprint_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(hardware differences, software differences), each a list of one-line descriptions."""
-    hardware = [d for k in HARDWARE_KEYS if (d := _diff(k, baseline.get(k), candidate.get(k)))]
-    gpus = _diff("gpus", _gpu_names(baseline), _gpu_names(candidate))
-    if gpus:
-        hardware.append(gpus)
-    software = [d for k in SOFTWARE_KEYS if (d := _diff(k, baseline.get(k), candidate.get(k)))]
-    libs_a, libs_b = baseline.get("libraries") or {}, candidate.get("libraries") or {}
-    for name in sorted(set(libs_a) & set(libs_b)):
-        d = _diff(name, libs_a[name], libs_b[name])
-        if d:
-            software.append(d)
-    return hardware, software
+    hardware, software = fingerprint_changes(baseline, candidate)
+    return [_text(c) for c in hardware], [_text(c) for c in software]
+
+
+def _text(change: Change) -> str:
+    key, a, b = change
+    return f"{key}: {a} (baseline) vs {b} (candidate)"
+
+
+def change_text(changes: list[Change]) -> str:
+    """Changes as one short line, e.g. "torch 2.4.0 -> 2.5.0; gpu_driver 550.54 -> 560.35"."""
+    return "; ".join(f"{key} {a} -> {b}" for key, a, b in changes)

@@ -2,13 +2,15 @@
 
 Per runner class ("per hardware") and case: where the metric stands, which runs and commits moved it (change
 points, store/trend.py), how much separate runs differ there (the learned cross-job noise,
-compare/history_noise.py), and a chart of the series with each run's interval, the regimes between change points
-and the commits that started them. The same safety rules as the run report (html.py): autoescaped templates,
-chart data as one escaped JSON blob, plotly.js embedded once, nothing fetched.
+compare/history_noise.py), what changed in the runner's environment where a change point starts (a driver or
+library upgrade can move a metric as much as a commit), and a chart of the series with each run's interval, the
+regimes between change points, the commits that started them and the environment changes. The same safety rules
+as the run report (html.py): autoescaped templates, chart data as one escaped JSON blob, plotly.js embedded once,
+nothing fetched.
 
 Data layout (compact: runs are stored once per runner, cases refer to them by position):
-  {"metric", "unit_note", "runners": {name: {"runs": [[run_id, commit, date], ...]}},
-   "cases": [{"id", "runner", "unit", "scale", "x": [run positions], "y", "lo", "hi",
+  {"metric", "max_points", "runners": {name: {"runs": [[run_id, commit, date], ...], "env": [[x, text], ...]}},
+   "cases": [{"id", "runner", "unit", "x": [run positions], "y", "lo", "hi",
               "regimes": [[first_x, last_x, geometric mean], ...], "shifts": [[x, ratio, commit], ...]}]}
 """
 
@@ -24,6 +26,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from perfci.compare.fingerprints import change_text, fingerprint_changes
 from perfci.compare.history_noise import NoiseEstimate
 from perfci.compare.policy import metric_direction
 from perfci.reports.charts import r4, time_unit
@@ -33,6 +36,22 @@ from perfci.store.history import Point
 from perfci.store.trend import Trend
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
+
+# per runner: (run id, start time, fingerprint) of its runs in time order (HistoryStore.run_fingerprints)
+Fingerprints = Mapping[str, list[tuple[str, str, dict[str, Any]]]]
+
+
+def environment_changes(fingerprints: Fingerprints) -> dict[tuple[str, str], str]:
+    """(runner, run id) -> what changed in the runner's environment since its previous run (hardware, drivers,
+    Python, libraries), for the runs where something did: a change point there may be the upgrade's, not the
+    commit's."""
+    out: dict[tuple[str, str], str] = {}
+    for runner, runs in fingerprints.items():
+        for (_, _, before), (run_id, _, after) in itertools.pairwise(runs):
+            hardware, software = fingerprint_changes(before, after)
+            if hardware or software:
+                out[(runner, run_id)] = change_text(hardware + software)
+    return out
 
 
 def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, float]]:
@@ -45,9 +64,11 @@ def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, fl
     return out
 
 
-def trend_rows(items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate]) -> list[dict[str, Any]]:
+def trend_rows(
+    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], env: Mapping[tuple[str, str], str] | None = None
+) -> list[dict[str, Any]]:
     """One table row per trend, the latest change for the worse first (biggest first), then for the better, then
-    steady series."""
+    steady series. `env`: environment_changes(), shown where the last change point starts."""
     keyed: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
     for t in items:
         status = t.status()
@@ -71,6 +92,7 @@ def trend_rows(items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate
             "last_change_v": last.ratio if last else None,
             "last_commit": (last.commit or "?")[:10] if last else "-",
             "last_when": last.started_at[:10] if last else "-",
+            "last_env": (env or {}).get((t.runner, last.run_id), "") if last else "",
             "overall": format_ratio(overall) if overall else "-",
             "overall_v": overall,
             "shifts": len(t.shifts),
@@ -82,7 +104,9 @@ def trend_rows(items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate
     return [row for _, row in keyed]
 
 
-def trend_data(items: list[Trend], metric: str) -> dict[str, Any]:
+def trend_data(
+    items: list[Trend], metric: str, env: Mapping[tuple[str, str], str] | None = None
+) -> dict[str, Any]:  # fmt: skip
     runners: dict[str, dict[str, Any]] = {}
     positions: dict[str, dict[str, int]] = {}
     for t in items:
@@ -98,6 +122,11 @@ def trend_data(items: list[Trend], metric: str) -> dict[str, Any]:
         remap = {old: new for new, old in enumerate(order)}
         info["runs"] = [info["runs"][i] for i in order]
         positions[name] = {rid: remap[i] for rid, i in positions[name].items()}
+        info["env"] = sorted(
+            [positions[name][rid], text]
+            for (r, rid), text in (env or {}).items()
+            if r == name and rid in positions[name]
+        )
     cases = []
     for t in items:
         pts = t.points[-MAX_POINTS:]
@@ -125,9 +154,11 @@ def trend_data(items: list[Trend], metric: str) -> dict[str, Any]:
 
 
 def render_trend(
-    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str
+    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
+    fingerprints: Fingerprints | None = None,
 ) -> str:  # fmt: skip
-    rows = trend_rows(items, noise)
+    env = environment_changes(fingerprints or {})
+    rows = trend_rows(items, noise, env)
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("slower", "faster", "steady")}
     runners = sorted({t.runner for t in items})
     title = (
@@ -148,7 +179,7 @@ def render_trend(
             counts=[(s, n) for s, n in counts.items() if n],
             direction=metric_direction(metric).value,
             max_points=MAX_POINTS,
-            data=script_json(trend_data(items, metric)),
+            data=script_json(trend_data(items, metric, env)),
             plotly=Markup(js) if js else None,
             css=Markup(asset("report.css")),
             table_js=Markup(asset("table.js")),
@@ -158,7 +189,8 @@ def render_trend(
 
 
 def write_trend_html(
-    path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str
+    path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
+    fingerprints: Fingerprints | None = None,
 ) -> None:  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_trend(items, noise, metric, source), "utf-8")
+    path.write_text(render_trend(items, noise, metric, source, fingerprints), "utf-8")

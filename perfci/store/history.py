@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, insert, select, text, update
 from sqlalchemy.engine import Engine
@@ -158,6 +159,20 @@ class HistoryStore:
         except SQLAlchemyError as exc:
             raise InfrastructureError(f"could not write to the history store: {exc}") from None
         return True
+
+    def run_fingerprints(self, runner: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """(run id, start time, fingerprint) of every run of `runner`, in time order."""
+        q = select(runs.c.run_id, runs.c.started_at, runs.c.fingerprint).where(runs.c.runner == runner)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q.order_by(runs.c.started_at, runs.c.id)).all()
+        out = []
+        for run_id, started, stored in rows:
+            try:
+                fp = json.loads(stored)
+            except ValueError:
+                fp = {}
+            out.append((run_id, started, fp if isinstance(fp, dict) else {}))
+        return out
 
     def runners(self) -> list[str]:
         with self.engine.connect() as conn:

@@ -227,7 +227,8 @@ def trend_store(tmp_path: Path) -> str:
     runs = []
     for i, run in enumerate(history_runs()):
         hostile = make_case(f"hostile{HOSTILE}", 3e-3, seed=i, scale=0.8 if i >= 8 else 1.0)
-        runs.append(replace(run, cases=(*run.cases, hostile)))
+        fingerprint = {**run.fingerprint, "libraries": {"torch": "2.5.0" if i >= 10 else "2.4.0"}}
+        runs.append(replace(run, cases=(*run.cases, hostile), fingerprint=fingerprint))
     HistoryStore(url).ingest_many((r, "cpu-test") for r in runs)
     return url
 
@@ -254,13 +255,15 @@ def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
         # the series chart drew the worst case, with its change point labelled by commit
         assert page.page.locator("#chart-series .main-svg").count() > 0
         assert "c010" in page.page.inner_text("#chart-series")
+        assert "torch 2.4.0 -> 2.5.0" in page.page.inner_text("#chart-series")  # the upgrade, marked where it happened
+        assert page.column(8)[0] == "torch 2.4.0 -> 2.5.0"  # and named beside the change point it coincides with
         # a click on another case draws it (the hostile one: its name must stay text in the selector too)
         page.page.locator("#cases td.case", has_text="hostile").first.click()
         label = page.page.eval_on_selector("#series-case", "s => s.options[s.selectedIndex].text")
         assert label == f"t.hostile{HOSTILE}[n=8]@cpu (cpu-test)"
         # sorting by runs count and filtering by status
         page.page.locator("#cases th", has_text="change points").click()
-        assert page.column(9) == sorted(page.column(9))
+        assert page.column(10) == sorted(page.column(10))
         page.page.select_option("#verdict-filter", "steady")
         assert page.column(2) == ["t.beta[n=8]@cpu"]
         page.page.select_option("#verdict-filter", "")

@@ -67,3 +67,23 @@ def test_page_escapes_names_and_embeds_no_markup_from_data(tmp_path: Path) -> No
     page = render_trend(trends(s), {}, "latency.median", s.label)
     assert "<script>alert(1)" not in page
     assert "t.x&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the table cell, as text
+
+
+def test_environment_changes_are_named_where_they_happen(tmp_path: Path) -> None:
+    """torch is upgraded at run 10, where alpha's change point starts: the row and the chart data say so."""
+    s = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    runs = []
+    for i, run in enumerate(history_runs()):
+        libraries = {"torch": "2.5.0" if i >= 10 else "2.4.0", "numpy": "2.0.0"}
+        runs.append(replace(run, fingerprint={**run.fingerprint, "libraries": libraries}))
+    s.ingest_many((r, "cpu-test") for r in runs)
+    fingerprints = {"cpu-test": s.run_fingerprints("cpu-test")}
+    assert [fp["libraries"]["torch"] for _, _, fp in fingerprints["cpu-test"]][9:11] == ["2.4.0", "2.5.0"]
+    env = trend_html.environment_changes(fingerprints)
+    assert env == {("cpu-test", "run-10"): "torch 2.4.0 -> 2.5.0"}
+    items = trends(s)
+    alpha = next(r for r in trend_rows(items, {}, env) if r["case"] == "t.alpha[n=8]@cpu")
+    assert alpha["last_env"] == "torch 2.4.0 -> 2.5.0"
+    assert trend_data(items, "latency.median", env)["runners"]["cpu-test"]["env"] == [[10, "torch 2.4.0 -> 2.5.0"]]
+    page = render_trend(items, {}, "latency.median", s.label, fingerprints)
+    assert "torch 2.4.0 -&gt; 2.5.0" in page  # the table cell, escaped

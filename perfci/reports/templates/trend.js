@@ -44,8 +44,15 @@
       notes.push({ x: s[0] - 0.5, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
                    text: esc(s[2]) + " " + ((s[1] - 1) * 100).toFixed(1) + "%", font: { size: 10 } });
     });
+    (data.runners[c.runner].env || []).forEach(function (e) {
+      if (e[0] < c.x[0] || e[0] > c.x[c.x.length - 1]) { return; }
+      shapes.push({ type: "line", xref: "x", yref: "paper", x0: e[0] - 0.5, x1: e[0] - 0.5, y0: 0, y1: 1,
+                    line: { color: "#888", width: 1, dash: "dot" } });
+      notes.push({ x: e[0] - 0.5, y: 0, xref: "x", yref: "paper", yanchor: "top", yshift: -28, showarrow: false,
+                   text: esc(e[1]), font: { size: 9, color: "#555" } });
+    });
     window.Plotly.newPlot("chart-series", traces, {
-      height: 420, margin: { l: 70, r: 20, t: 40, b: 50 }, font: { size: 11 }, shapes: shapes, annotations: notes,
+      height: 440, margin: { l: 70, r: 20, t: 40, b: 70 }, font: { size: 11 }, shapes: shapes, annotations: notes,
       hovermode: "closest", legend: { orientation: "h", y: -0.2 },
       xaxis: { title: { text: "runs of " + esc(c.runner) + " in time order" }, zeroline: false },
       yaxis: { title: { text: esc(data.metric) + " (" + esc(c.unit) + ")" }, rangemode: "tozero" }
