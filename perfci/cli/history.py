@@ -20,7 +20,7 @@ from perfci.reports.trend_html import write_trend_html
 from perfci.reports.units import format_ratio
 from perfci.schema import load_results
 from perfci.store.history import HistoryStore
-from perfci.store.trend import Trend, trends
+from perfci.store.trend import Trend, environment_changes, trends
 
 
 @history_app.command("ingest")
@@ -105,10 +105,13 @@ def trend(
         if check is None:
             return 0
         worse = [(t, s) for t in items if (s := t.worse_within(check)) is not None]
+        env = environment_changes({r: store.run_fingerprints(r) for r in sorted({t.runner for t, _ in worse})})
         for t, s in worse:
+            upgrade = env.get((t.runner, s.run_id))
             err.print(
                 f"{t.runner} {t.case_id}: {t.metric} {format_ratio(s.ratio)} from run {s.run_id} "
-                f"(commit {(s.commit or '?')[:10]}, {s.started_at[:10]})",
+                f"(commit {(s.commit or '?')[:10]}, {s.started_at[:10]}"
+                + (f"; environment changed there: {upgrade})" if upgrade else ")"),
                 highlight=False,
                 markup=False,
                 soft_wrap=True,

@@ -16,52 +16,22 @@ Data layout (compact: runs are stored once per runner, cases refer to them by po
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from statistics import geometric_mean
 from typing import Any
 
 from markupsafe import Markup
 
-from perfci.compare.fingerprints import change_text, fingerprint_changes
 from perfci.compare.history_noise import NoiseEstimate
 from perfci.compare.policy import metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import asset, environment, plotly_js, script_json
 from perfci.reports.units import format_ratio, format_value
-from perfci.store.history import Point
-from perfci.store.trend import Trend
+from perfci.store.trend import Fingerprints, Trend, environment_changes
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
-
-# per runner: (run id, start time, fingerprint) of its runs in time order (HistoryStore.run_fingerprints)
-Fingerprints = Mapping[str, list[tuple[str, str, dict[str, Any]]]]
-
-
-def environment_changes(fingerprints: Fingerprints) -> dict[tuple[str, str], str]:
-    """(runner, run id) -> what changed in the runner's environment since its previous run (hardware, drivers,
-    Python, libraries), for the runs where something did: a change point there may be the upgrade's, not the
-    commit's."""
-    out: dict[tuple[str, str], str] = {}
-    for runner, runs in fingerprints.items():
-        for (_, _, before), (run_id, _, after) in itertools.pairwise(runs):
-            hardware, software = fingerprint_changes(before, after)
-            if hardware or software:
-                out[(runner, run_id)] = change_text(hardware + software)
-    return out
-
-
-def _regimes(points: tuple[Point, ...], trend: Trend) -> list[tuple[int, int, float]]:
-    bounds = [0, *(s.index for s in trend.shifts), len(points)]
-    out = []
-    for a, b in itertools.pairwise(bounds):
-        values = [p.value for p in points[a:b] if p.value > 0]
-        if values:
-            out.append((a, b - 1, geometric_mean(values)))
-    return out
 
 
 def trend_rows(
@@ -72,7 +42,7 @@ def trend_rows(
     keyed: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
     for t in items:
         status = t.status()
-        regimes = _regimes(t.points, t)
+        regimes = t.regimes()
         overall = regimes[-1][2] / regimes[0][2] if len(regimes) > 1 else None
         last = t.shifts[-1] if t.shifts else None
         est = noise.get((t.runner, t.case_id))
@@ -144,9 +114,7 @@ def trend_data(
                 "y": [r4(p.value / scale) for p in pts],
                 "lo": [r4(p.low / scale) if p.low is not None else None for p in pts],
                 "hi": [r4(p.high / scale) if p.high is not None else None for p in pts],
-                "regimes": [
-                    [x_of[max(a, cut)], x_of[b], r4(m / scale)] for a, b, m in _regimes(t.points, t) if b >= cut
-                ],
+                "regimes": [[x_of[max(a, cut)], x_of[b], r4(m / scale)] for a, b, m in t.regimes() if b >= cut],
                 "shifts": [[x_of[s.index], r4(s.ratio), (s.commit or "?")[:10]] for s in t.shifts if s.index >= cut],
             }
         )

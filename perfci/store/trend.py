@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from statistics import geometric_mean
+from typing import Any
 
+from perfci.compare.fingerprints import change_text, fingerprint_changes
 from perfci.compare.policy import metric_direction
 from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
@@ -46,6 +51,16 @@ class Trend:
         worse = ratio > 1.0 if metric_direction(self.metric) is Direction.LOWER else ratio < 1.0
         return "slower" if worse else "faster"
 
+    def regimes(self) -> list[tuple[int, int, float]]:
+        """(first index, last index, geometric mean) of each stretch between change points."""
+        bounds = [0, *(s.index for s in self.shifts), len(self.points)]
+        out = []
+        for a, b in itertools.pairwise(bounds):
+            values = [p.value for p in self.points[a:b] if p.value > 0]
+            if values:
+                out.append((a, b - 1, geometric_mean(values)))
+        return out
+
     def worse_within(self, runs: int) -> Shift | None:
         """The last change point when it made the metric worse and started within the latest `runs` runs."""
         if self.status() != "slower":
@@ -76,4 +91,21 @@ def trends(
             values = [p.value for p in points]
             cps = detect_change_points(values, alpha=alpha, min_effect=min_effect) if min(values, default=0) > 0 else []
             out.append(Trend(r, case_id, metric, tuple(points), tuple(_shift(points, cp) for cp in cps)))
+    return out
+
+
+# per runner: (run id, start time, fingerprint) of its runs in time order (HistoryStore.run_fingerprints)
+Fingerprints = Mapping[str, list[tuple[str, str, dict[str, Any]]]]
+
+
+def environment_changes(fingerprints: Fingerprints) -> dict[tuple[str, str], str]:
+    """(runner, run id) -> what changed in the runner's environment since its previous run (hardware, drivers,
+    Python, libraries), for the runs where something did: a change point there may be the upgrade's, not the
+    commit's."""
+    out: dict[tuple[str, str], str] = {}
+    for runner, runs in fingerprints.items():
+        for (_, _, before), (run_id, _, after) in itertools.pairwise(runs):
+            hardware, software = fingerprint_changes(before, after)
+            if hardware or software:
+                out[(runner, run_id)] = change_text(hardware + software)
     return out

@@ -9,7 +9,7 @@ from perfci.compare.history_noise import estimate_noise
 from perfci.reports import trend_html
 from perfci.reports.trend_html import render_trend, trend_data, trend_rows
 from perfci.store.history import HistoryStore
-from perfci.store.trend import trends
+from perfci.store.trend import environment_changes, trends
 from tests.store_cases import history_runs
 
 
@@ -79,7 +79,7 @@ def test_environment_changes_are_named_where_they_happen(tmp_path: Path) -> None
     s.ingest_many((r, "cpu-test") for r in runs)
     fingerprints = {"cpu-test": s.run_fingerprints("cpu-test")}
     assert [fp["libraries"]["torch"] for _, _, fp in fingerprints["cpu-test"]][9:11] == ["2.4.0", "2.5.0"]
-    env = trend_html.environment_changes(fingerprints)
+    env = environment_changes(fingerprints)
     assert env == {("cpu-test", "run-10"): "torch 2.4.0 -> 2.5.0"}
     items = trends(s)
     alpha = next(r for r in trend_rows(items, {}, env) if r["case"] == "t.alpha[n=8]@cpu")
@@ -87,3 +87,19 @@ def test_environment_changes_are_named_where_they_happen(tmp_path: Path) -> None
     assert trend_data(items, "latency.median", env)["runners"]["cpu-test"]["env"] == [[10, "torch 2.4.0 -> 2.5.0"]]
     page = render_trend(items, {}, "latency.median", s.label, fingerprints)
     assert "torch 2.4.0 -&gt; 2.5.0" in page  # the table cell, escaped
+
+
+def test_trend_check_names_the_upgrade_at_the_change_point(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = [
+        replace(r, fingerprint={**r.fingerprint, "libraries": {"torch": "2.5.0" if i >= 10 else "2.4.0"}})
+        for i, r in enumerate(history_runs())
+    ]
+    HistoryStore(url).ingest_many((r, "cpu-test") for r in runs)
+    res = CliRunner().invoke(app, ["trend", "--db", url, "--check", "6"])
+    assert res.exit_code == 1
+    assert "commit c010, 2026-11-11; environment changed there: torch 2.4.0 -> 2.5.0)" in res.stderr
