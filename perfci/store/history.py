@@ -190,8 +190,13 @@ class HistoryStore:
             return [r[0] for r in conn.execute(q)]
 
     def series(self, runner: str, case_id: str, metric: str) -> list[Point]:
+        return self.all_series(runner, metric, case_id).get(case_id, [])
+
+    def all_series(self, runner: str, metric: str, case_id: str | None = None) -> dict[str, list[Point]]:
+        """Case id -> its points of `metric` on `runner` in time order, in one query (all cases, or one)."""
         q = (
             select(
+                measurements.c.case_id,
                 runs.c.run_id,
                 runs.c.commit,
                 runs.c.started_at,
@@ -204,11 +209,17 @@ class HistoryStore:
                 measurements.c.log_sd,
             )
             .join(runs, measurements.c.run == runs.c.id)
-            .where(runs.c.runner == runner, measurements.c.case_id == case_id, measurements.c.metric == metric)
-            .order_by(runs.c.started_at, runs.c.id)
+            .where(runs.c.runner == runner, measurements.c.metric == metric)
+            .order_by(measurements.c.case_id, runs.c.started_at, runs.c.id)
         )
+        if case_id is not None:
+            q = q.where(measurements.c.case_id == case_id)
+        out: dict[str, list[Point]] = {}
         with self.engine.connect() as conn:
-            return [Point(**row._mapping) for row in conn.execute(q)]
+            for row in conn.execute(q):
+                fields = dict(row._mapping)
+                out.setdefault(fields.pop("case_id"), []).append(Point(**fields))
+        return out
 
     def ingest_many(self, items: Iterable[tuple[RunResult, str]]) -> tuple[int, int]:
         added = skipped = 0

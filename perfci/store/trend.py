@@ -84,10 +84,9 @@ def trends(
 ) -> list[Trend]:
     out: list[Trend] = []
     for r in [runner] if runner else store.runners():
-        for case_id in store.cases(r, metric):
+        for case_id, points in store.all_series(r, metric).items():  # one query per runner, cases in name order
             if patterns and not matches_any(patterns, case_id):
                 continue
-            points = store.series(r, case_id, metric)
             values = [p.value for p in points]
             cps = detect_change_points(values, alpha=alpha, min_effect=min_effect) if min(values, default=0) > 0 else []
             out.append(Trend(r, case_id, metric, tuple(points), tuple(_shift(points, cp) for cp in cps)))
