@@ -93,12 +93,12 @@ def trend(
         else:
             out.print(trend_table(items))
         if html is not None:
+            runners = sorted({t.runner for t in items})
             noise = {
                 (e.runner, e.case_id): e
-                for r in sorted({t.runner for t in items})
+                for r in runners
                 for e in estimate_noise(store, r, metric, patterns, items=items).values()
             }
-            runners = sorted({t.runner for t in items})
             fingerprints = {r: store.run_fingerprints(r) for r in runners}
             write_trend_html(html, items, noise, metric, store.label, fingerprints)
             err.print(f"trend report: {html}", highlight=False)
