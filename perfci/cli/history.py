@@ -11,6 +11,7 @@ import typer
 
 from perfci.cli.app import DbOpt, OutputFormat, app, consoles, guard, history_app, history_store
 from perfci.compare.history_noise import MIN_RUNS, estimate_noise
+from perfci.compare.policy import METRICS
 from perfci.errors import UsageError
 from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.fingerprint import runner_name
@@ -138,6 +139,12 @@ def history_noise(
     `--history-noise` makes comparisons use), from the runs since the last change point."""
 
     def body() -> int:
+        known = METRICS.get(metric)
+        if known is not None and not known.timed:
+            raise UsageError(
+                f"{metric} is compared by a tolerance rule, not with a cross-job noise term.",
+                hint="use a timed metric, e.g. --metric latency.median",
+            )
         store = history_store(db)
         patterns = tuple(case_pattern(p) for p in k or ())
         found = read_trends(store, metric, runner, patterns)

@@ -68,6 +68,11 @@ class HistoryStore:
             self._check_version()
         except ArgumentError:
             raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
+        except ImportError as exc:  # a URL whose database driver is not installed (mysql://, postgresql:// = psycopg2)
+            raise UsageError(
+                f"{self.label}: the database driver is not installed ({exc.name or exc}).",
+                hint="perfci supports sqlite:///PATH and postgresql+psycopg://... (pip install 'perfci[postgres]')",
+            ) from None
         except OperationalError as exc:
             raise InfrastructureError(f"cannot open the history store {self.label}: {exc.orig}") from None
         except DatabaseError as exc:  # reachable, but not a database perfci can use (e.g. a corrupt SQLite file)

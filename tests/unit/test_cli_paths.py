@@ -56,3 +56,17 @@ def test_file_errors_map_to_usage_or_infrastructure() -> None:
     assert isinstance(file_error(OSError(errno.ENOTDIR, "Not a directory", "/x/y")), UsageError)
     full = file_error(OSError(errno.ENOSPC, "No space left on device", "/x/y"))
     assert isinstance(full, InfrastructureError) and full.message == "/x/y: No space left on device."
+
+
+def test_a_store_url_without_its_driver_is_a_clear_error() -> None:
+    res = CliRunner().invoke(app, ["trend", "--db", "mysql://someone@somewhere/db"])
+    assert res.exit_code == 2 and "the database driver is not installed" in res.stderr
+    assert "postgresql+psycopg://" in res.stderr and "Traceback" not in res.output
+
+
+def test_history_noise_refuses_a_tolerance_metric(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        app, ["history", "noise", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--metric", "memory.peak_rss"]
+    )
+    assert res.exit_code == 2 and "tolerance rule" in res.stderr
+    assert not (tmp_path / "h.db").exists()  # refused before opening (creating) the store
