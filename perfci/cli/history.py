@@ -16,7 +16,7 @@ from perfci.errors import UsageError
 from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.fingerprint import runner_name
 from perfci.reports.noise import noise_json, noise_table
-from perfci.reports.trend import trend_table, trends_json
+from perfci.reports.trend import trend_markdown, trend_table, trends_json
 from perfci.reports.trend_html import write_trend_html
 from perfci.reports.units import format_ratio
 from perfci.schema import load_results
@@ -73,6 +73,12 @@ def trend(
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML trend report here (table, series charts, change points).")
     ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write a Markdown summary here ('-' for stdout): the cases that got worse, with commits."
+        ),
+    ] = None,
     check: Annotated[
         int | None,
         typer.Option(
@@ -103,10 +109,21 @@ def trend(
             fingerprints = {r: store.run_fingerprints(r) for r in runners}
             write_trend_html(html, items, noise, metric, store.label, fingerprints)
             err.print(f"trend report: {html}", highlight=False)
+        env = (
+            environment_changes({r: store.run_fingerprints(r) for r in sorted({t.runner for t in items})})
+            if markdown is not None or check is not None
+            else {}
+        )
+        if markdown is not None:
+            text = trend_markdown(items, env, report=str(html) if html else None)
+            if str(markdown) == "-":
+                out.print(text, markup=False, highlight=False, soft_wrap=True)
+            else:
+                markdown.parent.mkdir(parents=True, exist_ok=True)
+                markdown.write_text(text, "utf-8")
         if check is None:
             return 0
         worse = [(t, s) for t in items if (s := t.worse_within(check)) is not None]
-        env = environment_changes({r: store.run_fingerprints(r) for r in sorted({t.runner for t, _ in worse})})
         for t, s in worse:
             upgrade = env.get((t.runner, s.run_id))
             err.print(

@@ -1,12 +1,15 @@
-"""Terminal and JSON renderings of trends (history + change points)."""
+"""Terminal, JSON and Markdown renderings of trends (history + change points); the HTML report is trend_html.py."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
+from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.trend import Trend
 
@@ -49,3 +52,37 @@ def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
         }
         for t in items
     ]
+
+
+def trend_markdown(
+    items: list[Trend], env: Mapping[tuple[str, str], str] | None = None, max_rows: int = DEFAULT_MAX_ROWS,
+    report: str | None = None,
+) -> str:  # fmt: skip
+    """A short Markdown summary for a CI step summary or a chat post: the counts, then the cases whose last change
+    point made them worse (biggest first), with the run, commit and any environment change there. Strings from
+    the store are code spans (markdown.code), and the rows are bounded (`max_rows`, then a count)."""
+    worse = sorted(
+        ((t, t.shifts[-1]) for t in items if t.status() == "slower"),
+        key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
+    )
+    better = sum(1 for t in items if t.status() == "faster")
+    lines = [
+        f"### perfci trend: {len(worse)} worse, {better} better since their last change point, "
+        f"{len(items) - len(worse) - better} steady ({len(items)} case(s))",
+        "",
+    ]
+    if worse:
+        lines += [
+            "| runner | case | metric | change | run | commit | environment there |",
+            "| --- | --- | --- | --: | --- | --- | --- |",
+        ]
+        for t, s in worse[:max_rows]:
+            upgrade = (env or {}).get((t.runner, s.run_id), "")
+            cells = [code(t.runner, 60), code(t.case_id), code(t.metric, 40), format_ratio(s.ratio), code(s.run_id, 60)]
+            cells += [code((s.commit or "?")[:10], 12), code(upgrade, 120) if upgrade else ""]
+            lines.append("| " + " | ".join(cells) + " |")
+        if len(worse) > max_rows:
+            lines.append(f"\n… and {len(worse) - max_rows} more case(s) that got worse (see the HTML report).")
+    if report:
+        lines += ["", f"Full trend report: {code(report, 200)} (in this job's artifacts)."]
+    return "\n".join(lines) + "\n"

@@ -103,3 +103,28 @@ def test_trend_check_names_the_upgrade_at_the_change_point(tmp_path: Path) -> No
     res = CliRunner().invoke(app, ["trend", "--db", url, "--check", "6"])
     assert res.exit_code == 1
     assert "commit c010, 2026-11-11; environment changed there: torch 2.4.0 -> 2.5.0)" in res.stderr
+
+
+def test_markdown_summary_lists_what_got_worse_as_inert_text(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = []
+    for i, r in enumerate(history_runs()):
+        fingerprint = {**r.fingerprint, "libraries": {"torch": "2.5.0" if i >= 10 else "2.4.0"}}
+        hostile = replace(r.cases[0], spec=replace(r.cases[0].spec, workload="t.x|<b>@here</b>"))
+        runs.append(replace(r, fingerprint=fingerprint, cases=(*r.cases, hostile)))
+    HistoryStore(url).ingest_many((r, "cpu-test") for r in runs)
+    res = CliRunner().invoke(app, ["trend", "--db", url, "--markdown", "-", "--html", str(tmp_path / "t.html")])
+    assert res.exit_code == 0, res.output
+    text = res.stdout[res.stdout.index("### perfci trend") :]
+    assert text.startswith("### perfci trend: 2 worse, 0 better since their last change point, 1 steady (3 case(s))")
+    row = next(line for line in text.splitlines() if "t.alpha" in line)
+    assert "+25.0%" in row and "`run-10`" in row and "`c010`" in row and "`torch 2.4.0 -> 2.5.0`" in row
+    assert "`t.x\\|<b>@here</b>[n=8]@cpu`" in text  # a code span, its pipe escaped: inert in a table
+    assert "t.html" in text.strip().splitlines()[-1]
+    path = tmp_path / "summary.md"
+    assert CliRunner().invoke(app, ["trend", "--db", url, "--markdown", str(path)]).exit_code == 0
+    assert path.read_text().startswith("### perfci trend: 2 worse")
