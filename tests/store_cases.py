@@ -69,6 +69,7 @@ def check_store(store: HistoryStore) -> None:
     assert 1.2 < alpha.shifts[0].ratio < 1.3
     assert by_case["t.beta[n=8]@cpu"].shifts == ()
     check_round_statistics(store, runs)
+    check_prune(store)
 
 
 def check_round_statistics(store: HistoryStore, runs: list[RunResult]) -> None:
@@ -121,3 +122,18 @@ def check_upgrade_from_v1(url: str) -> None:
         version = conn.execute(sa.text("SELECT value FROM store_meta WHERE key = 'store_version'")).scalar()
     assert version == "2"
     HistoryStore(url)  # opening an upgraded store again changes nothing
+
+
+def check_prune(store: HistoryStore) -> None:
+    """Keep the latest runs of a runner; measurements go with their runs; a dry run deletes nothing."""
+    assert store.prune(5, dry_run=True) == {"cpu-test": 11}
+    assert len(store.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 16
+    assert store.prune(5) == {"cpu-test": 11}
+    kept = store.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")
+    assert [p.run_id for p in kept] == [f"run-{i:02d}" for i in range(11, 16)]
+    with store.engine.connect() as conn:
+        orphans = conn.execute(
+            sa.text("SELECT COUNT(*) FROM measurements WHERE run NOT IN (SELECT id FROM runs)")
+        ).scalar()
+    assert orphans == 0
+    assert store.prune(5) == {"cpu-test": 0}

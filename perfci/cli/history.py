@@ -50,6 +50,29 @@ def history_ingest(
     guard(body)
 
 
+@history_app.command("prune")
+def history_prune(
+    keep: Annotated[int, typer.Option(min=1, help="Runs to keep per runner class: the latest ones.")],
+    db: DbOpt = None,
+    runner: Annotated[str | None, typer.Option(help="Only this runner class.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")] = False,
+) -> None:
+    """Delete all but the latest --keep runs of each runner class (a store that grows forever slows trends)."""
+
+    def body() -> int:
+        store = history_store(db)
+        deleted = store.prune(keep, runner, dry_run)
+        _, err = consoles()
+        verb = "would delete" if dry_run else "deleted"
+        for name, n in deleted.items():
+            err.print(f"{name}: {verb} {n} run(s), kept the latest {keep}", highlight=False, markup=False)
+        if not deleted:
+            err.print("the history store has no runs" + (f" of runner {runner}" if runner else ""), highlight=False)
+        return 0
+
+    guard(body)
+
+
 def read_trends(
     store: HistoryStore, metric: str, runner: str | None, patterns: tuple[CasePattern, ...], min_effect: float = 0.03
 ) -> list[Trend]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, insert, select, text, update
+from sqlalchemy import create_engine, delete, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
@@ -178,6 +178,33 @@ class HistoryStore:
                 fp = {}
             out.append((run_id, started, fp if isinstance(fp, dict) else {}))
         return out
+
+    def prune(self, keep: int, runner: str | None = None, dry_run: bool = False) -> dict[str, int]:
+        """Delete all but the latest `keep` runs of each runner (or of one), with their measurements, in one
+        transaction. Returns runner -> runs deleted (what would be deleted, with `dry_run`)."""
+        if keep < 1:
+            raise ValueError("keep must be at least 1")
+        deleted: dict[str, int] = {}
+        try:
+            with self.engine.begin() as conn:
+                for name in [runner] if runner else self.runners():
+                    ids = [
+                        row[0]
+                        for row in conn.execute(
+                            select(runs.c.id)
+                            .where(runs.c.runner == name)
+                            .order_by(runs.c.started_at.desc(), runs.c.id.desc())
+                            .offset(keep)
+                        )
+                    ]
+                    deleted[name] = len(ids)
+                    if ids and not dry_run:
+                        # measurements first: SQLite does not enforce ON DELETE CASCADE unless asked to
+                        conn.execute(delete(measurements).where(measurements.c.run.in_(ids)))
+                        conn.execute(delete(runs).where(runs.c.id.in_(ids)))
+        except SQLAlchemyError as exc:
+            raise InfrastructureError(f"could not prune the history store: {exc}") from None
+        return deleted
 
     def runners(self) -> list[str]:
         with self.engine.connect() as conn:

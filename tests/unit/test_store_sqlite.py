@@ -16,9 +16,9 @@ from tests.store_cases import check_store, history_runs
 
 def test_sqlite_store(tmp_path: Path) -> None:
     check_store(HistoryStore(f"sqlite:///{tmp_path / 'h.db'}"))
-    # reopening the same file sees the same data
+    # reopening the same file sees the same data (check_store ends by pruning to the latest 5 runs)
     again = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
-    assert len(again.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 16
+    assert len(again.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 5
 
 
 def test_history_cli_ingest_and_trend(tmp_path: Path) -> None:
@@ -92,3 +92,14 @@ def test_trend_check_fails_on_a_recent_slowdown_only(tmp_path: Path) -> None:
 def test_trend_check_refuses_a_window_that_could_never_fail(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["trend", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--check", "2"])
     assert res.exit_code == 2
+
+
+def test_history_prune_cli(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    HistoryStore(db).ingest_many((r, "cpu-test") for r in history_runs())
+    dry = CliRunner().invoke(app, ["history", "prune", "--keep", "10", "--db", db, "--dry-run"])
+    assert dry.exit_code == 0 and "cpu-test: would delete 6 run(s), kept the latest 10" in dry.stderr
+    res = CliRunner().invoke(app, ["history", "prune", "--keep", "10", "--db", db])
+    assert res.exit_code == 0 and "cpu-test: deleted 6 run(s)" in res.stderr
+    assert len(HistoryStore(db).series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 10
+    assert CliRunner().invoke(app, ["history", "prune", "--keep", "0", "--db", db]).exit_code == 2
