@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from perfci.compare.history_noise import HistoryNoise
 from perfci.config import Config
@@ -156,6 +156,16 @@ def parse_size(text: str) -> int:
     if not match or unit not in _SIZE_UNITS:
         raise UsageError(f"cannot read {text!r} as a memory size.", hint="write it like 8GiB, 512MiB or 2GB")
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def emit(fmt: OutputFormat, data: Callable[[], Any], table: Callable[[], RenderableType]) -> None:
+    """Print a command's data to stdout: as JSON with `--format json`, else as its rich table (each built only
+    when it is the one shown)."""
+    out, _ = consoles()
+    if fmt is OutputFormat.json:
+        out.print_json(json.dumps(data()))
+    else:
+        out.print(table())
 
 
 def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:

@@ -25,6 +25,7 @@ from perfci.cli.app import (
     app,
     baseline_app,
     consoles,
+    emit,
     guard,
     noise_lookup,
     with_noise_note,
@@ -101,11 +102,8 @@ def finish(
 ) -> Comparison:  # fmt: skip
     """Apply expected changes, print, write the outputs; return the final comparison."""
     comparison = apply_expected(comparison, load_expected(expected or Path(EXPECTED_FILE), expected is not None))
-    o, err = consoles()
-    if fmt is OutputFormat.json:
-        o.print_json(json.dumps(comparison_to_dict(comparison)))
-    else:
-        o.print(comparison_table(comparison))
+    emit(fmt, lambda: comparison_to_dict(comparison), lambda: comparison_table(comparison))
+    _, err = consoles()
     for w in comparison.warnings:
         err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
     err.print(verdict_line(comparison, candidate), highlight=False)

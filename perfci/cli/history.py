@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from perfci.cli.app import DbOpt, OutputFormat, app, consoles, guard, history_app, history_store
+from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, history_app, history_store
 from perfci.compare.history_noise import MIN_RUNS, estimate_noise
 from perfci.compare.policy import METRICS
 from perfci.errors import UsageError
@@ -117,11 +116,8 @@ def trend(
         store = history_store(db)
         patterns = tuple(case_pattern(p) for p in k or ())
         items = read_trends(store, metric, runner, patterns, min_effect)
+        emit(fmt, lambda: trends_json(items), lambda: trend_table(items))
         out, err = consoles()
-        if fmt is OutputFormat.json:
-            out.print_json(json.dumps(trends_json(items)))
-        else:
-            out.print(trend_table(items))
         if html is not None:
             runners = sorted({t.runner for t in items})
             noise = {
@@ -193,11 +189,7 @@ def history_noise(
             for r in sorted({t.runner for t in found})
             for e in estimate_noise(store, r, metric, patterns, min_runs, items=found).values()
         ]
-        out, _ = consoles()
-        if fmt is OutputFormat.json:
-            out.print_json(json.dumps(noise_json(items)))
-        else:
-            out.print(noise_table(items, min_runs))
+        emit(fmt, lambda: noise_json(items), lambda: noise_table(items, min_runs))
         return 0
 
     guard(body)

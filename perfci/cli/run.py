@@ -25,6 +25,7 @@ from perfci.cli.app import (
     OutputFormat,
     app,
     consoles,
+    emit,
     guard,
     noise_lookup,
     parse_size,
@@ -259,11 +260,8 @@ def run(
             comparison = stored_gate(comparison, baseline_run, confirm, paths, cfg, suites, out_dir, settings, decision)
         write_html(out_dir / "report.html", result, comparison, baseline_run)
         write_markdown(out_dir / "summary.md", result, comparison, baseline_run)
-        o, err = consoles()
-        if fmt is OutputFormat.json:
-            o.print_json(json.dumps(run_to_dict(result)))
-        else:
-            o.print(run_table(result))
+        emit(fmt, lambda: run_to_dict(result), lambda: run_table(result))
+        _, err = consoles()
         if comparison is not None:
             print_comparison(comparison, result, fmt)
             if not confirm:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Any
 
 from rich.table import Table
@@ -9,6 +10,7 @@ from rich.text import Text
 
 from perfci.compare.history_noise import NoiseEstimate
 from perfci.compare.policy import DecisionSettings, job_noise
+from perfci.stats.components import JobTerm
 
 
 def _pct(x: float | None) -> str:
@@ -46,6 +48,8 @@ def noise_table(items: list[NoiseEstimate], min_runs: int) -> Table:
 
 
 def noise_json(items: list[NoiseEstimate]) -> list[dict[str, Any]]:
+    """One object per case; the job-term fields (stats/components.py JobTerm) are null without an estimate."""
+    blank = dict.fromkeys(f.name for f in fields(JobTerm))
     return [
         {
             "runner": e.runner,
@@ -54,11 +58,7 @@ def noise_json(items: list[NoiseEstimate]) -> list[dict[str, Any]]:
             "runs": e.runs,
             "used": e.used,
             "since_run": e.since,
-            "between_sd": e.term.between_sd if e.term else None,
-            "sampling_sd": e.term.sampling_sd if e.term else None,
-            "job_sd": e.term.job_sd if e.term else None,
-            "job_upper": e.term.job_upper if e.term else None,
-            "confidence": e.term.confidence if e.term else None,
+            **(asdict(e.term) if e.term else blank),
         }
         for e in items
     ]
