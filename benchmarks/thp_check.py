@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 
-from perfci.runner import MALLOC_TUNABLES
+from perfci.engine.runner import MALLOC_TUNABLES
 
 CHILD = """
 import statistics, time, torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,6 @@ from perfci.patterns import case_pattern
 
 CONFIG_FILE = "perfci.toml"
 PYPROJECT = "pyproject.toml"
-# metric families (and the metric names under them) a threshold may be set for
-METRIC_FAMILIES = ("latency", "throughput", "memory", "bandwidth", "flops", "noise")
 DEVICE_RE = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
 
 
@@ -45,22 +43,23 @@ class Config:
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
 
-    def threshold(self, case_id: str, metric: str) -> float | None:
-        """The configured threshold for one case and metric, or None.
 
-        Patterns are tried in file order and a later match overrides an earlier one; within a pattern an exact
-        metric name (`latency.median`) beats its family (`latency`).
-        """
-        found: float | None = None
-        family = metric.split(".", 1)[0]
-        for pattern, by_metric in self.thresholds.items():
-            if not case_pattern(pattern).matches(case_id):
-                continue
-            if metric in by_metric:
-                found = by_metric[metric]
-            elif family in by_metric:
-                found = by_metric[family]
-        return found
+def configured_threshold(thresholds: Mapping[str, Mapping[str, float]], case_id: str, metric: str) -> float | None:
+    """The configured practical threshold for one case and metric, or None.
+
+    Patterns are tried in file order and a later match overrides an earlier one; within a pattern an exact
+    metric name (`latency.median`) beats its family (`latency`).
+    """
+    found: float | None = None
+    family = metric.split(".", 1)[0]
+    for pattern, by_metric in thresholds.items():
+        if not case_pattern(pattern).matches(case_id):
+            continue
+        if metric in by_metric:
+            found = by_metric[metric]
+        elif family in by_metric:
+            found = by_metric[family]
+    return found
 
 
 # ---- finding the file ----------------------------------------------------------------------------------------
@@ -90,8 +89,11 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_config(path: Path | None = None, start: Path | None = None) -> Config:
-    """Load and validate `path`, or the file `find_config(start or cwd)` finds; an empty Config if none."""
+def load_config(path: Path | None = None, start: Path | None = None, *, metric_keys: Collection[str]) -> Config:
+    """Load and validate `path`, or the file `find_config(start or cwd)` finds; an empty Config if none.
+
+    `metric_keys`: the metric names and families a threshold may name (metrics.registry.threshold_keys(); passed
+    in because the registry lives above this core module)."""
     if path is None:
         path = find_config(start or Path.cwd())
         if path is None:
@@ -106,8 +108,8 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
     if path.name == PYPROJECT:
         tool = data.get("tool", {})
         table = tool.get("perfci", {}) if isinstance(tool, dict) else {}
-        return parse_config(table, path, text, prefix="tool.perfci.")
-    return parse_config(data, path, text, prefix="")
+        return parse_config(table, path, text, prefix="tool.perfci.", metric_keys=metric_keys)
+    return parse_config(data, path, text, prefix="", metric_keys=metric_keys)
 
 
 # ---- validation ----------------------------------------------------------------------------------------------
@@ -120,6 +122,7 @@ class _Where:
     source: Path
     text: str
     prefix: str
+    metric_keys: frozenset[str]  # what a threshold may name: metric names and families
 
     def line(self, *names: str) -> int | None:
         """Best effort: the line of the first `name =` (or `name]`), then of the next name after it, and so on."""
@@ -224,9 +227,9 @@ def _thresholds(w: _Where, value: object) -> dict[str, dict[str, float]]:
         if not isinstance(metrics, dict):
             raise w.error(key, f"must be a table of metric = fraction, got {metrics!r}.")
         for metric, frac in metrics.items():
-            if metric.split(".", 1)[0] not in METRIC_FAMILIES:
+            if metric not in w.metric_keys:
                 raise w.error(
-                    (*key, metric), f"unknown metric {metric!r}.", hint=f"use one of {', '.join(METRIC_FAMILIES)}"
+                    (*key, metric), f"unknown metric {metric!r}.", hint=f"use one of {', '.join(sorted(w.metric_keys))}"
                 )
             if isinstance(frac, dict):
                 raise w.error((*key, metric), "is a table.", hint='quote a dotted metric name: "latency.median" = 0.02')
@@ -253,9 +256,11 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
 }
 
 
-def parse_config(data: Mapping[str, Any], source: Path, text: str = "", prefix: str = "") -> Config:
+def parse_config(
+    data: Mapping[str, Any], source: Path, text: str = "", prefix: str = "", *, metric_keys: Collection[str]
+) -> Config:
     """Validate a parsed TOML table; ConfigError names the file, the line (when found) and the key."""
-    w = _Where(source, text, prefix)
+    w = _Where(source, text, prefix, frozenset(metric_keys))
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in _FIELDS:

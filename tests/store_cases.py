@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from perfci.compare.history_noise import estimate_noise
-from perfci.compare.policy import METRICS, round_values
+from perfci.metrics.registry import METRICS, round_values
 from perfci.model import RunResult
 from perfci.store import tables
 from perfci.store.history import HistoryStore

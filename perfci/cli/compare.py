@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
+from perfci.api.settings import Settings, load_project_config
 from perfci.cli.app import (
     DbOpt,
     HistoryNoiseOpt,
@@ -33,16 +34,18 @@ from perfci.cli.app import (
     writable_folder,
 )
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
-from perfci.compare.baselines import latest_results, load_baseline, record, resolve_runner, update_baseline
+from perfci.compare.baselines import latest_results, load_baseline, record, update_baseline
 from perfci.compare.confirm import flagged_cases, merge_confirmation
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
-from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, metric_def, practical_threshold
+from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
 from perfci.compare.revisions import checked_out, map_path, repo_root
 from perfci.compare.saved import comparison_to_dict, dump_comparison
-from perfci.config import Config, load_config
+from perfci.config import Config
+from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
+from perfci.metrics.registry import metric_def
 from perfci.model import CaseResult, Comparison, RunResult
 from perfci.patterns import case_pattern
 from perfci.profilers.timing import TimingSettings
@@ -50,7 +53,6 @@ from perfci.reports.html import write_html
 from perfci.reports.junit import write_junit
 from perfci.reports.markdown import write_markdown
 from perfci.reports.terminal import comparison_table, verdict_line
-from perfci.runner import RunSettings
 from perfci.schema import load_results
 from perfci.workloads.discovery import builtin_source, expand_paths
 from perfci.workloads.selection import Selection
@@ -165,15 +167,15 @@ def compare(
     """Compare two results files (or one against baselines/<runner>.json); exit 1 on a regression."""
 
     def body() -> int:
-        cfg = load_config(config)
+        cfg = load_project_config(config)
         if candidate is None:
             cand = load_results(baseline)
-            name = resolve_runner(runner, dict(os.environ), cfg.runner, cand.fingerprint)
+            name = Settings(dict(os.environ), cfg).runner_class(runner, cand.fingerprint)
             base, labels = load_baseline(name), (f"baselines/{name}.json", str(baseline))
         else:
             base, cand = load_results(baseline), load_results(candidate)
             labels = (str(baseline), str(candidate))
-            name = resolve_runner(runner, dict(os.environ), cfg.runner, cand.fingerprint)
+            name = Settings(dict(os.environ), cfg).runner_class(runner, cand.fingerprint)
         check_comparable(base, cand, allow_mismatch)
         settings = decision_settings(cfg, threshold, confidence, family, metric, job_noise=job_noise, catch=catch)
         lookup = noise_lookup(history_noise, cfg, db, name, job_noise)
@@ -233,7 +235,7 @@ def ab(
     """Same-machine A/B of two git revisions in lockstep pairs (the recommended PR gate)."""
 
     def body() -> int:
-        cfg = load_config(config)
+        cfg = load_project_config(config)
         try:
             compiled = tuple(case_pattern(p) for p in patterns or ())
         except ValueError as exc:
@@ -360,9 +362,9 @@ def baseline_update(
     """Accept results as the baseline of their runner class: writes baselines/<runner>.json."""
 
     def body() -> int:
-        cfg = load_config(config)
+        cfg = load_project_config(config)
         source = results or latest_results()
-        name = resolve_runner(runner, dict(os.environ), cfg.runner, load_results(source).fingerprint)
+        name = Settings(dict(os.environ), cfg).runner_class(runner, load_results(source).fingerprint)
         path, run = update_baseline(source, reason, name)
         _, err = consoles()
         err.print(f"baseline {path} <- {source} ({len(run.cases)} cases): {reason.strip()}", highlight=False)
@@ -382,8 +384,8 @@ def baseline_show(
     def body() -> int:
         from perfci.profilers.fingerprint import fingerprint
 
-        cfg = load_config(config)
-        name = resolve_runner(runner, dict(os.environ), cfg.runner, fingerprint() if not runner else {})
+        cfg = load_project_config(config)
+        name = Settings(dict(os.environ), cfg).runner_class(runner, fingerprint() if not runner else {})
         run = load_baseline(name)
         rec = record(run)
         out, _ = consoles()

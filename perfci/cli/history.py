@@ -10,8 +10,8 @@ import typer
 
 from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, history_app, history_store
 from perfci.compare.history_noise import MIN_RUNS, estimate_noise
-from perfci.compare.policy import METRICS
 from perfci.errors import UsageError
+from perfci.metrics.registry import COMPARABLE
 from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.fingerprint import runner_name
 from perfci.reports.noise import noise_json, noise_table
@@ -175,7 +175,7 @@ def history_noise(
     `--history-noise` makes comparisons use), from the runs since the last change point."""
 
     def body() -> int:
-        known = METRICS.get(metric)
+        known = COMPARABLE.get(metric)
         if known is not None and not known.timed:
             raise UsageError(
                 f"{metric} is compared by a tolerance rule, not with a cross-job noise term.",

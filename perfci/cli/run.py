@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from perfci.api.settings import load_project_config
 from perfci.cli.app import (
     DbOpt,
     HistoryNoiseOpt,
@@ -37,7 +38,8 @@ from perfci.cli.app import (
 from perfci.cli.compare import print_unsettled_hint, stored_gate
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
-from perfci.config import Config, load_config
+from perfci.config import Config
+from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import UsageError, WorkloadDefinitionError
 from perfci.model import CaseSpec, RunResult
 from perfci.patterns import case_pattern
@@ -47,7 +49,6 @@ from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.terminal import run_table, verdict_line
-from perfci.runner import Runner, RunSettings
 from perfci.schema import load_results, run_to_dict
 from perfci.workloads.discovery import BUILTIN_SUITES, all_cases_from_sources
 from perfci.workloads.selection import Selection, plan_sources, unknown_suites
@@ -161,7 +162,7 @@ def note_other_devices(choice: CaseChoice) -> None:
 
 
 def project_config(path: Path | None) -> Config:
-    return load_config(path)
+    return load_project_config(path)
 
 
 def timing_settings(cfg: Config, budget: float | None, speed_reference: bool | None = None) -> TimingSettings:

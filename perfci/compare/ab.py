@@ -26,12 +26,13 @@ from typing import Any
 
 from perfci.compare.confirm import unsettled
 from perfci.compare.decide import compare_runs
-from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
+from perfci.compare.policy import DecisionSettings, practical_threshold
 from perfci.compare.revisions import Side, build
+from perfci.engine.lockstep import run_lockstep_pair
+from perfci.engine.runner import ProgressFn, Runner, RunSettings
 from perfci.errors import InfrastructureError, WorkloadDefinitionError
-from perfci.lockstep import run_lockstep_pair
+from perfci.metrics.registry import metric_def
 from perfci.model import CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
-from perfci.runner import ProgressFn, Runner, RunSettings
 
 _LIST_SCRIPT = """
 import json, sys
@@ -53,7 +54,7 @@ class ABSettings:
     run: RunSettings = field(default_factory=RunSettings)
     decision: DecisionSettings = field(default_factory=DecisionSettings)
     build_command: str | None = None
-    lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/lockstep.py)
+    lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/engine/lockstep.py)
 
 
 @dataclass(frozen=True)

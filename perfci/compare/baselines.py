@@ -4,8 +4,8 @@ A baseline is an ordinary results file (schema perfci.results v1) whose `setting
 when it was accepted: `{"reason", "accepted_at", "source", "runner", "previous"}` (`previous`: run id and commit
 of the baseline it replaced). The git history of the file is the history of accepted baselines.
 
-Runner class, first found wins: `--runner`, `$PERFCI_RUNNER`, the configuration's `runner`, else a name derived
-from the fingerprint (`perfci env` shows it), e.g. `cpu-amd-epyc-7b13-2c`.
+Runner class (resolved in api/settings.py), first found wins: `--runner`, `$PERFCI_RUNNER`, the configuration's
+`runner`, else a name derived from the fingerprint (`perfci env` shows it), e.g. `cpu-amd-epyc-7b13-2c`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ from typing import Any
 
 from perfci.errors import ResultsFormatError, UsageError
 from perfci.model import CaseStatus, RunResult
-from perfci.profilers.fingerprint import runner_name
 from perfci.schema import dump_results, load_results
 
 BASELINE_DIR = Path("baselines")
 RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-def resolve_runner(explicit: str | None, env: dict[str, str], configured: str | None, fp: dict[str, Any]) -> str:
-    name = explicit or env.get("PERFCI_RUNNER") or configured or runner_name(fp)
+def check_runner_name(name: str) -> str:
+    """A runner class name as given (it names a file under baselines/); UsageError when it cannot."""
     if not RUNNER_RE.fullmatch(name):
         raise UsageError(f"runner class {name!r} is not a valid name.", hint="use letters, digits, '.', '_' and '-'")
     return name

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from perfci.compare.policy import METRICS, metric_def
+from perfci.metrics.registry import COMPARABLE, metric_def
 from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
@@ -39,7 +39,7 @@ def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float])
     ids = {
         r.case_id
         for r in comparison.rows
-        if r.metric in METRICS and metric_def(r.metric).timed and unsettled(r, theta_of(r.case_id, r.metric))
+        if r.metric in COMPARABLE and metric_def(r.metric).timed and unsettled(r, theta_of(r.case_id, r.metric))
     }
     return sorted(ids)
 

@@ -17,19 +17,12 @@ from __future__ import annotations
 import math
 from statistics import geometric_mean
 
-from perfci.compare.fingerprints import fingerprint_differences
-from perfci.compare.policy import (
-    DEFAULT_METRICS,
-    DecisionSettings,
-    MetricDef,
-    job_noise,
-    metric_def,
-    practical_threshold,
-    round_values,
-)
+from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
+from perfci.metrics.registry import MetricDef, metric_def, round_values
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, tolerance_verdict
 from perfci.stats.logratio import paired_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import median
@@ -190,7 +183,7 @@ def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) ->
 
 
 def check_comparable(baseline: RunResult, candidate: RunResult, allow_mismatch: bool) -> None:
-    """The fingerprint rule (perfci.compare.fingerprints): refuse on a hardware difference unless allowed."""
+    """The fingerprint rule (perfci.profilers.fingerprint_changes): refuse on a hardware difference unless allowed."""
     hardware, _ = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     if hardware and not allow_mismatch:
         raise UsageError(

@@ -20,12 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfci.metrics import reference_ratio
-from perfci.model import CaseResult, Direction, Round
-from perfci.patterns import case_pattern
-from perfci.stats.summary import median, quantile
+from perfci.config import configured_threshold
+from perfci.metrics.registry import DEFAULT_COMPARED, LATENCY, VS_REFERENCE, MetricDef
 
-DEFAULT_METRICS = ("latency.median", "memory.peak_rss", "memory.peak_device")
+DEFAULT_METRICS = DEFAULT_COMPARED
 CPU_THETA = 0.03
 GPU_THETA = 0.01
 MEMORY_THETA = 0.01
@@ -55,7 +53,6 @@ class DecisionSettings:
     trim: float = 0.2  # paired only: Yuen's trimmed mean of the pair log-ratios (0: the plain paired t)
     metrics: tuple[str, ...] = DEFAULT_METRICS
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
-    threshold_lookup: Callable[[str, str], float | None] | None = None  # e.g. Config.threshold
     # unpaired only, when job_noise is None: per (case, metric), e.g. compare/history_noise.HistoryNoise; a None
     # answer keeps the default
     job_noise_lookup: Callable[[str, str], float | None] | None = None
@@ -83,109 +80,15 @@ class DecisionSettings:
         }
 
 
-@dataclass(frozen=True)
-class MetricDef:
-    name: str
-    unit: str
-    direction: Direction
-    timed: bool  # True: statistical rule on per-round values; False: tolerance rule
-    values: Callable[[Round, CaseResult], float | None]
-
-
-def _round_median(r: Round, c: CaseResult) -> float | None:
-    return median(r.per_call) if r.samples else None
-
-
-def _quantile(q: float) -> Callable[[Round, CaseResult], float | None]:
-    return lambda r, c: quantile(r.per_call, q) if r.samples else None
-
-
-def _per_second(attr: str, scale: float = 1.0) -> Callable[[Round, CaseResult], float | None]:
-    def value(r: Round, c: CaseResult) -> float | None:
-        work = 1.0 if attr == "one" else getattr(c, attr)
-        m = _round_median(r, c)
-        return work / m * scale if work and m else None
-
-    return value
-
-
-def _field(name: str) -> Callable[[Round, CaseResult], float | None]:
-    def value(r: Round, c: CaseResult) -> float | None:
-        v = getattr(r, name)
-        return float(v) if v is not None else None
-
-    return value
-
-
-def _telemetry(key: str) -> Callable[[Round, CaseResult], float | None]:
-    def value(r: Round, c: CaseResult) -> float | None:
-        v = r.telemetry.get(key)
-        return float(v) if v else None
-
-    return value
-
-
-METRICS: dict[str, MetricDef] = {
-    m.name: m
-    for m in (
-        MetricDef("latency.median", "s", Direction.LOWER, True, _round_median),
-        MetricDef("latency.min", "s", Direction.LOWER, True, _quantile(0.0)),
-        MetricDef("latency.p10", "s", Direction.LOWER, True, _quantile(0.10)),
-        MetricDef("latency.p90", "s", Direction.LOWER, True, _quantile(0.90)),
-        MetricDef("latency.p99", "s", Direction.LOWER, True, _quantile(0.99)),
-        MetricDef("latency.vs_reference", "x ref", Direction.LOWER, True, lambda r, c: reference_ratio(r)),
-        MetricDef("throughput", "calls/s", Direction.HIGHER, True, _per_second("one")),
-        MetricDef("flops", "FLOP/s", Direction.HIGHER, True, _per_second("flops")),
-        MetricDef("bandwidth", "GB/s", Direction.HIGHER, True, _per_second("bytes", 1e-9)),
-        MetricDef("energy_per_call", "J", Direction.LOWER, True, _telemetry("energy_per_call_j")),
-        MetricDef("memory.peak_rss", "B", Direction.LOWER, False, _field("peak_rss_bytes")),
-        MetricDef("memory.rss_increase", "B", Direction.LOWER, False, _field("rss_increase_bytes")),
-        MetricDef("memory.peak_device", "B", Direction.LOWER, False, _field("peak_device_bytes")),
-    )
-}
-
-
-def metric_def(name: str) -> MetricDef:
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
-
-
-def metric_direction(name: str) -> Direction:
-    """Which way is better for a metric (lower when perfci does not know the name, as for latency)."""
-    known = METRICS.get(name)
-    return known.direction if known is not None else Direction.LOWER
-
-
-def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
-    """Per-round values of a metric, keyed by round index (rounds without the value are left out)."""
-    out: dict[int, float] = {}
-    for r in case.rounds:
-        v = metric.values(r, case)
-        if v is not None and v > 0:
-            out[r.index] = v
-    return out
-
-
 def _configured(settings: DecisionSettings, case_id: str, metric: str) -> float | None:
-    if settings.threshold_lookup is not None:
-        found = settings.threshold_lookup(case_id, metric)
-        if found is not None:
-            return found
-    found = None
-    family = metric.split(".", 1)[0]
-    for pattern, by_metric in settings.thresholds.items():
-        if case_pattern(pattern).matches(case_id):
-            found = by_metric.get(metric, by_metric.get(family, found))
-    return found
+    return configured_threshold(settings.thresholds, case_id, metric)
 
 
 def is_gpu(case_id: str) -> bool:
     return case_id.rsplit("@", 1)[-1].startswith("cuda")
 
 
-def job_noise(settings: DecisionSettings, case_id: str, metric: str = "latency.median") -> float:
+def job_noise(settings: DecisionSettings, case_id: str, metric: str = LATENCY) -> float:
     if settings.job_noise is not None:
         return settings.job_noise
     if settings.job_noise_lookup is not None:
@@ -194,7 +97,7 @@ def job_noise(settings: DecisionSettings, case_id: str, metric: str = "latency.m
             return learned
     if is_gpu(case_id):
         return GPU_JOB_NOISE
-    return REFERENCE_JOB_NOISE if metric == "latency.vs_reference" else CPU_JOB_NOISE
+    return REFERENCE_JOB_NOISE if metric == VS_REFERENCE else CPU_JOB_NOISE
 
 
 def practical_threshold(settings: DecisionSettings, case_id: str, metric: MetricDef) -> float:

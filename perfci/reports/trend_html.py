@@ -25,7 +25,7 @@ from typing import Any
 from markupsafe import Markup
 
 from perfci.compare.history_noise import NoiseEstimate
-from perfci.compare.policy import metric_direction
+from perfci.metrics.registry import metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import asset, environment, plotly_js, script_json
 from perfci.reports.units import format_ratio, format_value

@@ -19,8 +19,8 @@ from sqlalchemy import create_engine, delete, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
-from perfci.compare.policy import METRICS, round_values
 from perfci.errors import InfrastructureError, UsageError
+from perfci.metrics.registry import COMPARABLE, round_values
 from perfci.model import CaseResult, CaseStatus, RunResult
 from perfci.store.tables import ADDED_IN_2, STORE_VERSION, measurements, metadata, runs, store_meta
 
@@ -44,7 +44,7 @@ class Point:
 def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | None]:
     """Rounds, mean and sd of the log per-round values of a timed metric (the compare rules' per-round values);
     all None for other metrics or fewer than 2 rounds."""
-    definition = METRICS.get(metric)
+    definition = COMPARABLE.get(metric)
     logs = [math.log(v) for v in round_values(case, definition).values()] if definition and definition.timed else []
     if len(logs) < 2:
         return {"rounds": None, "log_mean": None, "log_sd": None}

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from statistics import geometric_mean
 from typing import Any
 
-from perfci.compare.fingerprints import change_text, fingerprint_changes
-from perfci.compare.policy import metric_direction
+from perfci.metrics.registry import metric_direction
 from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
+from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.stats.changepoint import ChangePoint, detect_change_points
 from perfci.store.history import HistoryStore, Point
 

@@ -1,4 +1,4 @@
-"""Lockstep pairs (perfci/lockstep.py) with real worker processes: results on both sides, and failures
+"""Lockstep pairs (perfci/engine/lockstep.py) with real worker processes: results on both sides, and failures
 isolated to the case that failed."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfci.lockstep import run_lockstep_pair
-from perfci.runner import Runner, RunSettings
+from perfci.engine.lockstep import run_lockstep_pair
+from perfci.engine.runner import Runner, RunSettings
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"

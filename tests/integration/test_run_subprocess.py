@@ -14,7 +14,7 @@ import jsonschema
 import psutil
 import pytest
 
-from perfci.runner import MALLOC_TUNABLES
+from perfci.engine.runner import MALLOC_TUNABLES
 from perfci.schema import json_schema, load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"

@@ -36,8 +36,8 @@ def test_onnx_suite_measures_ort_and_torch_side_by_side_with_checks(tmp_path: Pa
 
 def test_cuda_cases_fail_clearly_without_a_gpu(tmp_path: Path) -> None:
     # listing them everywhere is covered in tests/unit/test_config_cli.py; here a real worker runs one
+    from perfci.engine.runner import Runner, RunSettings
     from perfci.profilers.nvml import gpu_inventory
-    from perfci.runner import Runner, RunSettings
     from perfci.workloads.discovery import builtin_source, cases_from_sources
 
     if gpu_inventory().gpus:

@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from perfci.api.settings import Settings
 from perfci.compare.ab import needs_more, unsettled_warning
-from perfci.compare.baselines import accept, load_baseline, resolve_runner, update_baseline
+from perfci.compare.baselines import accept, load_baseline, update_baseline
 from perfci.compare.confirm import flagged_cases, merge_confirmation, unsettled
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import apply_expected, parse_expected
-from perfci.compare.fingerprints import fingerprint_differences
-from perfci.compare.policy import DecisionSettings, metric_def, practical_threshold
+from perfci.compare.policy import DecisionSettings, practical_threshold
+from perfci.config import Config
 from perfci.errors import ConfigError, UsageError
+from perfci.metrics.registry import metric_def
 from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, Direction, MetricComparison, Round, Verdict
+from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.schema import dump_results
 from tests.conftest import make_case, make_run
 
@@ -194,11 +197,11 @@ def test_baselines_accept_record_and_resolve(tmp_path: Path) -> None:
     assert second.settings["baseline"]["previous"]["run_id"] == first.run_id
     with pytest.raises(UsageError, match="no baseline"):
         load_baseline("other", folder)
-    assert resolve_runner(None, {"PERFCI_RUNNER": "ci-a"}, "cfg", {}) == "ci-a"
-    assert resolve_runner(None, {}, "cfg", {}) == "cfg"
-    assert resolve_runner(None, {}, None, {"cpu_model": "AMD EPYC", "cpu_logical_cores": 2}) == "cpu-amd-epyc-2c"
+    assert Settings({"PERFCI_RUNNER": "ci-a"}, Config(runner="cfg")).runner_class(None, {}) == "ci-a"
+    assert Settings({}, Config(runner="cfg")).runner_class(None, {}) == "cfg"
+    assert Settings().runner_class(None, {"cpu_model": "AMD EPYC", "cpu_logical_cores": 2}) == "cpu-amd-epyc-2c"
     with pytest.raises(UsageError):
-        resolve_runner("../evil", {}, None, {})
+        Settings().runner_class("../evil", {})
 
 
 def test_rounds_missing_a_value_are_skipped() -> None:

@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from perfci.config import Config, find_config, load_config
+from perfci.config import Config, configured_threshold, find_config
+from perfci.config import load_config as load_with_keys
 from perfci.errors import ConfigError
+from perfci.metrics.registry import threshold_keys
+
+
+def load_config(path: Path | None = None, start: Path | None = None) -> Config:
+    return load_with_keys(path, start, metric_keys=threshold_keys())
+
 
 FULL = """\
 paths = ["perf"]
@@ -50,11 +57,11 @@ def test_full_perfci_toml(tmp_path: Path) -> None:
 
 def test_threshold_lookup_later_pattern_and_exact_metric_win(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, "perfci.toml", FULL))
-    assert cfg.threshold("kernels.mm[n=1]@cpu", "latency.median") == 0.03
-    assert cfg.threshold("kernels.mm[n=1]@cpu", "latency.p90") == 0.1
-    assert cfg.threshold("models.mlp@cpu", "latency.median") == 0.05
-    assert cfg.threshold("models.mlp@cpu", "memory.peak_rss") is None
-    assert Config().threshold("x", "latency") is None
+    assert configured_threshold(cfg.thresholds, "kernels.mm[n=1]@cpu", "latency.median") == 0.03
+    assert configured_threshold(cfg.thresholds, "kernels.mm[n=1]@cpu", "latency.p90") == 0.1
+    assert configured_threshold(cfg.thresholds, "models.mlp@cpu", "latency.median") == 0.05
+    assert configured_threshold(cfg.thresholds, "models.mlp@cpu", "memory.peak_rss") is None
+    assert configured_threshold(Config().thresholds, "x", "latency") is None
 
 
 def test_pyproject_tool_table_and_search_upwards(tmp_path: Path) -> None:

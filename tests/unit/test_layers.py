@@ -1,4 +1,5 @@
-"""Architecture check: perfci's layers (DESIGN.md) import downwards only."""
+"""Architecture check: perfci's packages (DESIGN.md, docs/architecture.md) import downwards only, and no two
+packages import each other, directly or through others."""
 
 from __future__ import annotations
 
@@ -7,55 +8,110 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2] / "perfci"
 
-# lowest first; a module may import from its own layer or any lower one
+# lowest first; a package may import from its own layer or any lower one (never a cycle, even within a layer)
 # fmt: off
 LAYERS: dict[str, int] = {
-    "errors": 1, "model": 1, "schema": 1, "schemas": 1, "patterns": 1, "config": 1, "cpus": 1,
-    "stats": 2,
-    "profilers": 3, "workloads": 3, "metrics": 3,
-    "case_session": 4, "lockstep": 4, "worker": 4, "supervisor": 4, "runner": 4,
+    "core": 0,  # model, schema, errors, config, patterns, cpus (modules at the top of perfci/)
+    "schemas": 0,
+    "stats": 1,
+    "metrics": 2,
+    "profilers": 3, "workloads": 3,
+    "engine": 4,
     "store": 5, "compare": 5, "importers": 5,
     "reports": 6,
-    "cli": 7, "__main__": 7, "__init__": 7,
+    "api": 7,
+    "cli": 8,
 }
 # fmt: on
+CORE_MODULES = {"model", "schema", "errors", "config", "patterns", "cpus"}
+ENGINE_MODULES = {"runner", "worker", "supervisor", "case_session", "lockstep"}
 
 
-def _layer(module: str) -> int:
-    top = module.split(".")[1] if module.startswith("perfci.") else module
-    return LAYERS[top]
+def package_of(module: str) -> str:
+    """`perfci.compare.decide` -> `compare`; a module at the top of perfci/ -> `core`; perfci itself -> `root`."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "root"
+    head = parts[1]
+    return head if (ROOT / head).is_dir() else "core"
 
 
-def _imports(path: Path) -> set[str]:
+def imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perfci."):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("perfci"):
             found.add(node.module)
         elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("perfci.")}
+            found |= {a.name for a in node.names if a.name.startswith("perfci")}
     return found
 
 
-def test_every_top_level_module_has_a_layer() -> None:
-    names = {
-        p.stem if p.is_file() else p.name
-        for p in ROOT.iterdir()
-        if not p.name.startswith(("_", ".")) or p.name in ("__init__.py", "__main__.py")
-    }
-    names = {n for n in names if n not in ("py", "__pycache__")} - {"py.typed"}
-    missing = {n.removesuffix(".typed") for n in names} - set(LAYERS) - {"py"}
-    assert not missing, f"add these modules to LAYERS: {sorted(missing)}"
-
-
-def test_imports_point_downwards() -> None:
-    violations = []
+def package_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT.parent).with_suffix("")
         module = ".".join(rel.parts)
-        if module == "perfci.__init__" or module == "perfci.__main__":
-            continue
-        own = _layer(module)
-        for imported in _imports(path):
-            if _layer(imported) > own:
-                violations.append(f"{module} (layer {own}) imports {imported} (layer {_layer(imported)})")
-    assert not violations, "\n".join(sorted(violations))
+        src = package_of(module)
+        if module in ("perfci.__init__", "perfci.__main__"):
+            continue  # the public face: re-exports the workload API, starts the CLI
+        for imported in imports(path):
+            dst = package_of(imported)
+            if dst not in (src, "root"):
+                edges.setdefault(src, set()).add(dst)
+            elif dst == "root" and src not in ("workloads", "compare"):
+                # `import perfci` is the workload API (built-in workload files) and the installed package's
+                # location (compare/revisions.py); anywhere else it would hide an upward import
+                edges.setdefault(src, set()).add("root")
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(u: str) -> list[str] | None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(edges.get(u, ())):
+            if state.get(v) == 1:
+                return [*stack[stack.index(v) :], v]
+            if v not in state and (found := visit(v)):
+                return found
+        stack.pop()
+        state[u] = 2
+        return None
+
+    for u in sorted(edges):
+        if u not in state and (found := visit(u)):
+            return found
+    return None
+
+
+def test_every_package_and_top_level_module_has_a_layer() -> None:
+    packages = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    modules = {p.stem for p in ROOT.glob("*.py") if not p.name.startswith("_")}
+    assert not packages - set(LAYERS), f"add these packages to LAYERS: {sorted(packages - set(LAYERS))}"
+    assert not modules - CORE_MODULES, f"top-level modules outside the core: {sorted(modules - CORE_MODULES)}"
+
+
+def test_engine_is_a_package() -> None:
+    assert (ROOT / "engine").is_dir()
+    assert not [m for m in ENGINE_MODULES if (ROOT / f"{m}.py").exists()]
+
+
+def test_imports_point_downwards() -> None:
+    edges = package_graph()
+    assert "root" not in {d for ds in edges.values() for d in ds}, "only workload files may `import perfci`"
+    upward = sorted(f"{s} (layer {LAYERS[s]}) imports {d} (layer {LAYERS[d]})" for s, ds in edges.items() for d in ds
+                    if d != "root" and LAYERS[d] > LAYERS[s])  # fmt: skip
+    assert not upward, "\n".join(upward)
+
+
+def test_no_package_cycle() -> None:
+    cycle = find_cycle(package_graph())
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}}) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfci.runner import MALLOC_TUNABLES, Runner, RunSettings
+from perfci.engine.runner import MALLOC_TUNABLES, Runner, RunSettings
 
 
 def test_workers_get_fixed_malloc_thresholds_unless_glibc_tunables_is_already_set(tmp_path: Path) -> None:

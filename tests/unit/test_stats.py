@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfci.stats.ratio import unpaired_log_ratio
 from perfci.stats.summary import log_mean_interval, median, median_ci, quantile, relative_halfwidth
 
 
@@ -35,28 +33,6 @@ def test_log_mean_interval_hand_values() -> None:
     # sd of logs = sqrt(2); t(0.975, 1) = 12.706; half = 12.706 * sqrt(2)/sqrt(2)
     assert math.log(hi) - 1.0 == pytest.approx(12.7062, rel=1e-4)
     assert math.log(lo) == pytest.approx(1.0 - 12.7062, rel=1e-4)
-
-
-def test_unpaired_ratio_detects_scaled_copy() -> None:
-    rng = random.Random(0)
-    base = [1.0 + rng.gauss(0, 0.01) for _ in range(5)]
-    est = unpaired_log_ratio(base, [x * 1.5 for x in base])
-    assert est.ratio == pytest.approx(1.5)
-    assert est.lower_bound > 1.3
-
-
-def test_unpaired_ratio_needs_two_per_side() -> None:
-    est = unpaired_log_ratio([1.0], [1.0, 1.1])
-    assert math.isnan(est.lower_bound)
-
-
-@given(
-    st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=2, max_size=30), st.floats(min_value=0.5, max_value=2.0)
-)
-def test_ratio_is_scale_equivariant(xs: list[float], k: float) -> None:
-    est = unpaired_log_ratio(xs, [x * k for x in xs])
-    assert est.ratio == pytest.approx(k, rel=1e-9)
-    assert est.low <= est.ratio * (1 + 1e-9) and est.ratio <= est.high * (1 + 1e-9)
 
 
 @given(st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=50))

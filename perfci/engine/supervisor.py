@@ -104,11 +104,11 @@ def run_worker(
 
 
 def spawn_worker(stderr_path: Path, env: dict[str, str] | None, python: str | None) -> subprocess.Popen[bytes]:
-    """A fresh `python -m perfci.worker` in its own session (so a kill takes its children too), stderr to a log."""
+    """A fresh `python -m perfci.engine.worker` in its own session (a kill takes its children too), stderr to a log."""
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
     with open(stderr_path, "ab") as err:
         return subprocess.Popen(
-            [python or sys.executable, "-m", "perfci.worker"],
+            [python or sys.executable, "-m", "perfci.engine.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,

@@ -23,13 +23,13 @@ from typing import Any
 
 import psutil
 
+from perfci.engine.supervisor import Limits, WorkerProcess, run_worker
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
 from perfci.schema import dump_results
-from perfci.supervisor import Limits, WorkerProcess, run_worker
 
 
 def _default_memory_limit() -> int:
@@ -52,7 +52,7 @@ class RunSettings:
     memory_limit_bytes: int = field(default_factory=_default_memory_limit)
     timing: TimingSettings = field(default_factory=TimingSettings)
     cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
-    slices: int = 3  # a round samples its cases in this many interleaved slices (see perfci/worker.py)
+    slices: int = 3  # a round samples its cases in this many interleaved slices (see perfci/engine/worker.py)
     malloc_tunables: str | None = MALLOC_TUNABLES  # GLIBC_TUNABLES for the workers; None: leave malloc alone
     # where measured runner peaks are cached; None: do not measure peaks
     peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
@@ -185,7 +185,7 @@ class Runner:
         return [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
 
     def lockstep_worker(self, todo: list[CaseSpec], index: int, finished: list[str], tag: str) -> WorkerProcess:
-        """A worker in lockstep mode for `todo` (see perfci/lockstep.py); its events are recorded here."""
+        """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here."""
         handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
         log = self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
         job = {**self._job(todo, index), "cpu_affinity": list(self.lockstep_cpus())}

@@ -1,6 +1,6 @@
 """Worker process: measures one round of a list of cases and streams one JSON event per line to the runner.
 
-Started by the runner as `python -m perfci.worker` with a JSON job on stdin. The worker moves its stdout to a
+Started by the runner as `python -m perfci.engine.worker` with a JSON job on stdin. The worker moves its stdout to a
 private descriptor for the protocol and points fd 1 at stderr, so prints in user workloads never corrupt it.
 
 A round has three phases. (1) Each case is set up, checked, warmed up and calibrated. (2) Sampling runs in
@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
-from perfci.case_session import CaseSession, CheckFailed, finish, prepare
+from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
 from perfci.workloads.api import SkipCase
 
 T = TypeVar("T")
@@ -106,7 +106,7 @@ def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
     {"cmd": "sample", "case": id, "n": k, "rewarm": r} -> r untimed calls and k samples, then
     {"event": "sampled", "case": id, "elapsed_s": t};
     {"cmd": "finish"} -> results. The driver alternates two such workers sample by sample, so both revisions
-    see the same machine state (perfci/lockstep.py)."""
+    see the same machine state (perfci/engine/lockstep.py)."""
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
     _emit(out, {"event": "prepared", "cases": list(sessions)})
     gc.disable()

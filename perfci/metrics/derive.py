@@ -1,27 +1,29 @@
-"""Derive a case's metrics from its raw rounds. Each metric carries unit, direction and an interval."""
+"""Derive a case's metrics from its raw rounds. Each metric carries unit and direction (from the registry) and
+an interval where one is known."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from perfci.model import Direction, Metric, Round
+from perfci.metrics import registry as reg
+from perfci.metrics.registry import reference_ratio
+from perfci.model import Metric, Round
 from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
 
 CONFIDENCE = 0.95
 
 
+def metric(
+    name: str, value: float, low: float | None = None, high: float | None = None, confidence: float | None = None
+) -> Metric:
+    """A Metric whose unit and direction are the registry's."""
+    d = reg.METRICS[name]
+    return Metric(name, d.unit, d.direction, value, low, high, confidence)
+
+
 def round_medians(rounds: tuple[Round, ...]) -> list[float]:
     """Per-round median time per call: the unit of replication for comparisons."""
     return [median(r.per_call) for r in rounds]
-
-
-def reference_ratio(r: Round) -> float | None:
-    """The round's median per-call time over the median per-call time of the speed reference timed beside it
-    (profilers/reference.py); None where the round has no reference."""
-    ref = r.telemetry.get("reference_per_call_s")
-    if not r.samples or not ref or median(ref) <= 0:
-        return None
-    return median(r.per_call) / median(ref)
 
 
 def reference_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
@@ -30,7 +32,7 @@ def reference_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     if not ratios:
         return []
     lo, hi = median_ci(ratios, CONFIDENCE)
-    return [Metric("latency.vs_reference", "x ref", Direction.LOWER, median(ratios), lo, hi, CONFIDENCE)]
+    return [metric(reg.VS_REFERENCE, median(ratios), lo, hi, CONFIDENCE)]
 
 
 def latency_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
@@ -38,14 +40,14 @@ def latency_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     lo, hi = median_ci(meds, CONFIDENCE)
     pooled = [x for r in rounds for x in r.per_call]
     out = [
-        Metric("latency.median", "s", Direction.LOWER, median(meds), lo, hi, CONFIDENCE),
-        Metric("latency.p10", "s", Direction.LOWER, quantile(pooled, 0.10)),
-        Metric("latency.p90", "s", Direction.LOWER, quantile(pooled, 0.90)),
-        Metric("latency.p99", "s", Direction.LOWER, quantile(pooled, 0.99)),
-        Metric("throughput", "calls/s", Direction.HIGHER, 1.0 / median(meds), 1.0 / hi, 1.0 / lo, CONFIDENCE),
+        metric(reg.LATENCY, median(meds), lo, hi, CONFIDENCE),
+        metric(reg.LATENCY_P10, quantile(pooled, 0.10)),
+        metric(reg.LATENCY_P90, quantile(pooled, 0.90)),
+        metric(reg.LATENCY_P99, quantile(pooled, 0.99)),
+        metric(reg.THROUGHPUT, 1.0 / median(meds), 1.0 / hi, 1.0 / lo, CONFIDENCE),
     ]
     if len(meds) >= 2:
-        out.append(Metric("noise.round_cv", "ratio", Direction.LOWER, coefficient_of_variation(meds)))
+        out.append(metric(reg.ROUND_CV, coefficient_of_variation(meds)))
     return out
 
 
@@ -59,28 +61,21 @@ def work_metrics(
     lo, hi = median_ci(meds, CONFIDENCE)
     out: list[Metric] = []
     if flops:
-        out.append(Metric("flops", "FLOP/s", Direction.HIGHER, flops / m, flops / hi, flops / lo, CONFIDENCE))
+        out.append(metric(reg.FLOPS, flops / m, flops / hi, flops / lo, CONFIDENCE))
     if nbytes:
         scale = 1e-9
-        out.append(
-            Metric(
-                "bandwidth",
-                "GB/s",
-                Direction.HIGHER,
-                nbytes / m * scale,
-                nbytes / hi * scale,
-                nbytes / lo * scale,
-                CONFIDENCE,
-            )
-        )
+        out.append(metric(reg.BANDWIDTH, nbytes / m * scale, nbytes / hi * scale, nbytes / lo * scale, CONFIDENCE))
     peaks = peaks or {}
-    for metric, key in (("flops", "flops"), ("bandwidth", "bandwidth_gbps")):
-        base = next((x for x in out if x.name == metric), None)
+    for name, pct_name, key in (
+        (reg.FLOPS, reg.FLOPS_PCT_PEAK, "flops"),
+        (reg.BANDWIDTH, reg.BANDWIDTH_PCT_PEAK, "bandwidth_gbps"),
+    ):
+        base = next((x for x in out if x.name == name), None)
         peak = peaks.get(key)
         if base is not None and peak:
             pct = 100.0 / float(peak)
             low, high = (base.low or 0.0) * pct, (base.high or 0.0) * pct
-            out.append(Metric(f"{metric}.pct_peak", "%", Direction.HIGHER, base.value * pct, low, high, CONFIDENCE))
+            out.append(metric(pct_name, base.value * pct, low, high, CONFIDENCE))
     return out
 
 
@@ -89,26 +84,20 @@ def energy_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     if not per_call:
         return []
     lo, hi = median_ci(per_call, CONFIDENCE)
-    return [Metric("energy_per_call", "J", Direction.LOWER, median(per_call), lo, hi, CONFIDENCE)]
+    return [metric(reg.ENERGY, median(per_call), lo, hi, CONFIDENCE)]
 
 
 def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     out: list[Metric] = []
     peaks = [r.peak_rss_bytes for r in rounds if r.peak_rss_bytes is not None]
     if peaks:
-        out.append(
-            Metric("memory.peak_rss", "B", Direction.LOWER, float(max(peaks)), float(min(peaks)), float(max(peaks)))
-        )
+        out.append(metric(reg.PEAK_RSS, float(max(peaks)), float(min(peaks)), float(max(peaks))))
     incs = [r.rss_increase_bytes for r in rounds if r.rss_increase_bytes is not None]
     if incs:
-        out.append(
-            Metric("memory.rss_increase", "B", Direction.LOWER, float(median(incs)), float(min(incs)), float(max(incs)))
-        )
+        out.append(metric(reg.RSS_INCREASE, float(median(incs)), float(min(incs)), float(max(incs))))
     dev = [r.peak_device_bytes for r in rounds if r.peak_device_bytes is not None]
     if dev:
-        out.append(
-            Metric("memory.peak_device", "B", Direction.LOWER, float(max(dev)), float(min(dev)), float(max(dev)))
-        )
+        out.append(metric(reg.PEAK_DEVICE, float(max(dev)), float(min(dev)), float(max(dev))))
     return out
 
 

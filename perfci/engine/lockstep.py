@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import random
 
+from perfci.engine.runner import Runner
+from perfci.engine.supervisor import WorkerLost, WorkerProcess
 from perfci.model import CaseSpec
-from perfci.runner import Runner
-from perfci.supervisor import WorkerLost, WorkerProcess
 
 # Untimed calls before each lockstep sample: the partner ran in between and evicted this case's data from the
 # caches; without them every sample pays the refill once, which dilutes the ratio of a slower revision towards

@@ -1,0 +1,162 @@
+"""The one registry of metrics: name, family, unit, direction, timed or not, and how a round's value is taken.
+
+Configuration (threshold keys), comparison (which rule), store (what is kept per round), trend and reports all
+read this table; no other module spells a metric name. A metric whose `round_value` is None is reported but not
+compared per round (it is derived from others, like `%` of peak, or describes noise).
+
+- timed metrics are compared with the statistical rule on per-round values (compare/decide.py);
+- untimed ones (memory) are nearly deterministic and compared with a tolerance plus an absolute slack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from perfci.model import CaseResult, Direction, Round
+from perfci.stats.summary import median, quantile
+
+RoundValue = Callable[[Round, CaseResult], float | None]
+
+LATENCY = "latency.median"
+LATENCY_MIN = "latency.min"
+LATENCY_P10 = "latency.p10"
+LATENCY_P90 = "latency.p90"
+LATENCY_P99 = "latency.p99"
+VS_REFERENCE = "latency.vs_reference"
+THROUGHPUT = "throughput"
+FLOPS = "flops"
+BANDWIDTH = "bandwidth"
+FLOPS_PCT_PEAK = "flops.pct_peak"
+BANDWIDTH_PCT_PEAK = "bandwidth.pct_peak"
+ENERGY = "energy_per_call"
+PEAK_RSS = "memory.peak_rss"
+RSS_INCREASE = "memory.rss_increase"
+PEAK_DEVICE = "memory.peak_device"
+ROUND_CV = "noise.round_cv"
+
+DEFAULT_COMPARED = (LATENCY, PEAK_RSS, PEAK_DEVICE)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    unit: str
+    direction: Direction
+    timed: bool  # True: statistical rule on per-round values; False: tolerance rule
+    round_value: RoundValue | None  # a round's value for comparison; None: reported only
+
+    @property
+    def family(self) -> str:
+        return family_of(self.name)
+
+    @property
+    def comparable(self) -> bool:
+        return self.round_value is not None
+
+    def values(self, r: Round, c: CaseResult) -> float | None:
+        return self.round_value(r, c) if self.round_value is not None else None
+
+
+def family_of(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def reference_ratio(r: Round) -> float | None:
+    """The round's median per-call time over the median per-call time of the speed reference timed beside it
+    (profilers/reference.py); None where the round has no reference."""
+    ref = r.telemetry.get("reference_per_call_s")
+    if not r.samples or not ref or median(ref) <= 0:
+        return None
+    return median(r.per_call) / median(ref)
+
+
+def _round_median(r: Round, c: CaseResult) -> float | None:
+    return median(r.per_call) if r.samples else None
+
+
+def _quantile(q: float) -> RoundValue:
+    return lambda r, c: quantile(r.per_call, q) if r.samples else None
+
+
+def _per_second(attr: str, scale: float = 1.0) -> RoundValue:
+    def value(r: Round, c: CaseResult) -> float | None:
+        work = 1.0 if attr == "one" else getattr(c, attr)
+        m = _round_median(r, c)
+        return work / m * scale if work and m else None
+
+    return value
+
+
+def _field(name: str) -> RoundValue:
+    def value(r: Round, c: CaseResult) -> float | None:
+        v = getattr(r, name)
+        return float(v) if v is not None else None
+
+    return value
+
+
+def _telemetry(key: str) -> RoundValue:
+    def value(r: Round, c: CaseResult) -> float | None:
+        v = r.telemetry.get(key)
+        return float(v) if v else None
+
+    return value
+
+
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in (
+        MetricDef(LATENCY, "s", Direction.LOWER, True, _round_median),
+        MetricDef(LATENCY_MIN, "s", Direction.LOWER, True, _quantile(0.0)),
+        MetricDef(LATENCY_P10, "s", Direction.LOWER, True, _quantile(0.10)),
+        MetricDef(LATENCY_P90, "s", Direction.LOWER, True, _quantile(0.90)),
+        MetricDef(LATENCY_P99, "s", Direction.LOWER, True, _quantile(0.99)),
+        MetricDef(VS_REFERENCE, "x ref", Direction.LOWER, True, lambda r, c: reference_ratio(r)),
+        MetricDef(THROUGHPUT, "calls/s", Direction.HIGHER, True, _per_second("one")),
+        MetricDef(FLOPS, "FLOP/s", Direction.HIGHER, True, _per_second("flops")),
+        MetricDef(BANDWIDTH, "GB/s", Direction.HIGHER, True, _per_second("bytes", 1e-9)),
+        MetricDef(FLOPS_PCT_PEAK, "%", Direction.HIGHER, True, None),
+        MetricDef(BANDWIDTH_PCT_PEAK, "%", Direction.HIGHER, True, None),
+        MetricDef(ENERGY, "J", Direction.LOWER, True, _telemetry("energy_per_call_j")),
+        MetricDef(PEAK_RSS, "B", Direction.LOWER, False, _field("peak_rss_bytes")),
+        MetricDef(RSS_INCREASE, "B", Direction.LOWER, False, _field("rss_increase_bytes")),
+        MetricDef(PEAK_DEVICE, "B", Direction.LOWER, False, _field("peak_device_bytes")),
+        MetricDef(ROUND_CV, "ratio", Direction.LOWER, False, None),
+    )
+}
+
+COMPARABLE: dict[str, MetricDef] = {name: m for name, m in METRICS.items() if m.comparable}
+
+
+def metric_def(name: str) -> MetricDef:
+    """A comparable metric's definition; ValueError naming the known ones otherwise."""
+    try:
+        return COMPARABLE[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(COMPARABLE)}") from None
+
+
+def metric_direction(name: str) -> Direction:
+    """Which way is better for a metric (lower when perfci does not know the name, as for latency)."""
+    known = METRICS.get(name)
+    return known.direction if known is not None else Direction.LOWER
+
+
+def families() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m.family for m in METRICS.values()))
+
+
+def threshold_keys() -> frozenset[str]:
+    """What a configured threshold may name: a metric or a family of metrics."""
+    return frozenset(METRICS) | frozenset(families())
+
+
+def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
+    """Per-round values of a metric, keyed by round index (rounds without the value are left out)."""
+    out: dict[int, float] = {}
+    for r in case.rounds:
+        v = metric.values(r, case)
+        if v is not None and v > 0:
+            out[r.index] = v
+    return out
