@@ -4,8 +4,9 @@ A package rather than one module (a deliberate change to DESIGN.md): one module 
 commands stay small and separate; `app.py` holds the shared machinery. Nothing outside `perfci.cli` prints.
 """
 
+from perfci.api.sizes import parse_size
 from perfci.cli import compare, history, imports, report, run  # noqa: F401  (registers the commands)
-from perfci.cli.app import app, parse_size
+from perfci.cli.app import app
 
 
 def entrypoint() -> None:

@@ -5,25 +5,22 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from perfci.compare.history_noise import HistoryNoise
-from perfci.config import Config
-from perfci.cpus import parse_cpu_list, unavailable
+from perfci.api.settings import Settings, load_project_config
+from perfci.engine.runner import ProgressFn
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
-from perfci.store.history import HistoryStore, default_url
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
 baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
@@ -131,33 +128,6 @@ def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on
     _State.debug = debug
 
 
-_SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 10**3,
-    "kb": 10**3,
-    "kib": 2**10,
-    "m": 10**6,
-    "mb": 10**6,
-    "mib": 2**20,
-    "g": 10**9,
-    "gb": 10**9,
-    "gib": 2**30,
-    "t": 10**12,
-    "tb": 10**12,
-    "tib": 2**40,
-}
-
-
-def parse_size(text: str) -> int:
-    """`8GiB`, `512MB`, `1000000` -> bytes."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _SIZE_UNITS:
-        raise UsageError(f"cannot read {text!r} as a memory size.", hint="write it like 8GiB, 512MiB or 2GB")
-    return int(float(match.group(1)) * _SIZE_UNITS[unit])
-
-
 def emit(fmt: OutputFormat, data: Callable[[], Any], table: Callable[[], RenderableType]) -> None:
     """Print a command's data to stdout: as JSON with `--format json`, else as its rich table (each built only
     when it is the one shown)."""
@@ -180,20 +150,6 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
     err.print(verdict_line(comparison, run), highlight=False)
 
 
-def worker_cpus(option: str | None, cfg: Config) -> tuple[int, ...] | None:
-    """The CPUs to pin workers to: `--cpus`, else the configuration's `cpus`; each must be available here."""
-    if option is not None:
-        try:
-            cpus: tuple[int, ...] | None = parse_cpu_list(option)
-        except ValueError as exc:
-            raise UsageError(f"--cpus: {exc}.") from None
-    else:
-        cpus = cfg.cpus
-    if cpus is not None and (problem := unavailable(cpus, os.sched_getaffinity(0))):
-        raise UsageError(f"{'--cpus' if option is not None else f'{cfg.source}: key cpus'}: {problem}.")
-    return cpus
-
-
 DbOpt = Annotated[
     str | None,
     typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
@@ -209,22 +165,30 @@ HistoryNoiseOpt = Annotated[
 ]
 
 
-def history_store(db: str | None) -> HistoryStore:
-    return HistoryStore(db or os.environ.get("PERFCI_DB") or default_url(Path.cwd()))
+def project_settings(config: Path | None = None) -> Settings:
+    """The environment (read here, in the CLI, and nowhere else) and the project's configuration."""
+    return Settings(dict(os.environ), load_project_config(config))
 
 
-def noise_lookup(
-    flag: bool | None, cfg: Config, db: str | None, runner: str, given: float | None = None
-) -> HistoryNoise | None:
-    """The `--history-noise` lookup for comparisons (None when off). The flag beats the configuration; an
-    explicit `--job-noise` beats a configured history_noise and conflicts with the flag."""
-    if flag and given is not None:
-        raise UsageError("give --job-noise or --history-noise, not both.")
-    enabled = flag if flag is not None else bool(cfg.history_noise) and given is None
-    return HistoryNoise(history_store(db), runner) if enabled else None
+def progress_bar(first: str, total: int | None = None, prefix: str = "") -> tuple[Progress, ProgressFn]:
+    """A transient progress bar on stderr (off when stderr is not a terminal) and the callback that moves it:
+    counted (done of total) when `total` is given, else a description and the elapsed time."""
+    _, err = consoles()
+    counted = total is not None
+    columns = (BarColumn(), MofNCompleteColumn()) if counted else ()
+    bar = Progress(TextColumn("{task.description}"), *columns, TimeElapsedColumn(), console=err, transient=True,
+                   disable=not err.is_terminal)  # fmt: skip
+    task = bar.add_task(first, total=total)
+
+    def update(message: str, done: int, total: int) -> None:
+        if counted:
+            bar.update(task, description=message[:60], completed=done, total=total)
+        else:
+            bar.update(task, description=f"{prefix}{message}"[:70])
+
+    return bar, update
 
 
-def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:
-    """Add the history-noise summary to the comparison's warnings (shown in every report)."""
-    note = lookup.summary() if lookup is not None else None
-    return replace(comparison, warnings=(*comparison.warnings, note)) if note else comparison
+def note(text: str) -> None:
+    """One diagnostic line on stderr."""
+    consoles()[1].print(text, highlight=False, markup=False, soft_wrap=True)

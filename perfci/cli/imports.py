@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
+from perfci.api.imports import import_pytest_benchmark_file
 from perfci.cli.app import consoles, guard, import_app
-from perfci.importers.pytest_benchmark import import_pytest_benchmark
-from perfci.schema import dump_results
 
 
 @import_app.command("pytest-benchmark")
@@ -20,8 +19,7 @@ def import_pytest_benchmark_cmd(
     """Convert a pytest-benchmark JSON file into a perfci results file."""
 
     def body() -> int:
-        run = import_pytest_benchmark(file)
-        dump_results(run, out)
+        run = import_pytest_benchmark_file(file, out)
         _, err = consoles()
         err.print(f"imported {len(run.cases)} benchmark(s) into {out}", highlight=False)
         return 0

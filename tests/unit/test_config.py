@@ -144,7 +144,11 @@ def test_pyproject_errors_use_the_tool_prefix_and_pyproject_lines(tmp_path: Path
 
 
 def test_speed_reference_must_be_a_boolean(tmp_path: Path) -> None:
-    from perfci.cli.run import timing_settings
+    from perfci.api.run import RunRequest, run_settings
+    from perfci.api.settings import Settings
+
+    def timing_settings(cfg: Config, budget: float | None, speed_reference: bool | None = None) -> object:
+        return run_settings(Settings({}, cfg), RunRequest(budget_s=budget, speed_reference=speed_reference)).timing
 
     good = tmp_path / "perfci.toml"
     good.write_text("speed_reference = true\n")

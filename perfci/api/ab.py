@@ -1,0 +1,181 @@
+"""Same-machine A/B of two git revisions (`perfci ab`), and the re-measurement of cases a stored baseline could
+not settle (`perfci run --confirm`), both through compare/ab.py's lockstep pairs."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from perfci.api.compare import (
+    DecisionOptions,
+    Outputs,
+    decision_settings,
+    unsettled_cases,
+    with_expected,
+    write_outputs,
+)
+from perfci.api.select import compile_patterns
+from perfci.api.settings import Settings
+from perfci.compare.ab import ABOutcome, ABSettings, run_ab
+from perfci.compare.confirm import merge_confirmation
+from perfci.compare.gate import ExitCode, gate
+from perfci.compare.policy import DecisionSettings
+from perfci.compare.revisions import checked_out, map_path, repo_root
+from perfci.engine.runner import ProgressFn, RunSettings
+from perfci.model import Comparison, RunResult
+from perfci.patterns import matches_any
+from perfci.profilers.timing import TimingSettings
+from perfci.workloads.discovery import builtin_source, expand_paths
+
+
+def default_ab_out() -> Path:
+    return Path(".perfci") / "ab" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What to measure on each side: workload paths (mapped into each checkout), suites, `-k` patterns."""
+
+    paths: list[Path] | None = None
+    suites: list[str] | None = None
+    patterns: list[str] | None = None
+
+
+def side_sources(settings: Settings, sources: Sources, repo: Path, root: Path) -> list[str]:
+    """Workload sources of one side: the given paths (else the configuration's) mapped into the side's checkout,
+    plus built-in suites; the default suite when nothing is named."""
+    user = settings.paths(sources.paths)
+    suites = settings.suites(sources.suites)
+    mapped = [m for p in user if (m := map_path(p, repo, root)).exists()]
+    found = expand_paths(mapped) if mapped else []
+    found += [builtin_source(s) for s in suites]
+    return found if (user or suites) else [builtin_source("default")]
+
+
+def run_revisions(
+    settings: Settings,
+    base_rev: str,
+    head_rev: str | None,
+    sources: Sources,
+    ab_settings: ABSettings,
+    out_dir: Path,
+    env: Mapping[str, str],
+    keep: Callable[[str], bool],
+    progress: ProgressFn | None = None,
+) -> ABOutcome:
+    """Check both revisions out (head None: the working tree as it is) and run the A/B over the kept cases."""
+    repo = repo_root(Path.cwd())
+    with tempfile.TemporaryDirectory(prefix="perfci-ab-") as tmp:
+        work = Path(tmp)
+        with (
+            checked_out(repo, "base", base_rev, work, dict(env)) as a,
+            checked_out(repo, "head", head_rev, work, dict(env)) as b,
+        ):
+            both = (side_sources(settings, sources, repo, a.root), side_sources(settings, sources, repo, b.root))
+            return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
+
+
+@dataclass(frozen=True)
+class ABRequest:
+    base_rev: str
+    head_rev: str | None = None
+    sources: Sources = field(default_factory=Sources)
+    pairs: int = 8
+    extra: int = 6
+    looks: int = 3
+    budget_s: float = 900.0
+    sample_budget_s: float | None = None
+    threads: int | None = None
+    cpus: str | None = None
+    timeout_s: float | None = None
+    seed: int = 0
+    build: str | None = None
+    decision: DecisionOptions = field(default_factory=DecisionOptions)
+    out: Path | None = None
+    junit: Path | None = None
+    expected: Path | None = None
+
+
+@dataclass(frozen=True)
+class ABResult:
+    outcome: ABOutcome
+    comparison: Comparison  # with expected changes applied
+    out_dir: Path
+    written: list[Path]
+
+    def exit_code(self) -> ExitCode:
+        return gate(self.comparison, self.outcome.head)
+
+
+def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
+    run_settings = RunSettings(
+        rounds=req.pairs,
+        seed=req.seed,
+        threads=settings.threads(req.threads),
+        cpu_affinity=settings.cpus(req.cpus),
+        case_timeout_s=settings.case_timeout_s(req.timeout_s),
+        timing=replace(TimingSettings(), budget_s=settings.budget_s(req.sample_budget_s, TimingSettings().budget_s)),
+    )
+    return ABSettings(
+        pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
+        decision=decision_settings(settings, req.decision), build_command=settings.build_command(req.build),
+    )  # fmt: skip
+
+
+def ab(
+    settings: Settings,
+    req: ABRequest,
+    env: Mapping[str, str],
+    progress: ProgressFn | None = None,
+    check_out_dir: Callable[[Path], None] | None = None,
+) -> ABResult:
+    """`perfci ab`: both revisions measured in lockstep pairs; the comparison's files written to the out folder."""
+    patterns = compile_patterns(req.sources.patterns)
+    out_dir = req.out or default_ab_out()
+    if check_out_dir is not None:
+        check_out_dir(out_dir)
+    abs_ = ab_settings(settings, req)
+
+    def keep(case_id: str) -> bool:
+        return not patterns or matches_any(patterns, case_id)
+
+    outcome = run_revisions(settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress)
+    comparison = with_expected(outcome.comparison, req.expected)
+    written = write_outputs(Outputs(out_dir, req.junit), comparison, outcome.head, outcome.base)
+    return ABResult(outcome, comparison, out_dir, written)
+
+
+def confirm_flagged(
+    settings: Settings,
+    comparison: Comparison,
+    baseline: RunResult,
+    sources: Sources,
+    out_dir: Path,
+    run_settings: RunSettings,
+    decision: DecisionSettings,
+    env: Mapping[str, str],
+    notify: Callable[[str], None] = lambda message: None,
+    progress: ProgressFn | None = None,
+) -> Comparison:
+    """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
+    perfci.compare.confirm) with the same decision settings; without a commit in the baseline, say so and keep
+    the comparison."""
+    flagged = unsettled_cases(comparison, decision)
+    if not flagged:
+        return comparison
+    commit = baseline.git.commit if baseline.git else None
+    if not commit:
+        warning = "--confirm: the baseline records no git commit, so flagged cases could not be re-measured"
+        return replace(comparison, warnings=(*comparison.warnings, warning))
+    notify(f"confirming {len(flagged)} flagged case(s) by A/B against {commit[:12]} ...")
+    abs_ = ABSettings(seed=run_settings.seed, run=run_settings, decision=decision,
+                      build_command=settings.build_command(None))  # fmt: skip
+    wanted = set(flagged)
+    outcome = run_revisions(
+        settings, commit, None, Sources(sources.paths, sources.suites), abs_, out_dir / "confirm", env,
+        lambda cid: cid in wanted, progress,
+    )  # fmt: skip
+    return merge_confirmation(comparison, outcome.comparison, commit[:12])

@@ -1,0 +1,167 @@
+"""Comparing results: decision settings from options and configuration, two files (or one against
+baselines/<runner>.json), expected changes, the learned cross-job noise, and the files a comparison writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from perfci.api.settings import Settings
+from perfci.compare.baselines import load_baseline
+from perfci.compare.confirm import flagged_cases
+from perfci.compare.decide import check_comparable, compare_runs
+from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
+from perfci.compare.gate import ExitCode, gate
+from perfci.compare.history_noise import HistoryNoise
+from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
+from perfci.compare.saved import comparison_to_dict, dump_comparison
+from perfci.errors import UsageError
+from perfci.metrics.registry import metric_def
+from perfci.model import Comparison, RunResult
+from perfci.reports.html import write_html
+from perfci.reports.junit import write_junit
+from perfci.reports.markdown import write_markdown
+from perfci.schema import load_results
+from perfci.store.history import HistoryStore
+
+UNPAIRED_REMEDY = "To settle them, measure both revisions on one machine: `perfci ab BASE_REV`."
+
+
+def comparison_document(comparison: Comparison) -> dict[str, Any]:
+    """The comparison as its comparison.json document (what `--format json` prints)."""
+    return comparison_to_dict(comparison)
+
+
+@dataclass(frozen=True)
+class DecisionOptions:
+    """The comparison options a user can give (flags), before the configuration fills in the rest."""
+
+    threshold: float | None = None
+    confidence: float = 0.99
+    family: str = "none"
+    metrics: tuple[str, ...] = ()
+    job_noise: float | None = None
+    catch: float = 0.75
+
+
+def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSettings:
+    if opts.family not in ("none", "bonferroni"):
+        raise UsageError(f"--family must be 'none' or 'bonferroni', not {opts.family!r}.")
+    if not 0.5 < opts.confidence < 1.0:
+        raise UsageError("--confidence must lie between 0.5 and 1.")
+    if not 0.5 <= opts.catch < 1.0:
+        raise UsageError("--catch must lie in [0.5, 1).")
+    for name in opts.metrics:
+        try:
+            metric_def(name)
+        except ValueError as exc:
+            raise UsageError(f"--metric: {exc}.") from None
+    return DecisionSettings(
+        catch=opts.catch,
+        threshold=opts.threshold,
+        confidence=opts.confidence,
+        family=opts.family,
+        metrics=tuple(opts.metrics or DEFAULT_METRICS),
+        thresholds=dict(settings.cfg.thresholds),
+        job_noise=opts.job_noise,
+    )
+
+
+def noise_lookup(
+    settings: Settings, flag: bool | None, db: str | None, runner: str, job_noise: float | None = None
+) -> HistoryNoise | None:
+    """The `--history-noise` lookup for unpaired comparisons (None when off); opens and checks the store."""
+    if not settings.history_noise(flag, job_noise):
+        return None
+    return HistoryNoise(HistoryStore(settings.store_url(db)), runner)
+
+
+def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:
+    """Add the history-noise summary to the comparison's warnings (shown in every report)."""
+    note = lookup.summary() if lookup is not None else None
+    return replace(comparison, warnings=(*comparison.warnings, note)) if note else comparison
+
+
+def unsettled_cases(comparison: Comparison, decision: DecisionSettings, method: str = "unpaired") -> list[str]:
+    """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible."""
+    by_method = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
+    return flagged_cases(by_method, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+
+
+def with_expected(comparison: Comparison, expected: Path | None) -> Comparison:
+    """Apply the expected-changes file (`--expected`, else ./perfci-expected.toml when it exists)."""
+    return apply_expected(comparison, load_expected(expected or Path(EXPECTED_FILE), expected is not None))
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a comparison's files go: `out` gets comparison.json, report.html, junit.xml and summary.md."""
+
+    out: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+
+
+def write_outputs(
+    outputs: Outputs, comparison: Comparison, candidate: RunResult | None, baseline: RunResult | None
+) -> list[Path]:
+    """Write the comparison's files; return the main ones written (for the CLI to name)."""
+    written: list[Path] = []
+    if outputs.out is not None:
+        dump_comparison(comparison, outputs.out / "comparison.json")
+        write_html(outputs.out / "report.html", candidate, comparison, baseline)
+        write_junit(outputs.out / "junit.xml", comparison)
+        write_markdown(outputs.out / "summary.md", candidate, comparison, baseline)
+        written += [outputs.out / "comparison.json", outputs.out / "report.html"]
+    if outputs.junit is not None:
+        write_junit(outputs.junit, comparison)
+    if outputs.html is not None:
+        write_html(outputs.html, candidate, comparison, baseline)
+    return written
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    comparison: Comparison
+    baseline: RunResult
+    candidate: RunResult
+    runner: str
+    unsettled: list[str]  # cases the unpaired rule could not settle at the practical threshold
+    written: list[Path]
+
+    def exit_code(self) -> ExitCode:
+        return gate(self.comparison)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    baseline: Path  # alone: the candidate, compared with baselines/<runner>.json
+    candidate: Path | None = None
+    runner: str | None = None
+    decision: DecisionOptions = field(default_factory=DecisionOptions)
+    history_noise: bool | None = None
+    db: str | None = None
+    allow_mismatch: bool = False
+    expected: Path | None = None
+    outputs: Outputs = field(default_factory=Outputs)
+
+
+def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
+    """`perfci compare`: load, check comparability, decide, apply expected changes, write the outputs."""
+    if req.candidate is None:
+        cand = load_results(req.baseline)
+        name = settings.runner_class(req.runner, cand.fingerprint)
+        base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
+    else:
+        base, cand = load_results(req.baseline), load_results(req.candidate)
+        labels = (str(req.baseline), str(req.candidate))
+        name = settings.runner_class(req.runner, cand.fingerprint)
+    check_comparable(base, cand, req.allow_mismatch)
+    decision = decision_settings(settings, req.decision)
+    lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise)
+    decision = replace(decision, job_noise_lookup=lookup)
+    compared = with_noise_note(compare_runs(base, cand, decision, labels), lookup)
+    comparison = with_expected(compared, req.expected)
+    written = write_outputs(req.outputs, comparison, cand, base)
+    return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)

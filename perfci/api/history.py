@@ -1,0 +1,116 @@
+"""The history store as library calls: ingest, prune, trends, the trend gate, cross-job noise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfci.api.select import compile_patterns
+from perfci.api.settings import Settings
+from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
+from perfci.errors import UsageError
+from perfci.metrics.registry import COMPARABLE
+from perfci.patterns import CasePattern
+from perfci.reports.trend import trend_markdown
+from perfci.reports.trend_html import write_trend_html
+from perfci.schema import load_results
+from perfci.store.history import HistoryStore
+from perfci.store.trend import Shift, Trend, environment_changes, trends
+
+
+def open_store(settings: Settings, db: str | None) -> HistoryStore:
+    return HistoryStore(settings.store_url(db))
+
+
+def ingest(settings: Settings, results: list[Path], db: str | None, runner: str | None) -> tuple[int, int]:
+    """Add results files to the store (every file validated before anything is written); (added, skipped)."""
+    runs = [load_results(p) for p in results]
+    partial = [str(p) for p, r in zip(results, runs, strict=True) if r.settings.get("complete") is False]
+    if partial:
+        raise UsageError(
+            f"{', '.join(partial)}: the run did not complete (interrupted); the history keeps whole runs only.",
+            hint="re-run it, or compare it directly with 'perfci compare'",
+        )
+    items = [(r, settings.runner_class(runner, r.fingerprint)) for r in runs]
+    return open_store(settings, db).ingest_many(items)
+
+
+def read_trends(
+    store: HistoryStore, metric: str, runner: str | None, patterns: tuple[CasePattern, ...], min_effect: float = 0.03
+) -> list[Trend]:
+    """The selected trends; none is a usage error with the remedy."""
+    items = trends(store, metric, runner, patterns, min_effect)
+    if not items:
+        raise UsageError(
+            f"the history store has no values of {metric!r} for the selected cases.",
+            hint="add runs with 'perfci history ingest RESULTS.json'",
+        )
+    return items
+
+
+@dataclass(frozen=True)
+class TrendQuery:
+    metric: str
+    runner: str | None = None
+    patterns: list[str] | None = None
+    min_effect: float = 0.03
+
+
+@dataclass(frozen=True)
+class TrendView:
+    store: HistoryStore
+    query: TrendQuery
+    items: list[Trend]
+
+    def environment(self) -> dict[tuple[str, str], str]:
+        """(runner, run id) -> the environment change (upgrade) first seen in that run."""
+        return environment_changes({r: self.store.run_fingerprints(r) for r in sorted({t.runner for t in self.items})})
+
+    def write_html(self, path: Path) -> None:
+        metric, patterns = self.query.metric, compile_patterns(self.query.patterns)
+        runners = sorted({t.runner for t in self.items})
+        noise = {
+            (e.runner, e.case_id): e
+            for r in runners
+            for e in estimate_noise(self.store, r, metric, patterns, items=self.items).values()
+        }
+        fingerprints = {r: self.store.run_fingerprints(r) for r in runners}
+        write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints)
+
+    def markdown(self, report: Path | None) -> str:
+        return trend_markdown(self.items, self.environment(), report=str(report) if report else None)
+
+    def write_markdown(self, path: Path, report: Path | None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.markdown(report), "utf-8")
+
+    def worse_within(self, runs: int) -> list[tuple[Trend, Shift, str | None]]:
+        """The trend gate: cases that got worse at a change point within their latest `runs` runs, each with the
+        environment change seen at that run (or None)."""
+        env = self.environment()
+        return [(t, s, env.get((t.runner, s.run_id))) for t in self.items if (s := t.worse_within(runs)) is not None]
+
+
+def trend_view(settings: Settings, db: str | None, query: TrendQuery) -> TrendView:
+    store = open_store(settings, db)
+    items = read_trends(store, query.metric, query.runner, compile_patterns(query.patterns), query.min_effect)
+    return TrendView(store, query, items)
+
+
+def noise_estimates(
+    settings: Settings, db: str | None, query: TrendQuery, min_runs: int = MIN_RUNS
+) -> list[NoiseEstimate]:
+    """`perfci history noise`: per case, the cross-job noise since its last change point."""
+    known = COMPARABLE.get(query.metric)
+    if known is not None and not known.timed:
+        raise UsageError(
+            f"{query.metric} is compared by a tolerance rule, not with a cross-job noise term.",
+            hint="use a timed metric, e.g. --metric latency.median",
+        )
+    view = trend_view(settings, db, TrendQuery(query.metric, query.runner, query.patterns, 0.03))
+    patterns = compile_patterns(query.patterns)
+    return [
+        e
+        for r in sorted({t.runner for t in view.items})
+        for e in estimate_noise(view.store, r, query.metric, patterns, min_runs, items=view.items).values()
+    ]

@@ -1,0 +1,16 @@
+"""Other tools' results as perfci results files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfci.importers.pytest_benchmark import import_pytest_benchmark
+from perfci.model import RunResult
+from perfci.schema import dump_results
+
+
+def import_pytest_benchmark_file(source: Path, out: Path) -> RunResult:
+    """Convert a pytest-benchmark JSON file and write it as a perfci results file at `out`."""
+    run = import_pytest_benchmark(source)
+    dump_results(run, out)
+    return run

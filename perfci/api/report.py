@@ -1,0 +1,91 @@
+"""`perfci report` as a library call: which files were given (results or comparison, by their schema field),
+and the run(s) and comparison to render from them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
+from perfci.compare.saved import load_comparison
+from perfci.errors import ResultsFormatError, UsageError
+from perfci.model import Comparison, RunResult
+from perfci.reports.html import write_html
+from perfci.reports.markdown import render_markdown
+from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
+from perfci.schema import load_results
+
+
+def file_kind(path: Path) -> str:
+    """'results' or 'comparison', from the file's "schema" field (the loaders then validate it fully)."""
+    try:
+        doc: Any = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ResultsFormatError(f"{path}: file not found.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema == RESULTS_SCHEMA:
+        return "results"
+    if schema == COMPARISON_SCHEMA:
+        return "comparison"
+    raise ResultsFormatError(
+        f"{path}: neither a perfci results file nor a comparison file (schema {schema!r}).",
+        hint="pass a results.json or comparison.json written by perfci",
+    )
+
+
+def _sides(comparison: Comparison, runs: list[RunResult]) -> tuple[RunResult | None, RunResult | None]:
+    """Match results files to the comparison's sides by run id; otherwise by order (baseline first)."""
+    ids = [getattr(comparison, side, {}).get("run_id") for side in ("baseline_run", "candidate_run")]
+    by_id = {r.run_id: r for r in runs}
+    base, cand = by_id.get(ids[0] or ""), by_id.get(ids[1] or "")
+    if base is None and cand is None and runs:
+        base, cand = (runs[0], runs[1]) if len(runs) > 1 else (None, runs[0])
+    return base, cand
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    candidate: RunResult | None
+    comparison: Comparison | None
+    baseline: RunResult | None
+
+
+def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
+    """The candidate run, comparison and baseline run from 1-3 files."""
+    kinds = [file_kind(p) for p in paths]
+    comparisons = [p for p, k in zip(paths, kinds, strict=True) if k == "comparison"]
+    runs = [load_results(p) for p, k in zip(paths, kinds, strict=True) if k == "results"]
+    if len(comparisons) > 1 or len(runs) > 2:
+        raise UsageError(
+            "give one results file, two (baseline then candidate), or one comparison file "
+            "(optionally with the results files it compared)."
+        )
+    if comparisons:
+        comparison = load_comparison(comparisons[0])
+        base, cand = _sides(comparison, runs)
+        return ReportInputs(cand, comparison, base)
+    if len(runs) == 2:
+        labels = (str(paths[kinds.index("results")]), str(paths[len(paths) - 1]))
+        return ReportInputs(
+            runs[1], compare_runs(runs[0], runs[1], DecisionSettings(threshold=threshold), labels), runs[0]
+        )
+    return ReportInputs(runs[0], None, None)
+
+
+def render(inputs: ReportInputs, out: Path, markdown: Path | None) -> str | None:
+    """Write report.html (and the Markdown summary to a file); return the Markdown text when it goes to stdout
+    (`markdown` is '-')."""
+    write_html(out, inputs.candidate, inputs.comparison, inputs.baseline)
+    if markdown is None:
+        return None
+    text = render_markdown(inputs.candidate, inputs.comparison, inputs.baseline, report=out.name)
+    if str(markdown) == "-":
+        return text
+    markdown.parent.mkdir(parents=True, exist_ok=True)
+    markdown.write_text(text, "utf-8")
+    return None

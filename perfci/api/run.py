@@ -1,0 +1,164 @@
+"""`perfci run` as a library call: select cases, measure them, compare with the stored baseline (confirming
+unsettled cases by A/B when asked), write results.json, report.html, summary.md and comparison.json."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from perfci.api.ab import Sources, confirm_flagged
+from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
+from perfci.api.select import CaseChoice, select_cases
+from perfci.api.settings import Settings
+from perfci.api.sizes import parse_size
+from perfci.compare.baselines import baseline_path
+from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.compare.gate import ExitCode, gate
+from perfci.compare.history_noise import HistoryNoise
+from perfci.compare.saved import dump_comparison
+from perfci.engine.runner import ProgressFn, Runner, RunSettings
+from perfci.errors import UsageError
+from perfci.model import CaseSpec, Comparison, RunResult
+from perfci.profilers.fingerprint import fingerprint
+from perfci.profilers.timing import TimingSettings
+from perfci.reports.html import write_html
+from perfci.reports.markdown import write_markdown
+from perfci.schema import load_results, run_to_dict
+
+CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
+
+
+def default_run_out() -> Path:
+    return Path(".perfci") / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    paths: list[Path] | None = None
+    patterns: list[str] | None = None
+    suites: list[str] | None = None
+    devices: list[str] | None = None
+    out: Path | None = None
+    rounds: int | None = None
+    threads: int | None = None
+    cpus: str | None = None
+    seed: int = 0
+    timeout_s: float | None = None
+    budget_s: float | None = None
+    memory_limit: str | None = None
+    speed_reference: bool | None = None
+    baseline: Path | None = None
+    runner: str | None = None
+    threshold: float | None = None
+    confirm: bool = False
+    history_noise: bool | None = None
+    db: str | None = None
+
+
+def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
+    timing = TimingSettings(speed_reference=settings.speed_reference(req.speed_reference))
+    timing = replace(timing, budget_s=settings.budget_s(req.budget_s, timing.budget_s))
+    out = RunSettings(
+        rounds=settings.rounds(req.rounds),
+        seed=req.seed,
+        threads=settings.threads(req.threads),
+        cpu_affinity=settings.cpus(req.cpus),
+        case_timeout_s=settings.case_timeout_s(req.timeout_s),
+        timing=timing,
+    )
+    limit = settings.memory_limit(req.memory_limit)
+    return replace(out, memory_limit_bytes=parse_size(limit)) if limit else out
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A run checked and ready to measure: the cases, settings, and the baseline it will be compared with."""
+
+    choice: CaseChoice
+    out_dir: Path
+    settings: RunSettings
+    runner: str
+    baseline_path: Path
+    baseline: RunResult | None
+    decision: DecisionSettings
+    noise: HistoryNoise | None  # the learned cross-job noise, when --history-noise
+
+
+def plan_run(settings: Settings, req: RunRequest) -> Planned:
+    """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
+    choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices)
+    if not choice.cases:
+        raise UsageError(
+            "no cases to run: no workloads found, or the filters (-k, --suite, --device) left none.",
+            hint="see what would run with 'perfci list' (add --all for the cases left out)",
+        )
+    rs = run_settings(settings, req)
+    runner = settings.runner_class(req.runner, fingerprint())
+    base_path = req.baseline or baseline_path(runner)
+    lookup = noise_lookup(settings, req.history_noise, req.db, runner)  # opens (and checks) the store now
+    if req.baseline is not None and not base_path.exists():
+        raise UsageError(f"{req.baseline}: baseline file not found.")
+    baseline = load_results(base_path) if base_path.exists() else None
+    decision = DecisionSettings(
+        threshold=req.threshold,
+        thresholds=dict(settings.cfg.thresholds),
+        job_noise_lookup=lookup,
+    )
+    return Planned(choice, req.out or default_run_out(), rs, runner, base_path, baseline, decision, lookup)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    result: RunResult
+    comparison: Comparison | None
+    baseline: RunResult | None
+    out_dir: Path
+    unsettled: list[str] = field(default_factory=list)  # cases the stored baseline could not settle
+
+    def exit_code(self) -> ExitCode:
+        return gate(self.comparison, self.result)
+
+    def results_document(self) -> dict[str, Any]:
+        """The run as its results.json document (what `--format json` prints)."""
+        return run_to_dict(self.result)
+
+
+def measure(planned: Planned, specs: list[CaseSpec], progress: ProgressFn | None = None) -> RunResult:
+    runner = Runner(planned.settings, planned.out_dir, progress)
+    return runner.run(specs)
+
+
+def finish_run(
+    settings: Settings,
+    req: RunRequest,
+    planned: Planned,
+    result: RunResult,
+    env: Mapping[str, str],
+    notify: Callable[[str], None] = lambda message: None,
+) -> RunOutcome:
+    """Compare the measured run with the baseline (confirming by A/B when asked) and write the reports."""
+    comparison, base, out_dir = None, planned.baseline, planned.out_dir
+    if base is not None:
+        labels = (str(planned.baseline_path), str(out_dir))
+        comparison = with_noise_note(compare_runs(base, result, planned.decision, labels), planned.noise)
+        if req.confirm:
+            sources = Sources(req.paths, req.suites)
+            comparison = confirm_flagged(
+                settings, comparison, base, sources, out_dir, planned.settings, planned.decision, env, notify
+            )
+        comparison = with_expected(comparison, None)
+        dump_comparison(comparison, out_dir / "comparison.json")
+    write_html(out_dir / "report.html", result, comparison, base)
+    write_markdown(out_dir / "summary.md", result, comparison, base)
+    unsettled = unsettled_cases(comparison, planned.decision) if comparison is not None and not req.confirm else []
+    return RunOutcome(result, comparison, base, out_dir, unsettled)
+
+
+def run(settings: Settings, req: RunRequest, env: Mapping[str, str], progress: ProgressFn | None = None) -> RunOutcome:
+    """The whole `perfci run` for a Python caller (no printing): plan, measure, compare, write."""
+    planned = plan_run(settings, req)
+    result = measure(planned, planned.choice.cases, progress)
+    return finish_run(settings, req, planned, result, env)

@@ -1,0 +1,109 @@
+"""Which cases run: discovery of the named sources, then the filters (`-k`, suites, devices).
+
+The PATHS given, else the configuration's `paths`, plus the built-in suites named (else the configuration's
+`suites`); the built-in default suite when none of these name anything. Then the filters: `-k` (substring, glob
+or `re:` on the case id, see perfci.patterns), suites, devices (default: the configuration's `devices`, else the
+devices present on this runner; cases for other devices are counted, so the CLI can say so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfci.api.settings import Settings
+from perfci.errors import UsageError, WorkloadDefinitionError
+from perfci.model import CaseSpec
+from perfci.patterns import CasePattern, case_pattern
+from perfci.profilers.nvml import gpu_inventory
+from perfci.workloads.discovery import BUILTIN_SUITES, all_cases_from_sources
+from perfci.workloads.selection import Selection, plan_sources, unknown_suites
+
+
+def compile_patterns(patterns: list[str] | tuple[str, ...] | None) -> tuple[CasePattern, ...]:
+    """`-k` patterns, compiled; a bad one is a usage error."""
+    try:
+        return tuple(case_pattern(p) for p in patterns or ())
+    except ValueError as exc:
+        raise UsageError(f"-k: {exc}.") from None
+
+
+def present_devices() -> tuple[str, ...]:
+    """cpu, and cuda when NVML sees an NVIDIA GPU (cheap: does not import torch)."""
+    return ("cpu", "cuda") if gpu_inventory().gpus else ("cpu",)
+
+
+@dataclass(frozen=True)
+class CaseChoice:
+    """The cases to run, and the ones discovered but left out (with the reason), for `list --all`."""
+
+    cases: list[CaseSpec]
+    left_out: list[tuple[CaseSpec, str]]
+    other_devices: int  # cases dropped only because their device is not selected (and none was named)
+
+    def other_device_names(self) -> list[str]:
+        return sorted({s.device for s, r in self.left_out if r.startswith("device ")})
+
+
+def _check_unique(found: list[tuple[CaseSpec, str | None]]) -> None:
+    ids: dict[str, CaseSpec] = {}
+    for spec, _ in found:
+        if spec.id in ids and ids[spec.id].source != spec.source:
+            raise WorkloadDefinitionError(
+                f"case {spec.id} is defined twice: in {ids[spec.id].source} and in {spec.source}.",
+                hint="rename one workload or file",
+            )
+        ids[spec.id] = spec
+
+
+def _check_suites(found: list[tuple[CaseSpec, str | None]], wanted: tuple[str, ...]) -> None:
+    unknown = unknown_suites([s for s, _ in found], wanted)
+    if unknown:
+        mine = sorted({s.suite for s, _ in found} - set(BUILTIN_SUITES))
+        raise UsageError(
+            f"unknown suite {unknown[0]!r}.",
+            hint=f"built-in suites: {', '.join(BUILTIN_SUITES)}" + (f"; yours: {', '.join(mine)}" if mine else ""),
+        )
+
+
+def select_cases(
+    settings: Settings,
+    paths: list[Path] | None = None,
+    patterns: list[str] | None = None,
+    suites: list[str] | None = None,
+    devices: list[str] | None = None,
+) -> CaseChoice:
+    wanted_suites = settings.suites(suites)
+    compiled = compile_patterns(patterns)
+    found = all_cases_from_sources(plan_sources(settings.paths(paths), wanted_suites))
+    _check_unique(found)
+    _check_suites(found, wanted_suites)
+    explicit_devices = settings.devices(devices)
+    by_rest = Selection(patterns=compiled, suites=wanted_suites)
+    by_device = Selection(devices=explicit_devices or present_devices())
+    chosen, left_out, other = [], [], 0
+    for spec, reason in found:
+        if reason is not None:
+            left_out.append((spec, reason))
+        elif not by_rest.keeps(spec):
+            continue
+        elif not by_device.keeps(spec):
+            other += 1
+            left_out.append((spec, f"device {spec.device} not selected"))
+        else:
+            chosen.append(spec)
+    return CaseChoice(chosen, left_out, 0 if explicit_devices else other)
+
+
+def case_row(spec: CaseSpec, reason: str | None) -> dict[str, object]:
+    """A case as `perfci list --format json` shows it."""
+    return {
+        "id": spec.id,
+        "workload": spec.workload,
+        "suite": spec.suite,
+        "params": spec.params,
+        "device": spec.device,
+        "tags": list(spec.tags),
+        "source": spec.source,
+        "left_out": reason,
+    }
