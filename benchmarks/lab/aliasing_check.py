@@ -6,7 +6,7 @@ offsets with the same low 12 bits but different higher bits. Prints the median m
 load that matches an in-flight store in its low 12 address bits stalls (4K aliasing), the offsets 0 mod 4096
 stand out; then a case's time depends on where the allocator put its tensors, i.e. on what ran before it in the
 process. A second table places the output right after the input's end, at growing gaps (an allocator that
-carves the output from the chunk after the input does that). Usage: python benchmarks/aliasing_check.py [REPEATS]
+carves the output from the chunk after the input does that). Usage: python benchmarks/lab/aliasing_check.py [REPEATS]
 """
 
 from __future__ import annotations

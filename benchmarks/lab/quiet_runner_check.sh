@@ -5,11 +5,13 @@
 # `--cpus 3`, nothing pinned, and the whole run under `taskset -c 2,3` (the CI VM's core count).
 # With ROUNDS given, runs only the last variant (taskset -c 2,3) with `--rounds ROUNDS`.
 # Results and commands: docs/quality/aa_pinning.md, docs/quality/aa_rounds.md.
-# Usage: benchmarks/quiet_runner_check.sh OUTDIR [ROUNDS]
+# Usage: bash benchmarks/lab/quiet_runner_check.sh OUTDIR [ROUNDS]
 set -uo pipefail
 OUTDIR=${1:-quiet-out}
 ROUNDS=${2:-}
 mkdir -p "$OUTDIR"
+OUTDIR=$(realpath "$OUTDIR")
+cd "$(dirname "$0")/../.." || exit 2  # the repository root: device_env.sh and aa_stability.py are named from there
 source benchmarks/device_env.sh
 nproc
 grep -m1 "model name" /proc/cpuinfo

@@ -4,7 +4,7 @@ Starts PROCS fresh processes, each alternating for SECONDS: a pure-Python probe,
 256x4096 softmaxes (4 MB output each), timed call by call, and prints per process the fastest softmax and
 matmul (ms) and the minor page faults the process took. Then the same with glibc malloc's thresholds fixed
 (GLIBC_TUNABLES mmap_threshold=32 MiB, trim_threshold=4 GiB).
-Usage: python benchmarks/alloc_regimes.py [PROCS] [SECONDS]
+Usage: python benchmarks/lab/alloc_regimes.py [PROCS] [SECONDS]
 """
 
 from __future__ import annotations

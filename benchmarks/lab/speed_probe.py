@@ -4,7 +4,7 @@ Each invocation (a fresh process) times four default-suite-like CPU ops, and aft
 sample of a fixed reference probe (a small numpy matmul, a vector multiply and a short Python loop). It reports
 the raw median per op and the median of (op sample / adjacent probe sample). Run in several processes, the
 spread (max/min - 1) of each column across processes says whether a probe-normalised latency would be a
-stable figure on this machine. Usage: python benchmarks/speed_probe.py [--runs 6]
+stable figure on this machine. Usage: python benchmarks/lab/speed_probe.py [--runs 6]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ CPU time over wall time, and the CPU steal ticks (/proc/stat) during the window.
 2-vCPU CI VM the matmul window medians ranged 1.4-3.0 ms within 90 s, with slow stretches of about a minute, while
 CPU time stayed equal to wall time and steal stayed near 0 (docs/measurement.md). Last, the spread of the medians
 of 5-, 10- and 30-s blocks of windows: how much averaging time buys.
-Usage: python benchmarks/speed_trace.py [SECONDS]
+Usage: python benchmarks/lab/speed_trace.py [SECONDS]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ as perfci's `--speed-reference` does with its chosen one. Per process it keeps t
 case and of each reference over that case's samples. Printed: per case, the process-to-process sd of the raw
 median and of the ratio case / reference for each reference: the smaller the ratio's sd against the raw one,
 the more of the process-to-process scatter is machine speed that the reference follows.
-Usage: python benchmarks/speed_reference_check.py [PROCESSES] [SECONDS]
+Usage: python benchmarks/lab/speed_reference_check.py [PROCESSES] [SECONDS]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ processes, alternating without and with the tunable (both with perfci's fixed ma
 384x384 matmul, a 256x4096 softmax and the default suite's MLP (8 MiB of weights; 1 thread) for SECONDS, and
 prints per process the median ms of each and the process's AnonHugePages (KiB) at the end, which shows whether
 huge pages were in use.
-Usage: python benchmarks/thp_check.py [PAIRS] [SECONDS]
+Usage: python benchmarks/lab/thp_check.py [PAIRS] [SECONDS]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ set ~1.7 MB, beyond L2), 40 products of 64x64 matrices (L1/L2-resident) and a pu
 (no memory traffic to speak of). Prints, per workload, the spread of the window medians (5th-95th percentile) and
 the correlation of log window medians between workloads. If only the memory-heavy op moved, the cause would be
 shared-cache or memory-bandwidth contention; if all move together, the core itself runs slower.
-Usage: python benchmarks/speed_correlation.py [SECONDS]
+Usage: python benchmarks/lab/speed_correlation.py [SECONDS]
 """
 
 from __future__ import annotations
