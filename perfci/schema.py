@@ -1,17 +1,24 @@
-"""The versioned JSON results format: encode, decode, validate, migrate.
+"""Versioned JSON documents (one mechanism for every format perfci writes), and the results format.
 
-Every reader goes through `load_results`/`parse_results`, which validate against the JSON Schema shipped in
-`perfci/schemas/`. Deliberate departure from DESIGN.md's "standard library only" for this layer: validation
-uses the `jsonschema` library rather than a hand-written validator.
+A document names its format and version in two fields, `"schema"` and `"schema_version"`. A `DocumentFormat`
+holds what a reader needs: the name, the version written, the versions read, the migrations that bring an
+older document up to date (from version N to N+1, applied in order), and each version's JSON Schema (shipped in
+`perfci/schemas/`). Every reader goes through `DocumentFormat.load`: not this format, an unknown version, or a
+document that fails validation is one clear `ResultsFormatError`. The results format is `RESULTS` below; the
+saved comparison (compare/saved.py) is the other.
+
+Deliberate departure from DESIGN.md's "standard library only" for this layer: validation uses the `jsonschema`
+library rather than a hand-written validator.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
-from collections.abc import Callable
-from dataclasses import asdict
-from functools import cache
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,18 +38,129 @@ from perfci.model import (
     RunResult,
 )
 
-SCHEMA_NAME = "perfci.results"
-SCHEMA_VERSION = 1
-
-# Migrations from version N to N+1, applied in order by `migrate`. Version 1 is the first: none yet.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @cache
-def json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
-    text = resources.files("perfci.schemas").joinpath(f"results-v{version}.schema.json").read_text("utf-8")
+def shipped_schema(filename: str) -> dict[str, Any]:
+    """A JSON Schema shipped in perfci/schemas/."""
+    text = resources.files("perfci.schemas").joinpath(filename).read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
+
+
+def shipped_schemas(stem: str) -> Callable[[int], dict[str, Any]]:
+    """A version's JSON Schema from perfci/schemas/`<stem>-v<version>.schema.json`."""
+    return lambda version: shipped_schema(f"{stem}-v{version}.schema.json")
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentFormat:
+    """One versioned JSON document format."""
+
+    name: str  # the document's "schema" field, e.g. "perfci.results"
+    kind: str  # what messages call such a file: "results", "comparison"
+    version: int  # the version this perfci writes
+    json_schema: Callable[[int], dict[str, Any]]  # a version's JSON Schema
+    # from version N (the key) to N+1, one for every version read but the current one; `migrate` sets the new
+    # "schema_version", a migration changes only the content
+    migrations: Mapping[int, Migration] = field(default_factory=dict)
+    oldest: int = 1  # the oldest version this perfci reads
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.oldest <= self.version:
+            raise ValueError(f"{self.name}: oldest version {self.oldest} is not in 1..{self.version}")
+        missing = [v for v in range(self.oldest, self.version) if v not in self.migrations]
+        if missing:
+            raise ValueError(f"{self.name}: no migration from version(s) {missing} to the next")
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        """The versions this perfci reads, oldest first."""
+        return tuple(range(self.oldest, self.version + 1))
+
+    def header(self) -> dict[str, Any]:
+        """The two fields that open a document written now."""
+        return {"schema": self.name, "schema_version": self.version}
+
+    def load(self, doc: Any, source: str) -> dict[str, Any]:
+        """`doc` (parsed JSON) checked to be of this format, migrated to the current version and validated."""
+        if not isinstance(doc, dict) or doc.get("schema") != self.name:
+            raise ResultsFormatError(
+                f'{source}: not a perfci {self.kind} file (missing "schema": "{self.name}").',
+            )
+        current = self.migrate(doc, source)
+        self.validate(current, source)
+        return current
+
+    def read(self, path: Path) -> dict[str, Any]:
+        """A file of this format, loaded (see `load`)."""
+        return self.load(read_json_document(path, self.kind), str(path))
+
+    def migrate(self, doc: dict[str, Any], source: str) -> dict[str, Any]:
+        """`doc` brought to the current version (a new dict where anything changed; `doc` is left alone)."""
+        version = doc.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ResultsFormatError(f"{source}: 'schema_version' is missing or not an integer.")
+        if version not in self.versions:
+            reads = f"{self.oldest}..{self.version}" if self.oldest < self.version else str(self.version)
+            raise ResultsFormatError(
+                f"{source}: {self.kind} schema_version {version} is not supported (this perfci reads {reads}).",
+                hint=f"upgrade perfci to read newer {self.kind} files" if version > self.version else None,
+            )
+        if version < self.version:
+            doc = copy.deepcopy(doc)
+        while version < self.version:
+            doc = {**self.migrations[version](doc), "schema_version": version + 1}
+            version += 1
+        return doc
+
+    def validate(self, doc: dict[str, Any], source: str) -> None:
+        """Check a current-version document against its JSON Schema; the error names the place."""
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(doc))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "<top>"
+            raise ResultsFormatError(f"{source}: invalid {self.kind} file at {where}: {error.message}")
+
+    @cached_property
+    def _validator(self) -> jsonschema.Draft202012Validator:
+        return jsonschema.Draft202012Validator(self.json_schema(self.version))
+
+
+def read_json_document(path: Path, kind: str) -> Any:
+    """Parse a JSON file, turning every way it can be unreadable into one clear ResultsFormatError."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except FileNotFoundError:
+        raise ResultsFormatError(f"{path}: {kind} file not found.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFormatError(f"{path}: cannot read {kind} file ({exc}).") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFormatError(
+            f"{path}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "it may be truncated.",
+        ) from None
+
+
+def write_json_document(doc: dict[str, Any], path: Path) -> None:
+    """Write atomically: a reader never sees half a file. Non-finite numbers must already be gone (`json_safe`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", "utf-8")
+    tmp.replace(path)
+
+
+# The results format. Version 1 is the first: no migrations yet.
+SCHEMA_NAME = "perfci.results"
+SCHEMA_VERSION = 1
+RESULTS = DocumentFormat(SCHEMA_NAME, "results", SCHEMA_VERSION, shipped_schemas("results"))
+
+
+def json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
+    """The results format's JSON Schema of `version`."""
+    return RESULTS.json_schema(version)
 
 
 def json_safe(value: Any) -> Any:
@@ -77,8 +195,7 @@ def case_to_dict(case: CaseResult) -> dict[str, Any]:
 
 def run_to_dict(run: RunResult) -> dict[str, Any]:
     return {
-        "schema": SCHEMA_NAME,
-        "schema_version": SCHEMA_VERSION,
+        **RESULTS.header(),
         "run_id": run.run_id,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
@@ -91,62 +208,15 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
 
 def dump_results(run: RunResult, path: Path) -> None:
     """Write atomically: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(run_to_dict(run), indent=1, allow_nan=False) + "\n", "utf-8")
-    tmp.replace(path)
-
-
-def migrate(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ResultsFormatError(f"{source}: 'schema_version' is missing or not an integer.")
-    if version > SCHEMA_VERSION or version < 1:
-        raise ResultsFormatError(
-            f"{source}: results schema_version {version} is not supported (this perfci reads 1..{SCHEMA_VERSION}).",
-            hint="upgrade perfci to read newer results files",
-        )
-    while version < SCHEMA_VERSION:
-        doc = MIGRATIONS[version](doc)
-        version = doc["schema_version"]
-    return doc
-
-
-def validate(doc: dict[str, Any], source: str) -> None:
-    validator = jsonschema.Draft202012Validator(json_schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "<top>"
-        raise ResultsFormatError(f"{source}: invalid results file at {where}: {error.message}")
+    write_json_document(run_to_dict(run), path)
 
 
 def parse_results(doc: Any, source: str = "<results>") -> RunResult:
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_NAME:
-        raise ResultsFormatError(f'{source}: not a perfci results file (missing "schema": "{SCHEMA_NAME}").')
-    doc = migrate(doc, source)
-    validate(doc, source)
-    return _decode_run(doc)
-
-
-def read_json_document(path: Path, kind: str) -> Any:
-    """Parse a JSON file, turning every way it can be unreadable into one clear ResultsFormatError."""
-    try:
-        text = Path(path).read_text("utf-8")
-    except FileNotFoundError:
-        raise ResultsFormatError(f"{path}: {kind} file not found.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: cannot read {kind} file ({exc}).") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultsFormatError(
-            f"{path}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "it may be truncated.",
-        ) from None
+    return _decode_run(RESULTS.load(doc, source))
 
 
 def load_results(path: Path) -> RunResult:
-    return parse_results(read_json_document(path, "results"), str(path))
+    return _decode_run(RESULTS.read(path))
 
 
 def _decode_run(doc: dict[str, Any]) -> RunResult:

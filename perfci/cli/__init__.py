@@ -1,6 +1,6 @@
 """Command-line interface (typer): the only layer that reads argv/env, prints and exits.
 
-A package rather than one module (a deliberate change to DESIGN.md): one module per command group, so that
+A package rather than one module: one module per command group, so that
 commands stay small and separate; `app.py` holds the shared machinery. Nothing outside `perfci.cli` prints.
 """
 

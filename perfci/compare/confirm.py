@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from perfci.metrics.registry import COMPARABLE, metric_def
+from perfci.metrics.registry import COMPARABLE, LATENCY, metric_def
 from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
@@ -50,8 +50,8 @@ def merge_confirmation(stored: Comparison, ab: Comparison, revision: str) -> Com
     note = f"confirmed by A/B against {revision}"
     rows: list[MetricComparison] = [r for r in stored.rows if r.case_id not in confirmed]
     rows += [replace(r, note=f"{r.note}; {note}" if r.note else note) for r in ab.rows if r.case_id in confirmed]
-    before = {r.case_id: r.verdict for r in stored.rows if r.case_id in confirmed and r.metric == "latency.median"}
-    after = {r.case_id: r.verdict for r in ab.rows if r.case_id in confirmed and r.metric == "latency.median"}
+    before = {r.case_id: r.verdict for r in stored.rows if r.case_id in confirmed and r.metric == LATENCY}
+    after = {r.case_id: r.verdict for r in ab.rows if r.case_id in confirmed and r.metric == LATENCY}
     changes = [f"{c}: {before[c].value} -> {after[c].value}" for c in sorted(before) if c in after]
     warning = f"{len(confirmed)} flagged case(s) re-measured by A/B against {revision}" + (
         f" ({'; '.join(changes)})" if changes else ""

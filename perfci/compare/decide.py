@@ -20,14 +20,13 @@ from statistics import geometric_mean
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
-from perfci.metrics.registry import MetricDef, metric_def, round_values
+from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, metric_def, round_values
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, tolerance_verdict
 from perfci.stats.logratio import paired_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import median
 
-LATENCY = "latency.median"
 __all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
 
 
@@ -177,7 +176,7 @@ def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) ->
     for name in settings.metrics:
         if name in DEFAULT_METRICS or name in present:
             continue
-        why = " (it is measured only by runs made with --speed-reference)" if name == "latency.vs_reference" else ""
+        why = " (it is measured only by runs made with --speed-reference)" if name == VS_REFERENCE else ""
         out.append(f"no case has {name} in both runs, so it was not compared{why}")
     return tuple(out)
 

@@ -1,4 +1,4 @@
-"""The gate: from verdicts and run errors to the exit code of DESIGN.md's CLI contract."""
+"""The gate: from verdicts and run errors to the exit code of the CLI contract (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfci.metrics.registry import LATENCY
 from perfci.patterns import CasePattern
 from perfci.stats.components import JobTerm, job_term
 from perfci.store.history import HistoryStore
@@ -41,7 +42,7 @@ class NoiseEstimate:
 def estimate_noise(
     store: HistoryStore,
     runner: str,
-    metric: str = "latency.median",
+    metric: str = LATENCY,
     patterns: tuple[CasePattern, ...] = (),
     min_runs: int = MIN_RUNS,
     confidence: float = CONFIDENCE,

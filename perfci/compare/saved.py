@@ -1,8 +1,9 @@
 """Saved comparisons: the versioned JSON format of a `Comparison`, written as `comparison.json`.
 
 `perfci compare` and `perfci ab` write `comparison.json` next to their report when given an output folder;
-`perfci report` renders it again. Every reader goes through `load_comparison`/`parse_comparison`, which validate
-against `perfci/schemas/comparison-v1.schema.json`; any problem is a `ResultsFormatError` (exit code 2).
+`perfci report` renders it again. Every reader goes through `load_comparison`/`parse_comparison`, which read it as
+the versioned document `COMPARISON` (perfci/schema.py: format check, migrations from older versions, validation
+against `perfci/schemas/comparison-v<N>.schema.json`); any problem is a `ResultsFormatError` (exit code 2).
 
 Format, version 1 (documented in docs/compare.md):
 
@@ -36,29 +37,18 @@ expected change.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, fields
 from datetime import UTC, datetime
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
-from perfci.errors import ResultsFormatError
 from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
-from perfci.schema import json_safe, read_json_document
+from perfci.schema import DocumentFormat, json_safe, shipped_schemas, write_json_document
 
+# Version 1 is the first: no migrations yet.
 SCHEMA_NAME = "perfci.comparison"
 SCHEMA_VERSION = 1
-
-
-@cache
-def comparison_json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
-    text = resources.files("perfci.schemas").joinpath(f"comparison-v{version}.schema.json").read_text("utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
+COMPARISON = DocumentFormat(SCHEMA_NAME, "comparison", SCHEMA_VERSION, shipped_schemas("comparison"))
 
 
 def run_side(run: RunResult | None) -> dict[str, Any]:
@@ -87,8 +77,7 @@ def _side(label: str, side: dict[str, Any]) -> dict[str, Any]:
 def comparison_to_dict(comparison: Comparison, created_at: str | None = None) -> dict[str, Any]:
     counts = {v.value: sum(1 for r in comparison.rows if r.verdict is v) for v in Verdict}
     return {
-        "schema": SCHEMA_NAME,
-        "schema_version": SCHEMA_VERSION,
+        **COMPARISON.header(),
         "created_at": created_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "mode": comparison.mode,
         "baseline": _side(comparison.baseline_label, comparison.baseline_run),
@@ -102,18 +91,7 @@ def comparison_to_dict(comparison: Comparison, created_at: str | None = None) ->
 
 def dump_comparison(comparison: Comparison, path: Path) -> None:
     """Write atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(comparison_to_dict(comparison), indent=1, allow_nan=False) + "\n", "utf-8")
-    tmp.replace(path)
-
-
-def _validate(doc: dict[str, Any], source: str) -> None:
-    validator = jsonschema.Draft202012Validator(comparison_json_schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "<top>"
-        raise ResultsFormatError(f"{source}: invalid comparison file at {where}: {error.message}")
+    write_json_document(comparison_to_dict(comparison), path)
 
 
 _ROW_FIELDS = {f.name for f in fields(MetricComparison)}
@@ -127,16 +105,14 @@ def _row(d: dict[str, Any]) -> MetricComparison:
 
 
 def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_NAME:
-        raise ResultsFormatError(f'{source}: not a perfci comparison file (missing "schema": "{SCHEMA_NAME}").')
-    version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ResultsFormatError(
-            f"{source}: comparison schema_version {version!r} is not supported (this perfci reads {SCHEMA_VERSION}).",
-            hint="upgrade perfci to read newer comparison files",
-        )
-    _validate(doc, source)
+    return _decode(COMPARISON.load(doc, source))
 
+
+def load_comparison(path: Path) -> Comparison:
+    return _decode(COMPARISON.read(path))
+
+
+def _decode(doc: dict[str, Any]) -> Comparison:
     def side(key: str) -> dict[str, Any]:
         s = doc[key]
         return {"run_id": s.get("run_id"), "git": s.get("git"), "fingerprint": s.get("fingerprint")}
@@ -151,7 +127,3 @@ def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
         candidate_run=side("candidate"),
         settings=doc["settings"],
     )
-
-
-def load_comparison(path: Path) -> Comparison:
-    return parse_comparison(read_json_document(path, "comparison"), str(path))

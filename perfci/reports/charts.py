@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfci.metrics import round_medians
+from perfci.metrics.registry import FLOPS, PEAK_DEVICE, PEAK_RSS
 from perfci.model import CaseResult, CaseStatus, RunResult, Verdict
 from perfci.reports.tables import ReportInput, device_peaks
 from perfci.reports.verdicts import sort_rows
@@ -110,7 +111,7 @@ def roofline(inp: ReportInput, idx: _Index) -> dict[str, Any] | None:
         if run is None:
             continue
         for c in run.cases:
-            fl = c.metric("flops")
+            fl = c.metric(FLOPS)
             if fl and c.flops and c.bytes:
                 points.append([idx(c.id), side, r4(c.flops / c.bytes), r4(fl.value), r4(fl.low), r4(fl.high)])
                 devices[c.spec.device.split(":")[0]] = run.fingerprint
@@ -188,7 +189,7 @@ def memory(inp: ReportInput, idx: _Index) -> list[list[Any]] | None:
     rows = []
     for cid in _case_order(inp):
         base, cand = inp.cases(cid)
-        values = [_peak(c, n) for n in ("memory.peak_rss", "memory.peak_device") for c in (base, cand)]
+        values = [_peak(c, n) for n in (PEAK_RSS, PEAK_DEVICE) for c in (base, cand)]
         if any(v is not None for v in values):
             rows.append([idx(cid), *values])  # [case, rss base, rss cand, device base, device cand]
     return rows or None

@@ -11,6 +11,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from perfci.metrics.registry import (
+    BANDWIDTH,
+    BANDWIDTH_PCT_PEAK,
+    ENERGY,
+    FLOPS,
+    FLOPS_PCT_PEAK,
+    LATENCY,
+    LATENCY_P90,
+    PEAK_DEVICE,
+    PEAK_RSS,
+    ROUND_CV,
+    VS_REFERENCE,
+)
 from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
 from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import expected_reason, sort_rows, verdict_rank
@@ -53,7 +66,7 @@ def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
     rows = []
     for r in sort_rows(inp.comparison.rows):
         _, cand = inp.cases(r.case_id)
-        cv = cand.metric("noise.round_cv") if cand else None
+        cv = cand.metric(ROUND_CV) if cand else None
         rows.append(
             {
                 "case": r.case_id,
@@ -102,8 +115,8 @@ def throttle_note(case: CaseResult | None) -> str:
     return f"{flagged} samples throttled" + (f" ({dropped} dropped)" if dropped else "")
 
 
-def _peak_pct(case: CaseResult, metric: str, peak: Any) -> str:
-    m, pct = case.metric(metric), case.metric(f"{metric}.pct_peak")
+def _peak_pct(case: CaseResult, metric: str, pct_metric: str, peak: Any) -> str:
+    m, pct = case.metric(metric), case.metric(pct_metric)
     if pct is not None:
         return f" ({pct.value:.0f}% of peak)"
     if m is None or not isinstance(peak, int | float) or peak <= 0:
@@ -115,9 +128,9 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
     rows = []
     for c in run.cases:
         peaks = device_peaks(run.fingerprint, c.spec.device)
-        energy, ref = c.metric("energy_per_call"), c.metric("latency.vs_reference")
-        med, cv, bw, fl = (c.metric(n) for n in ("latency.median", "noise.round_cv", "bandwidth", "flops"))
-        p90, rss, dev = (c.metric(n) for n in ("latency.p90", "memory.peak_rss", "memory.peak_device"))
+        energy, ref = c.metric(ENERGY), c.metric(VS_REFERENCE)
+        med, cv, bw, fl = (c.metric(n) for n in (LATENCY, ROUND_CV, BANDWIDTH, FLOPS))
+        p90, rss, dev = (c.metric(n) for n in (LATENCY_P90, PEAK_RSS, PEAK_DEVICE))
         error = c.status is CaseStatus.ERROR
         rows.append(
             {
@@ -131,11 +144,14 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "noise": f"{cv.value * 100:.1f}%" if cv else "-",
                 "noise_v": _num(cv.value if cv else None),
                 "rounds": len(c.rounds),
-                "bandwidth": format_value(bw.value, bw.unit) + _peak_pct(c, "bandwidth", peaks.get("bandwidth_gbps"))
+                "bandwidth": format_value(bw.value, bw.unit)
+                + _peak_pct(c, BANDWIDTH, BANDWIDTH_PCT_PEAK, peaks.get("bandwidth_gbps"))
                 if bw
                 else "-",
                 "bandwidth_v": _num(bw.value if bw else None),
-                "flops": format_value(fl.value, fl.unit) + _peak_pct(c, "flops", peaks.get("flops")) if fl else "-",
+                "flops": format_value(fl.value, fl.unit) + _peak_pct(c, FLOPS, FLOPS_PCT_PEAK, peaks.get("flops"))
+                if fl
+                else "-",
                 "flops_v": _num(fl.value if fl else None),
                 "memory": format_bytes(rss.value if rss else None)
                 + (f" / device {format_bytes(dev.value)}" if dev else ""),
@@ -243,7 +259,7 @@ def runtime_groups(run: RunResult, param: str = RUNTIME_PARAM) -> tuple[list[str
     runtimes = list(dict.fromkeys(r for g in groups.values() for r in g))
     out = []
     for key, members in groups.items():
-        meds = {r: m.value for r, c in members.items() if (m := c.metric("latency.median"))}
+        meds = {r: m.value for r, c in members.items() if (m := c.metric(LATENCY))}
         best = min(meds.values()) if meds else None
         cells = {}
         for r, c in members.items():

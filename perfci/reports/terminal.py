@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from perfci.metrics.registry import BANDWIDTH, LATENCY, ROUND_CV, VS_REFERENCE
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import headline, sort_rows
@@ -24,22 +25,22 @@ VERDICT_STYLE = {
 def run_table(run: RunResult) -> Table:
     table = Table(title="perfci results", title_justify="left")
     table.add_column("case", overflow="fold")
-    with_ref = any(c.metric("latency.vs_reference") for c in run.cases)  # only with --speed-reference
+    with_ref = any(c.metric(VS_REFERENCE) for c in run.cases)  # only with --speed-reference
     for col in ("median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
         table.add_column(col)
     if with_ref:
         table.add_column("vs reference")
     for c in run.cases:
-        ref = c.metric("latency.vs_reference")
+        ref = c.metric(VS_REFERENCE)
         ref_cell = [format_vs_reference(ref.value, ref.low, ref.high) if ref else "-"] if with_ref else []
         if c.status is not CaseStatus.OK:
             msg = c.errors[0].message if c.errors else c.status.value
             label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"
             table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"{label}: {escape(msg)}", *ref_cell)
             continue
-        med = c.metric("latency.median")
-        cv = c.metric("noise.round_cv")
-        bw = c.metric("bandwidth")
+        med = c.metric(LATENCY)
+        cv = c.metric(ROUND_CV)
+        bw = c.metric(BANDWIDTH)
         interval = f"{format_seconds(med.low)} .. {format_seconds(med.high)}" if med else "-"
         table.add_row(
             Text(c.id),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statistics import geometric_mean
 from typing import Any
 
-from perfci.metrics.registry import metric_direction
+from perfci.metrics.registry import LATENCY, metric_direction
 from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
@@ -76,7 +76,7 @@ def _shift(points: list[Point], cp: ChangePoint) -> Shift:
 
 def trends(
     store: HistoryStore,
-    metric: str = "latency.median",
+    metric: str = LATENCY,
     runner: str | None = None,
     patterns: tuple[CasePattern, ...] = (),
     min_effect: float = 0.03,

@@ -1,4 +1,4 @@
-"""`perfci compare` and `perfci baseline` through typer's CliRunner: exit codes 0/1/2/3 exactly as DESIGN.md
+"""`perfci compare` and `perfci baseline` through typer's CliRunner: exit codes 0/1/2/3 exactly as the CLI contract
 says, the files written with --out, JUnit XML read by a real consumer (junitparser)."""
 
 from __future__ import annotations

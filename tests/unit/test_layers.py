@@ -1,4 +1,4 @@
-"""Architecture check: perfci's packages (DESIGN.md, docs/architecture.md) import downwards only, and no two
+"""Architecture check: perfci's packages (docs/architecture.md) import downwards only, and no two
 packages import each other, directly or through others."""
 
 from __future__ import annotations

@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from perfci.metrics import case_metrics, reference_ratio
 from perfci.model import Round
 from perfci.profilers.reference import REFERENCE_SAMPLE_S, open_reference
 from perfci.profilers.timing import Sampler, TimingSettings, clock_block_timer
-
-
-class DriftingClock:
-    """Time advances when a fake kernel runs: its nominal cost times the machine's current slowness, with seeded
-    per-call noise; reading the clock costs `read_cost`."""
-
-    def __init__(self, seed: int = 0, noise: float = 0.0, read_cost: float = 1e-7) -> None:
-        self.now = 0.0
-        self.slowness = 1.0
-        self.noise = noise
-        self.read_cost = read_cost
-        self.rng = random.Random(seed)
-
-    def __call__(self) -> float:
-        self.now += self.read_cost
-        return self.now
-
-    def kernel(self, cost: float):
-        def fn() -> None:
-            self.now += cost * self.slowness * (1.0 + self.rng.gauss(0.0, self.noise))
-
-        return fn
+from tests.fakes import DriftingClock
 
 
 def _round(index: int, clock: DriftingClock, slowness: float, settings: TimingSettings) -> Round:

@@ -12,6 +12,8 @@ from perfci.compare.saved import comparison_to_dict, dump_comparison, load_compa
 from perfci.errors import ResultsFormatError
 from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
+GOLDEN = Path(__file__).parent.parent / "golden"
+
 
 def _comparison() -> Comparison:
     rows = (
@@ -101,3 +103,20 @@ def test_truncated_file(tmp_path: Path) -> None:
     path.write_text(path.read_text()[:200])
     with pytest.raises(ResultsFormatError, match="truncated"):
         load_comparison(path)
+
+
+def test_golden_v1_file_still_loads() -> None:
+    """tests/golden/comparison-v1.json was written by perfci before versioned documents were one mechanism."""
+    loaded = load_comparison(GOLDEN / "comparison-v1.json")
+    assert loaded == _comparison_as_saved()
+    assert comparison_to_dict(loaded, created_at="2026-11-30T01:00:00.000000Z") == json.loads(
+        (GOLDEN / "comparison-v1.json").read_text()
+    )
+
+
+def _comparison_as_saved() -> Comparison:
+    """`_comparison()` as a file keeps it: nan as None, both sides with the three run fields."""
+    c = _comparison()
+    rows = (c.rows[0], MetricComparison(**{**c.rows[1].__dict__, "bound": None}), c.rows[2])
+    empty = {"run_id": None, "git": None, "fingerprint": None}
+    return Comparison(c.baseline_label, c.candidate_label, rows, c.warnings, c.mode, c.baseline_run, empty, c.settings)

@@ -1,13 +1,24 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from perfci.compare.saved import COMPARISON
 from perfci.errors import ResultsFormatError
 from perfci.model import RunResult
-from perfci.schema import SCHEMA_VERSION, dump_results, load_results, parse_results, run_to_dict
+from perfci.schema import (
+    RESULTS,
+    SCHEMA_VERSION,
+    DocumentFormat,
+    dump_results,
+    load_results,
+    parse_results,
+    run_to_dict,
+)
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
@@ -73,3 +84,74 @@ def test_documented_schema_is_the_shipped_one() -> None:
     docs = Path(__file__).parents[2] / "docs" / "results-v1.schema.json"
     shipped = Path(__file__).parents[2] / "perfci" / "schemas" / "results-v1.schema.json"
     assert json.loads(docs.read_text()) == json.loads(shipped.read_text())
+
+
+# The versioned-document mechanism (schema.DocumentFormat), on a made-up format at version 3.
+_V3_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "schema_version", "size_mib"],
+    "properties": {"schema_version": {"const": 3}, "size_mib": {"type": "number", "minimum": 0}},
+}
+
+
+def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["size_kib"] = doc.pop("size_bytes") / 1024
+    return doc
+
+
+def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["size_mib"] = doc.pop("size_kib") / 1024
+    return doc
+
+
+_TOY = DocumentFormat("perfci.toy", "toy", 3, lambda version: _V3_SCHEMA, {1: _v1_to_v2, 2: _v2_to_v3})
+
+
+def test_old_versions_are_migrated_in_order_and_the_input_is_left_alone() -> None:
+    old = {"schema": "perfci.toy", "schema_version": 1, "size_bytes": 2 * 2**20}
+    assert _TOY.load(old, "t.json") == {"schema": "perfci.toy", "schema_version": 3, "size_mib": 2.0}
+    assert old == {"schema": "perfci.toy", "schema_version": 1, "size_bytes": 2 * 2**20}
+    assert _TOY.load({"schema": "perfci.toy", "schema_version": 2, "size_kib": 512}, "t.json")["size_mib"] == 0.5
+    assert _TOY.versions == (1, 2, 3)
+    assert _TOY.header() == {"schema": "perfci.toy", "schema_version": 3}
+
+
+@pytest.mark.parametrize(
+    ("version", "message", "hint"),
+    [
+        (4, r"t.json: toy schema_version 4 is not supported \(this perfci reads 1..3\)", "upgrade perfci"),
+        (0, "toy schema_version 0 is not supported", None),
+        (None, "'schema_version' is missing or not an integer", None),
+        ("1", "'schema_version' is missing or not an integer", None),
+        (True, "'schema_version' is missing or not an integer", None),
+    ],
+)
+def test_unknown_versions_are_clear_errors(version: object, message: str, hint: str | None) -> None:
+    with pytest.raises(ResultsFormatError, match=message) as info:
+        _TOY.load({"schema": "perfci.toy", "schema_version": version}, "t.json")
+    assert info.value.hint is None if hint is None else hint in (info.value.hint or "")
+
+
+def test_migrated_documents_are_validated() -> None:
+    with pytest.raises(ResultsFormatError, match="invalid toy file at size_mib"):
+        _TOY.load({"schema": "perfci.toy", "schema_version": 1, "size_bytes": -1}, "t.json")
+
+
+def test_another_format_is_refused() -> None:
+    with pytest.raises(ResultsFormatError, match=re.escape('not a perfci toy file (missing "schema": "perfci.toy")')):
+        _TOY.load({"schema": "perfci.results", "schema_version": 3, "size_mib": 1}, "t.json")
+
+
+def test_a_format_needs_a_migration_from_every_old_version() -> None:
+    with pytest.raises(ValueError, match=r"no migration from version\(s\) \[2\]"):
+        DocumentFormat("perfci.toy", "toy", 3, lambda version: _V3_SCHEMA, {1: _v1_to_v2})
+    with pytest.raises(ValueError, match="oldest version 4"):
+        DocumentFormat("perfci.toy", "toy", 3, lambda version: _V3_SCHEMA, oldest=4)
+
+
+@pytest.mark.parametrize("fmt", [RESULTS, COMPARISON], ids=lambda f: f.kind)
+def test_every_version_read_has_its_shipped_schema(fmt: DocumentFormat) -> None:
+    for version in fmt.versions:
+        props = fmt.json_schema(version)["properties"]
+        assert props["schema"] == {"const": fmt.name}
+        assert props["schema_version"] == {"const": version}

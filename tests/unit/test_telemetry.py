@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -10,38 +9,7 @@ import pytest
 from perfci.metrics import case_metrics
 from perfci.model import Round
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, reason_names, summarize
-
-
-class FakeNvml:
-    NVML_CLOCK_SM = 1
-    NVML_CLOCK_MEM = 2
-    NVML_TEMPERATURE_GPU = 0
-
-    def __init__(self, throttle_masks: list[int]) -> None:
-        self.masks = throttle_masks
-        self.reads = 0
-        self.energy = 1_000_000
-
-    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: Any) -> int:
-        mask = self.masks[min(self.reads, len(self.masks) - 1)]
-        self.reads += 1
-        return mask
-
-    def nvmlDeviceGetClockInfo(self, h: Any, kind: int) -> int:
-        return 1980 if kind == self.NVML_CLOCK_SM else 3201
-
-    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
-        return 450_000  # mW
-
-    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
-        return 51
-
-    def nvmlDeviceGetTotalEnergyConsumption(self, h: Any) -> int:
-        self.energy += 900  # mJ per read
-        return self.energy
-
-    def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
-        return SimpleNamespace(used=2**30)
+from tests.fakes import FakeNvml
 
 
 def test_snapshot_reads_every_field() -> None:

@@ -2,33 +2,10 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 
 from perfci.profilers.timing import TimingSettings, calibrate, clock_block_timer, measure, sample, timer_overhead
-
-
-class FakeClock:
-    """Time advances only when the fake workload runs (by a seeded noisy cost) or the clock is read."""
-
-    def __init__(self, call_cost: float, noise: float = 0.0, read_cost: float = 1e-7, seed: int = 0) -> None:
-        self.now = 0.0
-        self.call_cost = call_cost
-        self.noise = noise
-        self.read_cost = read_cost
-        self.rng = random.Random(seed)
-        self.calls = 0
-
-    def __call__(self) -> float:
-        self.now += self.read_cost
-        return self.now
-
-    def workload(self) -> Callable[[], None]:
-        def fn() -> None:
-            self.calls += 1
-            self.now += self.call_cost * (1.0 + abs(self.rng.gauss(0.0, self.noise)))
-
-        return fn
+from tests.fakes import FakeClock
 
 
 def test_overhead_is_the_read_cost() -> None:
