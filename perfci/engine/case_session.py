@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfci.engine.protocol import Job, JobCase, Result
 from perfci.profilers import memory
 from perfci.profilers.cuda_timing import cuda_timer
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
@@ -93,12 +95,12 @@ def _timer(device: str, mode: str, torch: Any) -> tuple[BlockTimer, int | None, 
     return setup.timer, setup.fixed_iterations, f"cuda_event/{mode}"
 
 
-def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
+def prepare(case: JobCase, job: Job) -> CaseSession:
     """Everything before sampling. Raises on workload errors (the worker reports them)."""
-    wl = find_workload(case["source"], case["workload"])
-    threads = set_threads(int(job.get("threads", 1)))
-    settings = TimingSettings(**{**job.get("timing", {}), **wl.timing})
-    ctx = WorkloadContext(device=case["device"], params=dict(case["params"]), seed=int(job.get("seed", 0)))
+    wl = find_workload(case.source, case.workload)
+    threads = set_threads(job.threads)
+    settings = TimingSettings(**{**job.timing, **wl.timing})
+    ctx = WorkloadContext(device=case.device, params=dict(case.params), seed=job.seed)
     mode = str(ctx.params.get("gpu_mode", settings.gpu_mode))
     cuda = _require_cuda() if ctx.device.startswith("cuda") else None
     if cuda is not None:
@@ -108,7 +110,7 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     memory.reset_peak_rss()
     rss_before = memory.current_rss()
     fn: Callable[[], object] = wl(ctx, **ctx.params)
-    threads = set_threads(int(job.get("threads", 1)))  # again: the set-up may have imported torch only now
+    threads = set_threads(job.threads)  # again: the set-up may have imported torch only now
     _run_check(ctx)
     torch = sys.modules.get("torch")
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
@@ -120,7 +122,7 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
     faults = memory.FaultCount()
     session = CaseSession(
-        case_id=case["id"],
+        case_id=case.id,
         ctx=ctx,
         settings=settings,
         sampler=Sampler(fn, faults.wrap(timer), clock, iterations, settings),
@@ -140,14 +142,14 @@ def prepare(case: dict[str, Any], job: dict[str, Any]) -> CaseSession:
     )
     if probe is not None:
         session.sampler.before_sample = lambda: session.snapshots.append(probe.snapshot())
-    elif torch is not None and cuda is None and settings.speed_reference and not job.get("lockstep"):
+    elif torch is not None and cuda is None and settings.speed_reference and not job.lockstep:
         # not in lockstep (A/B) jobs: the pairs already cancel the machine's drift
         session.reference = open_reference(torch_matmul(torch, seed=session.ctx.seed), timer, overhead, settings)
         session.sampler.before_sample = session.reference.sample
     return session
 
 
-def finish(s: CaseSession) -> dict[str, Any]:
+def finish(s: CaseSession) -> Result:
     """Energy block, throttle rule, memory; the result event."""
     sampler = s.sampler
     telemetry: dict[str, Any] = {
@@ -177,20 +179,18 @@ def finish(s: CaseSession) -> dict[str, Any]:
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
     if s.ctx.teardown is not None:
         s.ctx.teardown()
-    return {
-        "event": "result",
-        "case": s.case_id,
-        "flops": s.flops,
-        "bytes": s.nbytes,
-        "round": {
-            "iterations": sampler.iterations,
-            "samples": list(samples),
-            "warmup_s": s.warmup_s,
-            "stop_reason": sampler.stop_reason or "budget",
-            "threads": s.threads,
-            "peak_rss_bytes": s.peak_rss,
-            "rss_increase_bytes": max(0, s.peak_rss - s.rss_before),
-            "peak_device_bytes": peak_device,
-            "telemetry": telemetry,
-        },
-    }
+    return Result(
+        case=s.case_id,
+        pid=os.getpid(),
+        flops=s.flops,
+        bytes=s.nbytes,
+        iterations=sampler.iterations,
+        samples=samples,
+        warmup_s=s.warmup_s,
+        stop_reason=sampler.stop_reason or "budget",
+        threads=s.threads,
+        peak_rss_bytes=s.peak_rss,
+        rss_increase_bytes=max(0, s.peak_rss - s.rss_before),
+        peak_device_bytes=peak_device,
+        telemetry=telemetry,
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 
+from perfci.engine.protocol import Done, Finish, Prepared, Sample, Sampled
 from perfci.engine.runner import Runner
 from perfci.engine.supervisor import WorkerLost, WorkerProcess
 from perfci.model import CaseSpec
@@ -30,9 +31,9 @@ REWARM_CALLS = 1
 
 
 def _sample(worker: WorkerProcess, case_id: str, timeout_s: float) -> tuple[float, bool]:
-    worker.send({"cmd": "sample", "case": case_id, "n": 1, "rewarm": REWARM_CALLS})
-    event = worker.wait_for("sampled", timeout_s)
-    return float(event.get("elapsed_s") or 0.0), bool(event.get("failed") or event.get("missing"))
+    worker.send(Sample(case_id, n=1, rewarm=REWARM_CALLS))
+    event = worker.wait_for(Sampled, timeout_s)
+    return event.elapsed_s, event.failed or event.missing
 
 
 def run_lockstep_pair(base: Runner, head: Runner, index: int, only: list[str] | None, rng: random.Random) -> None:
@@ -63,7 +64,7 @@ def _lockstep(
         wb = head.lockstep_worker(todo_b, index, done_b, "B")
         workers.append(wb)
         setup = timeout * max(1, len(todo_a)) + 120.0
-        ready = set(wa.wait_for("prepared", setup)["cases"]) & set(wb.wait_for("prepared", setup)["cases"])
+        ready = set(wa.wait_for(Prepared, setup).cases) & set(wb.wait_for(Prepared, setup).cases)
         live = [s.id for s in todo_a if s.id in ready]
         spent = {c: [0.0, 0.0] for c in live}
         counts = dict.fromkeys(live, 0)
@@ -83,8 +84,8 @@ def _lockstep(
                     counts[case_id] += 1
             live = [c for c in live if counts[c] < most and (min(spent[c]) < budget or counts[c] < least)]
         for worker in (wa, wb):
-            worker.send({"cmd": "finish"})
-            worker.wait_for("done", timeout * max(1, len(todo_a)))
+            worker.send(Finish())
+            worker.wait_for(Done, timeout * max(1, len(todo_a)))
     except WorkerLost as lost:
         failed_side = base if workers and lost.worker is workers[0] else head
         if lost.case is not None:

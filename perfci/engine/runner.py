@@ -16,13 +16,14 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from perfci.engine.protocol import Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
 from perfci.engine.supervisor import Limits, WorkerProcess, run_worker
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
@@ -126,14 +127,8 @@ class _CaseState:
         return CaseResult(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)
 
 
-def _job_case(spec: CaseSpec) -> dict[str, Any]:
-    return {
-        "id": spec.id,
-        "source": spec.source,
-        "workload": spec.workload,
-        "params": spec.params,
-        "device": spec.device,
-    }
+def _job_case(spec: CaseSpec) -> JobCase:
+    return JobCase(id=spec.id, source=spec.source, workload=spec.workload, params=spec.params, device=spec.device)
 
 
 def _round_order(specs: list[CaseSpec], seed: int, index: int) -> list[CaseSpec]:
@@ -188,7 +183,7 @@ class Runner:
         """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here."""
         handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
         log = self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
-        job = {**self._job(todo, index), "cpu_affinity": list(self.lockstep_cpus())}
+        job = replace(self._job(todo, index), cpu_affinity=self.lockstep_cpus())
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
         return WorkerProcess(job, self._limits(), log, handler, env, self.worker_python)
 
@@ -201,8 +196,8 @@ class Runner:
         want = self.settings.threads or len(cpus)
         return tuple(cpus[-want:])
 
-    def record_error(self, case_id: str, kind: str, message: str, index: int, finished: list[str]) -> None:
-        self._on_event({"event": "error", "case": case_id, "kind": kind, "message": message}, index, [], finished)
+    def record_error(self, case_id: str, kind: ErrorKind, message: str, index: int, finished: list[str]) -> None:
+        self._on_event(Error(case_id, kind, message), index, [], finished)
 
     def run_round(self, index: int, only: list[str] | None = None) -> None:
         """One round: the still-healthy cases (or those in `only`), in an order shuffled per round."""
@@ -224,32 +219,31 @@ class Runner:
     def write_partial(self) -> None:
         self._write(final=False)
 
-    def _job(self, todo: list[CaseSpec], index: int) -> dict[str, Any]:
-        return {
-            "cases": [_job_case(s) for s in todo],
-            "round_index": index,
-            "seed": self.settings.seed,
-            "threads": self.settings.threads,
-            "timing": asdict(self.settings.timing),
-            "cpu_affinity": list(self.settings.cpu_affinity) if self.settings.cpu_affinity else None,
-            "slices": self.settings.slices,
-        }
+    def _job(self, todo: list[CaseSpec], index: int) -> Job:
+        return Job(
+            cases=tuple(_job_case(s) for s in todo),
+            round_index=index,
+            seed=self.settings.seed,
+            threads=self.settings.threads,
+            timing=asdict(self.settings.timing),
+            cpu_affinity=self.settings.cpu_affinity or None,
+            slices=self.settings.slices,
+        )
 
     def _limits(self) -> Limits:
         return Limits(self.settings.case_timeout_s, self.settings.memory_limit_bytes)
 
-    def _on_event(self, event: dict[str, Any], index: int, remaining: list[CaseSpec], finished: list[str]) -> None:
-        kind = event.get("event")
-        if kind == "start" and self.progress:
-            self.progress(f"round {index + 1}: {event['case']}", self.done, self.total)
-        elif kind in ("result", "error"):
+    def _on_event(self, event: Event, index: int, remaining: list[CaseSpec], finished: list[str]) -> None:
+        if isinstance(event, Start) and self.progress:
+            self.progress(f"round {index + 1}: {event.case}", self.done, self.total)
+        elif isinstance(event, (Result, Error)):
             self._record(event, index)
-            finished.append(event["case"])
+            finished.append(event.case)
             self.done += 1
-        elif kind == "worker_failed":
+        elif isinstance(event, WorkerFailed):
             for s in remaining:
                 if s.id not in finished:
-                    self.states[s.id].errors.append(CaseError("infrastructure", event["message"], index))
+                    self.states[s.id].errors.append(CaseError("infrastructure", event.message, index))
                     finished.append(s.id)
 
     def _env(self, pad_key: str | None = None) -> dict[str, str]:
@@ -268,15 +262,14 @@ class Runner:
             env["PERFCI_ENV_PAD"] = "x" * random.Random(f"{self.settings.seed}:{pad_key}").randrange(4096)
         return env
 
-    def _record(self, event: dict[str, Any], index: int) -> None:
-        state = self.states[event["case"]]
-        if event["event"] == "error":
-            state.errors.append(CaseError(event["kind"], event["message"], index))
+    def _record(self, event: Result | Error, index: int) -> None:
+        state = self.states[event.case]
+        if isinstance(event, Error):
+            state.errors.append(CaseError(event.kind, event.message, index))
             return
-        r = event["round"]
-        state.rounds.append(Round(index=index, pid=int(event.get("pid", 0)), **{**r, "samples": tuple(r["samples"])}))
-        state.flops = event.get("flops")
-        state.bytes = event.get("bytes")
+        state.rounds.append(event.round(index))
+        state.flops = event.flops
+        state.bytes = event.bytes
 
     def _write(self, final: bool) -> RunResult:
         if self._header is None:

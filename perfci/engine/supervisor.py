@@ -1,13 +1,14 @@
 """Supervise one worker process: feed it a job, read its events, enforce time-out and memory limit.
 
-Returns the events it got plus, when the worker died mid-case, a synthetic error event for that case that names
-the reason (signal, exit code, time-out, memory limit) and the tail of the worker's stderr.
+Hands on the events it got (perfci/engine/protocol.py) plus, when the worker died mid-case, an `Error` for that
+case that names the reason (signal, exit code, time-out, memory limit, a malformed message) and the tail of the
+worker's stderr; when it died with no case in flight, a `WorkerFailed`. A line from the worker that is not a valid
+event is treated as a crash: the worker is killed, since nothing it sends after it can be trusted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -15,13 +16,31 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn, TypeVar
 
 import psutil
 
+from perfci.engine.protocol import (
+    Command,
+    Error,
+    ErrorKind,
+    Event,
+    Idle,
+    Job,
+    ProtocolError,
+    Result,
+    Start,
+    WorkerEvent,
+    WorkerFailed,
+    decode_event,
+)
+
 POLL_S = 0.1
+
+E = TypeVar("E", bound=WorkerEvent)
+EventHandler = Callable[[Event], None]
 
 
 @dataclass(frozen=True)
@@ -58,8 +77,9 @@ def _exit_reason(returncode: int) -> str:
     return f"worker process exited with code {returncode}"
 
 
-def _read_events(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any] | None]:
-    """Yield parsed events, or None every POLL_S while the worker is silent. Ends at EOF."""
+def _read_events(proc: subprocess.Popen[bytes]) -> Iterator[WorkerEvent | None]:
+    """Yield decoded events, or None every POLL_S while the worker is silent. Ends at EOF; raises ProtocolError
+    on a line that is not a valid event."""
     assert proc.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
@@ -77,16 +97,38 @@ def _read_events(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any] | Non
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 if line.strip():
-                    yield json.loads(line)
+                    yield decode_event(line)
     finally:
         sel.close()
 
 
+def _in_flight(event: WorkerEvent, current: str | None) -> str | None:
+    """The case in flight after `event`."""
+    if isinstance(event, Start):
+        return event.case
+    return None if isinstance(event, (Idle, Result, Error)) else current
+
+
+def _resets_clock(event: WorkerEvent) -> bool:
+    """Whether `event` starts a new case time-out: a step of a case began or ended."""
+    return isinstance(event, (Start, Idle, Result, Error))
+
+
+def _malformed(exc: ProtocolError) -> str:
+    return f"worker sent a malformed message ({exc})"
+
+
+def _memory_exceeded(ps: psutil.Process, limits: Limits) -> str | None:
+    if _tree_rss(ps) > limits.memory_limit_bytes:
+        return f"exceeded the memory limit of {limits.memory_limit_bytes / 2**30:.1f} GiB"
+    return None
+
+
 def run_worker(
-    job: dict[str, Any],
+    job: Job,
     limits: Limits,
     stderr_path: Path,
-    on_event: Callable[[dict[str, Any]], None],
+    on_event: EventHandler,
     env: dict[str, str] | None = None,
     python: str | None = None,
 ) -> None:
@@ -94,7 +136,7 @@ def run_worker(
     proc = spawn_worker(stderr_path, env, python)
     assert proc.stdin is not None
     try:
-        proc.stdin.write(json.dumps({**job, "parent_pid": os.getpid()}).encode() + b"\n")
+        proc.stdin.write(replace(job, parent_pid=os.getpid()).encode().encode() + b"\n")
         proc.stdin.close()
         _supervise(proc, limits, stderr_path, on_event)
     except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failed: never leave the worker running on its own
@@ -121,40 +163,47 @@ def _supervise(
     proc: subprocess.Popen[bytes],
     limits: Limits,
     stderr_path: Path,
-    on_event: Callable[[dict[str, Any]], None],
+    on_event: EventHandler,
 ) -> None:
     ps = psutil.Process(proc.pid)
     current: str | None = None
     deadline = time.monotonic() + limits.startup_timeout_s
-    killed: str | None = None
-    for event in _read_events(proc):
-        if event is not None:
-            kind = event.get("event")
-            if kind == "start":
-                current = event["case"]
-                deadline = time.monotonic() + limits.case_timeout_s
-            elif kind in ("result", "error", "idle"):
-                current = None
-                deadline = time.monotonic() + limits.case_timeout_s
-            on_event(event)
-            continue
-        if time.monotonic() > deadline:
-            killed = f"timed out after {limits.case_timeout_s:g} s"
-        elif _tree_rss(ps) > limits.memory_limit_bytes:
-            killed = f"exceeded the memory limit of {limits.memory_limit_bytes / 2**30:.1f} GiB"
-        if killed:
-            _kill(proc)
-            break
-    returncode = proc.wait()
+    killed: tuple[ErrorKind, str] | None = None
+    try:
+        for event in _read_events(proc):
+            if event is not None:
+                current = _in_flight(event, current)
+                if _resets_clock(event):
+                    deadline = time.monotonic() + limits.case_timeout_s
+                on_event(event)
+                continue
+            if time.monotonic() > deadline:
+                killed = ("timeout", f"timed out after {limits.case_timeout_s:g} s")
+            elif over := _memory_exceeded(ps, limits):
+                killed = ("oom", over)
+            if killed:
+                break
+    except ProtocolError as exc:
+        killed = ("crash", _malformed(exc))
+    if killed:
+        _kill(proc)
+    ending = _ending(current, killed, proc.wait(), stderr_path)
+    if ending is not None:
+        on_event(ending)
+
+
+def _ending(
+    current: str | None, killed: tuple[ErrorKind, str] | None, returncode: int, stderr_path: Path
+) -> Event | None:
+    """What the end of a worker means for the runner: nothing (a clean exit), an `Error` for the case in flight,
+    or a `WorkerFailed` when it died between cases."""
     if current is None and killed is None and returncode == 0:
-        return
+        return None
     if current is None:
-        reason = killed or _exit_reason(returncode)
-        on_event({"event": "worker_failed", "message": reason + _stderr_tail(stderr_path)})
-        return
-    kind = "timeout" if killed and "timed out" in killed else "oom" if killed else "crash"
-    message = (killed or _exit_reason(returncode) + " while measuring this case") + _stderr_tail(stderr_path)
-    on_event({"event": "error", "case": current, "kind": kind, "message": message})
+        reason = killed[1] if killed else _exit_reason(returncode)
+        return WorkerFailed(reason + _stderr_tail(stderr_path))
+    kind, reason = killed or ("crash", _exit_reason(returncode) + " while measuring this case")
+    return Error(current, kind, reason + _stderr_tail(stderr_path))
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -163,9 +212,10 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 class WorkerLost(Exception):
-    """A lockstep worker died, hung or exceeded its memory limit; `case` was in flight (or None)."""
+    """A lockstep worker died, hung, exceeded its memory limit or sent a malformed message; `case` was in flight
+    (or None)."""
 
-    def __init__(self, reason: str, kind: str, case: str | None, worker: WorkerProcess | None = None) -> None:
+    def __init__(self, reason: str, kind: ErrorKind, case: str | None, worker: WorkerProcess | None = None) -> None:
         super().__init__(reason)
         self.reason, self.kind, self.case, self.worker = reason, kind, case, worker
 
@@ -176,10 +226,10 @@ class WorkerProcess:
 
     def __init__(
         self,
-        job: dict[str, Any],
+        job: Job,
         limits: Limits,
         stderr_path: Path,
-        on_event: Callable[[dict[str, Any]], None],
+        on_event: EventHandler,
         env: dict[str, str] | None = None,
         python: str | None = None,
     ) -> None:
@@ -188,37 +238,36 @@ class WorkerProcess:
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None
-        self.send({**job, "lockstep": True, "parent_pid": os.getpid()})
+        self.send(replace(job, lockstep=True, parent_pid=os.getpid()))
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Job | Command) -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.write(message.encode().encode() + b"\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             self._lost(None)
 
-    def wait_for(self, kind: str, timeout_s: float) -> dict[str, Any]:
+    def wait_for(self, kind: type[E], timeout_s: float) -> E:
+        """Read events until one of type `kind`, which is returned."""
         deadline = time.monotonic() + timeout_s
-        for event in self.events:
-            if event is not None:
-                k = event.get("event")
-                if k == "start":
-                    self.current = event["case"]
-                elif k in ("result", "error", "idle"):
-                    self.current = None
-                self.on_event(event)
-                if k == kind:
-                    return event
-                continue
-            if time.monotonic() > deadline:
-                self._lost(f"timed out after {timeout_s:g} s", "timeout")
-            if _tree_rss(self.ps) > self.limits.memory_limit_bytes:
-                limit = self.limits.memory_limit_bytes / 2**30
-                self._lost(f"exceeded the memory limit of {limit:.1f} GiB", "oom")
+        try:
+            for event in self.events:
+                if event is not None:
+                    self.current = _in_flight(event, self.current)
+                    self.on_event(event)
+                    if isinstance(event, kind):
+                        return event
+                    continue
+                if time.monotonic() > deadline:
+                    self._lost(f"timed out after {timeout_s:g} s", "timeout")
+                if over := _memory_exceeded(self.ps, self.limits):
+                    self._lost(over, "oom")
+        except ProtocolError as exc:
+            self._lost(_malformed(exc))
         self._lost(None)
 
-    def _lost(self, reason: str | None, kind: str = "crash") -> NoReturn:
+    def _lost(self, reason: str | None, kind: ErrorKind = "crash") -> NoReturn:
         _kill(self.proc)
         code = self.proc.wait()
         in_flight = " while measuring this case" if self.current is not None else ""

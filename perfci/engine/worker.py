@@ -7,10 +7,9 @@ A round has three phases. (1) Each case is set up, checked, warmed up and calibr
 `slices`: every live case samples for budget/slices, case after case, slice after slice, so each case's
 samples are spread over the whole round and drift hits all cases alike. (3) Each case finishes (energy
 block, throttle rule, teardown) and its result is sent. With slices=1 the cases are measured one after the
-other. Events: {"event": "start", "case": id} whenever a case is in flight, {"event": "idle"} when none is,
-and {"event": "result" | "error", "case": id, ...} once per case. A crash, hang or memory blow-up is seen by
-the runner as a "start" with no "idle"/"result"/"error" after it; it blames that case and restarts a worker
-for the others.
+other. Messages (perfci/engine/protocol.py): `Start(case)` whenever a case is in flight, `Idle` when none is, and
+`Result` or `Error` once per case. A crash, hang or memory blow-up is seen by the runner as a `Start` with no
+`Idle`/`Result`/`Error` after it; it blames that case and restarts a worker for the others.
 """
 
 from __future__ import annotations
@@ -18,60 +17,68 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
-import json
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable
-from typing import IO, Any, TypeVar
+from typing import IO, TypeVar
 
 from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
+from perfci.engine.protocol import (
+    Done,
+    Error,
+    Finish,
+    Idle,
+    Job,
+    Prepared,
+    Ready,
+    Sampled,
+    Start,
+    WorkerEvent,
+    decode_command,
+    decode_job,
+)
 from perfci.workloads.api import SkipCase
 
 T = TypeVar("T")
 
 
-def _emit(stream: IO[str], event: dict[str, Any]) -> None:
-    stream.write(json.dumps({**event, "pid": os.getpid()}) + "\n")
+def _emit(stream: IO[str], event: WorkerEvent) -> None:
+    stream.write(event.encode() + "\n")
     stream.flush()
 
 
-def _error_event(case_id: str, exc: BaseException) -> dict[str, Any]:
+def _error_event(case_id: str, exc: BaseException) -> Error:
     if isinstance(exc, SkipCase):
-        return {"event": "error", "case": case_id, "kind": "skipped", "message": str(exc)}
+        return Error(case_id, "skipped", str(exc))
     if isinstance(exc, CheckFailed):
-        return {"event": "error", "case": case_id, "kind": "check", "message": str(exc)}
+        return Error(case_id, "check", str(exc))
     if isinstance(exc, MemoryError):
-        return {"event": "error", "case": case_id, "kind": "oom", "message": "the workload ran out of memory"}
+        return Error(case_id, "oom", "the workload ran out of memory")
     if isinstance(exc, SystemExit):
-        return {
-            "event": "error",
-            "case": case_id,
-            "kind": "raised",
-            "message": f"the workload called sys.exit({exc.code!r})",
-        }
+        return Error(case_id, "raised", f"the workload called sys.exit({exc.code!r})")
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
-    return {"event": "error", "case": case_id, "kind": "raised", "message": f"{type(exc).__name__}: {exc} (at {where})"}
+    return Error(case_id, "raised", f"{type(exc).__name__}: {exc} (at {where})")
 
 
 def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T | None]:
     """Run one step of a case with the case marked in flight; report an exception as the case's error."""
-    _emit(out, {"event": "start", "case": case_id})
+    _emit(out, Start(case_id))
     try:
         value = step()
     except (Exception, SystemExit) as exc:  # the workload's failure, reported for this case only
         _emit(out, _error_event(case_id, exc))
         return False, None
-    _emit(out, {"event": "idle"})
+    _emit(out, Idle())
     return True, value
 
 
-def _prepare_all(job: dict[str, Any], out: IO[str]) -> list[CaseSession]:
+def _prepare_all(job: Job, out: IO[str]) -> list[CaseSession]:
     sessions: list[CaseSession] = []
-    for case in job["cases"]:
-        ok, session = _guarded(out, case["id"], functools.partial(prepare, case, job))
+    for case in job.cases:
+        ok, session = _guarded(out, case.id, functools.partial(prepare, case, job))
         if ok and session is not None:
             sessions.append(session)
     return sessions
@@ -84,9 +91,9 @@ def _finish_all(sessions: list[CaseSession], out: IO[str]) -> None:
             _emit(out, event)
 
 
-def run_job(job: dict[str, Any], out: IO[str]) -> None:
+def run_job(job: Job, out: IO[str]) -> None:
     sessions = _prepare_all(job, out)
-    slices = max(1, int(job.get("slices", 1)))
+    slices = max(1, job.slices)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -101,28 +108,26 @@ def run_job(job: dict[str, Any], out: IO[str]) -> None:
     _finish_all(sessions, out)
 
 
-def run_lockstep(job: dict[str, Any], out: IO[str], commands: IO[str]) -> None:
-    """Lockstep mode (A/B pairs): after set-up, sample only when told, one command per line on stdin:
-    {"cmd": "sample", "case": id, "n": k, "rewarm": r} -> r untimed calls and k samples, then
-    {"event": "sampled", "case": id, "elapsed_s": t};
-    {"cmd": "finish"} -> results. The driver alternates two such workers sample by sample, so both revisions
-    see the same machine state (perfci/engine/lockstep.py)."""
+def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
+    """Lockstep mode (A/B pairs): after set-up (answered by `Prepared`), sample only when told, one command per
+    line on stdin: `Sample(case, n, rewarm)` -> `rewarm` untimed calls and `n` samples, then `Sampled`;
+    `Finish` -> results. The driver alternates two such workers sample by sample, so both revisions see the
+    same machine state (perfci/engine/lockstep.py)."""
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
-    _emit(out, {"event": "prepared", "cases": list(sessions)})
+    _emit(out, Prepared(tuple(sessions)))
     gc.disable()
     while line := commands.readline():
-        cmd = json.loads(line)
-        if cmd["cmd"] == "finish":
+        cmd = decode_command(line)
+        if isinstance(cmd, Finish):
             break
-        s = sessions.get(cmd["case"])
+        s = sessions.get(cmd.case)
         if s is None:
-            _emit(out, {"event": "sampled", "case": cmd["case"], "elapsed_s": 0.0, "missing": True})
+            _emit(out, Sampled(cmd.case, 0.0, missing=True))
             continue
-        take = functools.partial(s.sampler.take, int(cmd.get("n", 1)), int(cmd.get("rewarm", 0)))
-        ok, elapsed = _guarded(out, s.case_id, take)
+        ok, elapsed = _guarded(out, s.case_id, functools.partial(s.sampler.take, cmd.n, cmd.rewarm))
         if not ok:
             del sessions[s.case_id]
-        _emit(out, {"event": "sampled", "case": s.case_id, "elapsed_s": elapsed or 0.0, "failed": not ok})
+        _emit(out, Sampled(s.case_id, elapsed or 0.0, failed=not ok))
     gc.enable()
     for s in sessions.values():
         s.sampler.stop_reason = "lockstep"
@@ -147,16 +152,16 @@ def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    job = json.loads(sys.stdin.readline())
-    _die_with_parent(int(job.get("parent_pid", 0)))
-    if job.get("cpu_affinity"):
-        os.sched_setaffinity(0, set(job["cpu_affinity"]))
-    _emit(protocol, {"event": "ready"})
-    if job.get("lockstep"):
+    job = decode_job(sys.stdin.readline())
+    _die_with_parent(job.parent_pid)
+    if job.cpu_affinity:
+        os.sched_setaffinity(0, set(job.cpu_affinity))
+    _emit(protocol, Ready())
+    if job.lockstep:
         run_lockstep(job, protocol, sys.stdin)
     else:
         run_job(job, protocol)
-    _emit(protocol, {"event": "done"})
+    _emit(protocol, Done())
 
 
 if __name__ == "__main__":
