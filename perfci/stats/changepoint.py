@@ -1,15 +1,25 @@
-"""Change points in a metric's history: binary segmentation on log values with a two-sample t criterion.
+"""Change points in a metric's history, robust to the way CI history really behaves: runners drift for hours
+(autocorrelated noise) and now and then a run is an outlier.
 
-For a series x_1..x_n (one value per run, in time order) the candidate split k maximises the pooled
-two-sample |t| between log(x_1..x_k) and log(x_k+1..x_n), with at least `min_size` points per side.
-The split is accepted when its p-value, Bonferroni-corrected for the number of candidate positions looked
-at, is below `alpha`, AND the ratio of geometric means moves by at least `min_effect` (a statistically
-clear 0.5% shift is not news for a trend report). Accepted splits are searched again on both sides.
-Pure: no I/O, deterministic.
+Method (benchmarked against others in benchmarks/changepoints.py, figures in docs/history.md):
+1. Work on log values. Isolated outliers (beyond the medians of the runs just before and just after them, on the
+   same side, by more than `outlier_k` robust standard deviations) are replaced by the nearer of those medians.
+   A level shift is not touched: its first point is close to the runs after it.
+2. The noise is modelled as AR(1): x_t = m_t + u_t, u_t = phi * u_{t-1} + e_t. `phi` is the lag-1
+   autocorrelation of the residuals around the best single mean split, corrected for its small-sample bias
+   (Kendall's (1 + 3 phi) / n) and clipped to [0, `max_phi`].
+3. Pre-whitening: w_t = x_t - phi * x_{t-1}. A step of size d at k adds d at t = k and (1 - phi) * d after it;
+   for each candidate k the least-squares fit of that shape (plus an intercept) gives d and its t statistic.
+   The split with the largest |t| is accepted when its p-value, Bonferroni-corrected for the candidates looked
+   at, is below `alpha` AND |exp(d) - 1| >= `min_effect`. Accepted splits are searched again on both sides
+   (binary segmentation), each side with its own fit.
+A plain two-sample t on segment means (the previous method, `mean_shift_points`) treats each run as
+independent; under drift that both misses steps and finds false ones. Pure: no I/O, deterministic.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,84 +34,192 @@ class ChangePoint:
     p_value: float  # Bonferroni-corrected
 
 
-def _pooled_t(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """(t, two-sided p) for mean(b) - mean(a), Student's t with pooled variance (exact for a stationary normal
-    series, the null hypothesis here; Welch's approximation is liberal with 3-point segments)."""
-    na, nb = len(a), len(b)
-    ma, mb = sum(a) / na, sum(b) / nb
-    ss = sum((x - ma) ** 2 for x in a) + sum((x - mb) ** 2 for x in b)
-    dof = na + nb - 2
-    diff = mb - ma
-    se2 = ss / dof * (1.0 / na + 1.0 / nb)
-    if se2 <= 0:
-        return (math.inf if diff else 0.0), (0.0 if diff else 1.0)
+def _t_sf2(t: float, dof: int) -> float:
+    """Two-sided p-value of Student's t."""
+    if math.isinf(t):
+        return 0.0
     from scipy import stats as sps  # lazily: importing scipy costs every CLI command about a second
 
-    t = diff / math.sqrt(se2)
-    return t, float(2.0 * sps.t.sf(abs(t), dof))
+    return float(2.0 * sps.t.sf(abs(t), dof))
 
 
-def _best_split(logs: Sequence[float], min_size: int) -> tuple[int, float, float] | None:
-    """The split with the largest |t|. Within one segment every split has the same degrees of freedom, so the
-    largest |t| is also the smallest p: |t| is scanned with prefix sums (linear in the segment's length), and the
-    p-value is computed once, exactly, for the winner."""
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def clean_outliers(logs: Sequence[float], half_window: int = 3, outlier_k: float = 5.0) -> list[float]:
+    """Logs with isolated outliers replaced by the nearer of the medians of their neighbours on either side.
+
+    A point is an outlier when it lies beyond both the median of the `half_window` points before it and the
+    median of those after it, on the same side, by more than `outlier_k` robust standard deviations (from the
+    median absolute difference between successive runs). The first point of a new level is close to the
+    median after it, so a step is left alone."""
+    n = len(logs)
+    diffs = [abs(b - a) for a, b in itertools.pairwise(logs)]
+    if n < 2 * half_window + 1 or not diffs:
+        return list(logs)
+    scale = 1.4826 * _median(diffs) / math.sqrt(2.0)
+    if scale <= 0:
+        return list(logs)
+    out = list(logs)
+    for i in range(n):
+        left, right = logs[max(0, i - half_window) : i], logs[i + 1 : i + 1 + half_window]
+        if not left or not right:
+            continue
+        lo, hi = sorted((_median(left), _median(right)))
+        limit = outlier_k * scale
+        if logs[i] > hi + limit:
+            out[i] = hi  # the nearer side: an outlier on the first run of a new level takes that level
+        elif logs[i] < lo - limit:
+            out[i] = lo
+    return out
+
+
+def _mean_split(logs: Sequence[float], min_size: int) -> tuple[int, float] | None:
+    """(k, |t|) of the best split by a two-sample t on the means (prefix sums: linear in the length)."""
     n = len(logs)
     if n < 2 * min_size:
         return None
-    centre = sum(logs) / n  # centred values keep the prefix sums of squares free of cancellation
+    centre = sum(logs) / n
     s1, s2 = [0.0], [0.0]
     for x in logs:
         s1.append(s1[-1] + (x - centre))
         s2.append(s2[-1] + (x - centre) ** 2)
-    dof = n - 2
     best_k, best_t = -1, -1.0
     for k in range(min_size, n - min_size + 1):
         na, nb = k, n - k
         sa, sb = s1[k], s1[n] - s1[k]
         ss = (s2[k] - sa * sa / na) + (s2[n] - s2[k] - sb * sb / nb)
         diff = sb / nb - sa / na
-        se2 = max(ss, 0.0) / dof * (1.0 / na + 1.0 / nb)
+        se2 = max(ss, 0.0) / (n - 2) * (1.0 / na + 1.0 / nb)
         t = abs(diff) / math.sqrt(se2) if se2 > 1e-24 else (math.inf if abs(diff) > 1e-12 else 0.0)
         if t > best_t:
             best_k, best_t = k, t
-    t, p = _pooled_t(logs[:best_k], logs[best_k:])
-    return best_k, t, p
+    return best_k, best_t
+
+
+def ar1_phi(logs: Sequence[float], min_size: int = 3, max_phi: float = 0.95) -> float:
+    """Lag-1 autocorrelation of the residuals around the best single mean split, clipped to [0, max_phi]."""
+    split = _mean_split(logs, min_size)
+    k = split[0] if split else len(logs)
+    parts = (logs[:k], logs[k:])
+    resid = [x - sum(p) / len(p) for p in parts if p for x in p]
+    den = sum(r * r for r in resid)
+    if len(resid) < 3 or den <= 1e-24:
+        return 0.0
+    num = sum(a * b for a, b in itertools.pairwise(resid))
+    r1 = num / den
+    # the lag-1 autocorrelation of a short series is biased low (Kendall: by about (1 + 3 phi) / n)
+    return min(max_phi, max(0.0, r1 + (1.0 + 3.0 * r1) / len(resid)))
+
+
+@dataclass(frozen=True)
+class _Split:
+    k: int  # index within the segment of the first point of the new level
+    d: float  # step size in log units
+    t: float
+    dof: int
+
+
+def _whitened_split(logs: Sequence[float], phi: float, min_size: int) -> _Split | None:
+    """The step position with the largest |t| for the step shape in the pre-whitened series."""
+    n = len(logs)
+    if n < 2 * min_size:
+        return None
+    w = [logs[t] - phi * logs[t - 1] for t in range(1, n)]  # w[j] belongs to time j + 1
+    m = len(w)
+    wbar = sum(w) / m
+    syy = sum((v - wbar) ** 2 for v in w)
+    suffix = [0.0] * (m + 1)  # suffix[j] = sum of w[j:]
+    for j in range(m - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + w[j]
+    c = 1.0 - phi
+    best: _Split | None = None
+    for k in range(min_size, n - min_size + 1):
+        j = k - 1  # w index of time k
+        after = m - j - 1
+        xbar = (1.0 + c * after) / m
+        sxx = (1.0 - xbar) ** 2 + after * (c - xbar) ** 2 + (m - 1 - after) * xbar**2
+        sxy = (w[j] - wbar) + c * (suffix[j + 1] - after * wbar)
+        d = sxy / sxx
+        sse = max(syy - d * sxy, 0.0)
+        dof = m - 2
+        se2 = sse / dof / sxx if dof > 0 else 0.0
+        t = abs(d) / math.sqrt(se2) if se2 > 1e-24 else (math.inf if abs(d) > 1e-12 else 0.0)
+        if best is None or t > best.t:
+            best = _Split(k, d, t, dof)
+    return best
+
+
+def local_shift(logs: Sequence[float], k: int, half_window: int = 5) -> float:
+    """The ratio of the geometric means of up to `half_window` runs after and before position k: the size of a
+    step as a reader of the chart sees it (not biased when phi is misjudged, unlike the whitened fit)."""
+    before, after = logs[max(0, k - half_window) : k], logs[k : k + half_window]
+    return math.exp(sum(after) / len(after) - sum(before) / len(before))
 
 
 def detect_change_points(
-    values: Sequence[float], min_size: int = 3, alpha: float = 0.01, min_effect: float = 0.03
+    values: Sequence[float],
+    min_size: int = 3,
+    alpha: float = 0.01,
+    min_effect: float = 0.03,
+    outlier_k: float = 5.0,
+    max_phi: float = 0.95,
 ) -> list[ChangePoint]:
     """Change points of a positive series, in index order."""
     if min_size < 2:
         raise ValueError("min_size must be at least 2")
     if any(v <= 0 for v in values):
         raise ValueError("values must be positive")
+    logs = clean_outliers([math.log(v) for v in values], outlier_k=outlier_k)
+    phi = ar1_phi(logs, min_size, max_phi)
+    found: list[tuple[int, float, float]] = []  # (index, d, corrected p)
+
+    def search(lo: int, hi: int) -> None:
+        segment = logs[lo:hi]
+        best = _whitened_split(segment, phi, min_size)
+        if best is None:
+            return
+        candidates = len(segment) - 2 * min_size + 1
+        p = min(1.0, _t_sf2(best.t, best.dof) * candidates)
+        if p < alpha and abs(math.exp(best.d) - 1.0) >= min_effect:
+            found.append((lo + best.k, best.d, p))
+            search(lo, lo + best.k)
+            search(lo + best.k, hi)
+
+    search(0, len(logs))
+    found.sort()
+    bounds = [0, *(f[0] for f in found), len(logs)]
+    out = []
+    for i, (idx, _, p) in enumerate(found):
+        left, right = logs[bounds[i] : idx], logs[idx : bounds[i + 2]]
+        before, after = math.exp(sum(left) / len(left)), math.exp(sum(right) / len(right))
+        out.append(ChangePoint(idx, before, after, after / before, p))
+    return out
+
+
+def mean_shift_points(
+    values: Sequence[float], min_size: int = 3, alpha: float = 0.01, min_effect: float = 0.03
+) -> list[int]:
+    """The previous method, kept for comparison: binary segmentation with a two-sample t on the log means,
+    Bonferroni-corrected, every run treated as independent. Indexes of the change points."""
     logs = [math.log(v) for v in values]
     found: list[int] = []
 
     def search(lo: int, hi: int) -> None:
         segment = logs[lo:hi]
-        if len(segment) < 2 * min_size:
+        split = _mean_split(segment, min_size)
+        if split is None:
             return
-        best = _best_split(segment, min_size)
-        if best is None:
-            return
-        k, _, p = best
-        candidates = len(segment) - 2 * min_size + 1
-        before = sum(segment[:k]) / k
-        after = sum(segment[k:]) / (len(segment) - k)
-        if min(1.0, p * candidates) < alpha and abs(math.exp(after - before) - 1.0) >= min_effect:
+        k, t = split
+        p = min(1.0, _t_sf2(t, len(segment) - 2) * (len(segment) - 2 * min_size + 1))
+        shift = sum(segment[k:]) / (len(segment) - k) - sum(segment[:k]) / k
+        if p < alpha and abs(math.exp(shift) - 1.0) >= min_effect:
             found.append(lo + k)
             search(lo, lo + k)
             search(lo + k, hi)
 
     search(0, len(logs))
-    points = sorted(found)
-    bounds = [0, *points, len(logs)]
-    out = []
-    for i, idx in enumerate(points):
-        left, right = logs[bounds[i] : idx], logs[idx : bounds[i + 2]]
-        _, p = _pooled_t(left, right)
-        b, a = math.exp(sum(left) / len(left)), math.exp(sum(right) / len(right))
-        out.append(ChangePoint(idx, b, a, a / b, min(1.0, p * (len(left) + len(right) - 2 * min_size + 1))))
-    return out
+    return sorted(found)
