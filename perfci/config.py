@@ -41,6 +41,7 @@ class Config:
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
     cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
+    gpu_mode: str | None = None  # CUDA cases' timing mode: hot | cold | graph | sustained (profilers/cuda_timing.py)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
 
 
@@ -252,6 +253,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
     "cpus": _cpus,
     "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
+    "gpu_mode": lambda w, v: _text(w, "gpu_mode", v),
     "history_noise": lambda w, v: _flag(w, "history_noise", v),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 ParamValue = str | int | float | bool
@@ -47,8 +48,9 @@ class CaseSpec:
     tags: tuple[str, ...] = ()
     suite: str = ""
 
-    @property
+    @cached_property
     def id(self) -> str:
+        """Computed once per spec (a frozen dataclass: `dataclasses.replace` makes a new spec, with its own id)."""
         return format_case_id(self.workload, self.params, self.device)
 
 
@@ -84,6 +86,7 @@ class Metric:
     low: float | None = None
     high: float | None = None
     confidence: float | None = None
+    note: str = ""  # why the value is not to be trusted (e.g. bandwidth above the measured peak); "" if none
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,14 @@ class CaseResult:
         return self.spec.id
 
     def metric(self, name: str) -> Metric | None:
-        return next((m for m in self.metrics if m.name == name), None)
+        return self._metrics_by_name.get(name)
+
+    @cached_property
+    def _metrics_by_name(self) -> dict[str, Metric]:
+        by_name: dict[str, Metric] = {}
+        for m in self.metrics:
+            by_name.setdefault(m.name, m)  # the first of a name, as a scan would find it
+        return by_name
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,17 @@ class RunResult:
     cases: tuple[CaseResult, ...]
 
     def case(self, case_id: str) -> CaseResult | None:
-        return next((c for c in self.cases if c.id == case_id), None)
+        """The case of this id (the first, should a file repeat one), from an index built once per run."""
+        return self.case_index.get(case_id)
+
+    @cached_property
+    def case_index(self) -> dict[str, CaseResult]:
+        """Cases by id, built on first use: every lookup after that costs O(1), so comparing, reporting and
+        merging stay linear in the number of cases."""
+        index: dict[str, CaseResult] = {}
+        for c in self.cases:
+            index.setdefault(c.id, c)
+        return index
 
 
 @dataclass(frozen=True)

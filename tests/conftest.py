@@ -31,6 +31,7 @@ def make_case(
                 threads=1,
                 peak_rss_bytes=100_000_000,
                 rss_increase_bytes=1_000_000,
+                telemetry={"memory_host_bytes": 1_000_000},
             )
         )
     spec = CaseSpec(workload=f"t.{name}", params={"n": 8}, device="cpu", source="tests")

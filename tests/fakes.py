@@ -10,6 +10,7 @@ telemetry code runs on any machine, fast and deterministic, with no sleeps and n
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -61,6 +62,96 @@ class DriftingClock:
             self.now += cost * self.slowness * (1.0 + self.rng.gauss(0.0, self.noise))
 
         return fn
+
+
+class RampingClock:
+    """A GPU whose SM clock ramps up after idle: a call costs `call_s` x (1 + `ramp` x the share of `ramp_s` still
+    to go); the first call pays `wake_s` more (an idle GPU waking up), and the calls numbered in `slow_calls`
+    `slow_s` more (one slow block). Time advances only by calls and clock reads."""
+
+    def __init__(
+        self,
+        call_s: float,
+        ramp: float = 0.0,
+        ramp_s: float = 0.0,
+        wake_s: float = 0.0,
+        slow_calls: tuple[int, ...] = (),
+        slow_s: float = 0.0,
+        read_cost: float = 1e-7,
+    ) -> None:
+        self.now = 0.0
+        self.calls = 0
+        self.call_s, self.ramp, self.ramp_s = call_s, ramp, ramp_s
+        self.wake_s, self.slow_calls, self.slow_s = wake_s, slow_calls, slow_s
+        self.read_cost = read_cost
+
+    def __call__(self) -> float:
+        self.now += self.read_cost
+        return self.now
+
+    def workload(self) -> Callable[[], None]:
+        def fn() -> None:
+            left = max(0.0, 1.0 - self.now / self.ramp_s) if self.ramp_s > 0 else 0.0
+            cost = self.call_s * (1.0 + self.ramp * left)
+            cost += self.wake_s if self.calls == 0 else 0.0
+            cost += self.slow_s if self.calls in self.slow_calls else 0.0
+            self.calls += 1
+            self.now += cost
+
+        return fn
+
+
+class HeatingGpu:
+    """A GPU under sustained load: its SM clock falls from `boost_mhz` towards `sustained_mhz` and its power rises
+    towards `cap_w`, both with time constant `tau_s` of busy time; a call's cost scales with 1 / SM clock. Serves as
+    the clock (`__call__`), the workload (`kernel`) and, through `nvml()`, a pynvml whose readings follow it."""
+
+    def __init__(
+        self,
+        call_s: float,
+        boost_mhz: float = 1980.0,
+        sustained_mhz: float = 1700.0,
+        cap_w: float = 700.0,
+        idle_w: float = 300.0,
+        tau_s: float = 2.0,
+    ) -> None:
+        self.now = 0.0
+        self.call_s, self.boost, self.sustained, self.cap, self.idle, self.tau = (
+            call_s,
+            boost_mhz,
+            sustained_mhz,
+            cap_w,
+            idle_w,
+            tau_s,
+        )
+
+    def __call__(self) -> float:
+        self.now += 1e-7
+        return self.now
+
+    def _heat(self) -> float:
+        return 1.0 - math.exp(-self.now / self.tau)
+
+    def sm_mhz(self) -> float:
+        return self.boost - (self.boost - self.sustained) * self._heat()
+
+    def power_w(self) -> float:
+        return self.idle + (self.cap - self.idle) * self._heat()
+
+    def kernel(self) -> None:
+        self.now += self.call_s * self.boost / self.sm_mhz()
+
+    def nvml(self) -> Any:
+        gpu = self
+
+        class Nvml(FakeNvml):
+            def nvmlDeviceGetClockInfo(self, h: Any, kind: int) -> int:
+                return round(gpu.sm_mhz()) if kind == self.NVML_CLOCK_SM else 3201
+
+            def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+                return round(gpu.power_w() * 1000)
+
+        return Nvml([0])
 
 
 # GPU: a fake `torch` over a fake device
@@ -344,3 +435,41 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
         return SimpleNamespace(used=2**30)
+
+
+class FakeCudaAllocator:
+    """torch.cuda's allocator counters, for the device-memory probe (profilers/case_memory.py): `alloc` and
+    `free` move `memory_allocated`; the peak follows it until `reset_peak_memory_stats`."""
+
+    def __init__(self, allocated: int = 0) -> None:
+        self.allocated = allocated
+        self.peak = allocated
+        self.syncs = 0
+
+    def alloc(self, n: int) -> None:
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+    def free(self, n: int) -> None:
+        self.allocated -= n
+
+    def memory_allocated(self) -> int:
+        return self.allocated
+
+    def max_memory_allocated(self) -> int:
+        return self.peak
+
+    def reset_peak_memory_stats(self) -> None:
+        self.peak = self.allocated
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+
+
+def fake_cuda_torch(allocator: FakeCudaAllocator) -> Any:
+    """A `torch` whose only part is `torch.cuda` backed by `allocator`."""
+
+    class Torch:
+        cuda = allocator
+
+    return Torch()

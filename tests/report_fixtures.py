@@ -40,7 +40,13 @@ def _gpu_telemetry(case: CaseResult, seed: int) -> CaseResult:
             "temperature_c": [60 + i // 4 for i in range(n)],
             "throttle": [["sw_power_cap"] if i % 9 == 0 else ["gpu_idle"] for i in range(n)],
         }
-        rounds.append(replace(r, telemetry={**r.telemetry, "gpu": gpu, "energy_j": 1.5}, peak_device_bytes=2**30))
+        rounds.append(
+            replace(
+                r,
+                telemetry={**r.telemetry, "gpu": gpu, "energy_j": 1.5, "memory_device_bytes": 2**28},
+                peak_device_bytes=2**30,
+            )
+        )
     return replace(case, rounds=tuple(rounds), metrics=case_metrics(tuple(rounds), case.flops, case.bytes))
 
 
@@ -95,7 +101,7 @@ def _verdict(i: int) -> Verdict:
 
 def fixed_comparison(base: RunResult, cand: RunResult) -> Comparison:
     """A comparison with the verdicts `suite_pair` planted (independent of the decision rule in perfci.compare):
-    latency, peak-RSS and (with telemetry) peak device memory rows per case; ratio of medians, interval from
+    latency, memory.host and (with telemetry) memory.device rows per case; ratio of medians, interval from
     the medians' intervals."""
     rows = []
     for i, (b, c) in enumerate(zip(base.cases, cand.cases, strict=True)):
@@ -106,7 +112,7 @@ def fixed_comparison(base: RunResult, cand: RunResult) -> Comparison:
                 MetricComparison(c.id, "latency.median", verdict, "s", bm.value if bm else None, note="worker died")
             )
             continue
-        for name in ("latency.median", "memory.peak_rss", "memory.peak_device"):
+        for name in ("latency.median", "memory.host", "memory.device"):
             bm, cm = b.metric(name), c.metric(name)
             if bm is None or cm is None:
                 continue

@@ -5,15 +5,20 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from perfci.api.compare import CompareRequest, compare_files
+from perfci.api.history import ExportFormat, export_measurements
+from perfci.api.settings import Settings
 from perfci.compare.history_noise import estimate_noise
 from perfci.metrics.registry import METRICS, round_values
 from perfci.model import RunResult
 from perfci.store import tables
-from perfci.store.history import HistoryStore
+from perfci.schema import dump_results
+from perfci.store.history import HistoryStore, RunFilter
 from perfci.store.trend import trends
 from tests.conftest import make_case, make_run
 
@@ -137,3 +142,59 @@ def check_prune(store: HistoryStore) -> None:
         ).scalar()
     assert orphans == 0
     assert store.prune(5) == {"cpu-test": 0}
+
+
+def check_export(url: str, tmp_path: Path) -> None:
+    """`history list` and `history export`: two runner classes, runs on two branches; a Parquet export read back
+    by pandas has exactly one row per run, case and metric, with the stored values."""
+    import pandas as pd
+
+    store = HistoryStore(url)
+    main = history_runs(6, step_at=99)
+    store.ingest_many((r, "cpu-a") for r in main)
+    store.ingest_many((r, "cpu-b") for r in main[:4])
+    side = replace(main[5], run_id="side", git=replace(main[5].git, branch="feature") if main[5].git else None)
+    store.ingest(side, "cpu-a")
+    listed = store.list_runs()
+    assert len(listed) == 11 and listed[0].started_at >= listed[-1].started_at  # newest first
+    assert [r.run_id for r in store.list_runs(RunFilter(runner="cpu-a", branch="feature"))] == ["side"]
+    assert len(store.list_runs(RunFilter(runner="cpu-b", since="2026-11-02", until="2026-11-03"))) == 2
+    per_run = sum(len(c.metrics) for c in main[0].cases)
+    assert all(r.measurements == per_run for r in listed)
+
+    out = tmp_path / "export.parquet"
+    rows = export_measurements(Settings(), url, RunFilter(), ExportFormat.parquet, out)
+    frame = pd.read_parquet(out)
+    assert rows == len(frame) == 11 * per_run
+    assert not frame.duplicated(["runner", "run_id", "case_id", "metric"]).any()
+    assert set(frame["runner"]) == {"cpu-a", "cpu-b"}
+    one = frame[(frame.runner == "cpu-a") & (frame.run_id == "run-02") & (frame.case_id == "t.alpha[n=8]@cpu")]
+    stored = main[2].cases[0].metric("latency.median")
+    assert stored is not None
+    assert one[one.metric == "latency.median"]["value"].item() == pytest.approx(stored.value, rel=1e-12)
+    csv = tmp_path / "export.csv"
+    assert export_measurements(Settings(), url, RunFilter(runner="cpu-b"), ExportFormat.csv, csv) == 4 * per_run
+    assert len(pd.read_csv(csv)) == 4 * per_run
+
+
+def check_rolling_baseline(url: str, tmp_path: Path) -> None:
+    """`compare CANDIDATE --baseline store:main`: against 16 null runs of main, a candidate 20% slower in one case
+    is a regression there, and unchanged in the other; a candidate like the history is unchanged everywhere."""
+    store = HistoryStore(url)
+    store.ingest_many((r, "cpu-test") for r in history_runs(16, step_at=99))
+    other = replace(history_runs(1, factor=1.0)[0], run_id="feature-run")
+    store.ingest(replace(other, git=replace(other.git, branch="feature") if other.git else None), "cpu-test")
+
+    def verdicts(scale: float, name: str) -> dict[str, str]:
+        cand = make_run([make_case("alpha", 1e-3, seed=500, scale=scale), make_case("beta", 2e-3, seed=500)], name)
+        path = tmp_path / f"{name}.json"
+        dump_results(cand, path)
+        req = CompareRequest(path, runner="cpu-test", db=url, store_baseline="store:main:12")
+        outcome = compare_files(Settings(), req)
+        assert outcome.baseline.run_id == "store:main:12"
+        assert "last 12 run(s) of cpu-test (c004..c015)" in outcome.comparison.baseline_label
+        assert any("cross-job noise from the history store" in w for w in outcome.comparison.warnings)
+        return {r.case_id: r.verdict.value for r in outcome.comparison.rows if r.metric == "latency.median"}
+
+    assert verdicts(1.2, "step") == {"t.alpha[n=8]@cpu": "regression", "t.beta[n=8]@cpu": "unchanged"}
+    assert verdicts(1.0, "null") == {"t.alpha[n=8]@cpu": "unchanged", "t.beta[n=8]@cpu": "unchanged"}

@@ -19,6 +19,7 @@ from perfci.api.compare import (
 )
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
+from perfci.api.shards import Shard
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
 from perfci.compare.confirm import merge_confirmation
 from perfci.compare.gate import ExitCode, gate
@@ -97,6 +98,8 @@ class ABRequest:
     out: Path | None = None
     junit: Path | None = None
     expected: Path | None = None
+    shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
+    gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,11 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
         threads=settings.threads(req.threads),
         cpu_affinity=settings.cpus(req.cpus),
         case_timeout_s=settings.case_timeout_s(req.timeout_s),
-        timing=replace(TimingSettings(), budget_s=settings.budget_s(req.sample_budget_s, TimingSettings().budget_s)),
+        timing=replace(
+            TimingSettings(),
+            budget_s=settings.budget_s(req.sample_budget_s, TimingSettings().budget_s),
+            gpu_mode=settings.gpu_mode(req.gpu_mode),
+        ),
     )
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
@@ -140,7 +147,8 @@ def ab(
     abs_ = ab_settings(settings, req)
 
     def keep(case_id: str) -> bool:
-        return not patterns or matches_any(patterns, case_id)
+        in_shard = req.shard is None or req.shard.holds(case_id)
+        return in_shard and (not patterns or matches_any(patterns, case_id))
 
     outcome = run_revisions(settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress)
     comparison = with_expected(outcome.comparison, req.expected)

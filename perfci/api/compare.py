@@ -15,6 +15,7 @@ from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
+from perfci.compare.rolling import compare_rolling, load_rolling, parse_store_baseline
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.errors import UsageError
 from perfci.metrics.registry import metric_def
@@ -145,10 +146,35 @@ class CompareRequest:
     allow_mismatch: bool = False
     expected: Path | None = None
     outputs: Outputs = field(default_factory=Outputs)
+    store_baseline: str | None = None  # `--baseline store:BRANCH[:N]`: `baseline` is then the candidate
+
+
+def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcome:
+    """`perfci compare CANDIDATE --baseline store:main[:N]`: the candidate against the latest N runs of the branch
+    on its runner class in the history store, with the cross-job noise learned there (compare/rolling.py)."""
+    spec = parse_store_baseline(req.store_baseline or "")
+    if spec is None or req.candidate is not None:
+        raise UsageError(
+            f"--baseline {req.store_baseline!r}: give the candidate alone and --baseline store:BRANCH[:N].",
+            hint="e.g. perfci compare results.json --baseline store:main:10",
+        )
+    cand = load_results(req.baseline)
+    name = settings.runner_class(req.runner, cand.fingerprint)
+    decision = decision_settings(settings, req.decision)
+    store = HistoryStore(settings.store_url(req.db))
+    window = load_rolling(store, spec, name, decision.metrics)
+    lookup = None if req.decision.job_noise is not None else HistoryNoise(store, name)
+    decision = replace(decision, job_noise_lookup=lookup)
+    compared, base = compare_rolling(window, cand, decision, str(req.baseline), req.allow_mismatch)
+    comparison = with_expected(with_noise_note(compared, lookup), req.expected)
+    written = write_outputs(req.outputs, comparison, cand, base)
+    return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)
 
 
 def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
     """`perfci compare`: load, check comparability, decide, apply expected changes, write the outputs."""
+    if req.store_baseline is not None:
+        return compare_with_store(settings, req)
     if req.candidate is None:
         cand = load_results(req.baseline)
         name = settings.runner_class(req.runner, cand.fingerprint)

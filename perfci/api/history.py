@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
@@ -14,7 +16,7 @@ from perfci.patterns import CasePattern
 from perfci.reports.trend import trend_markdown
 from perfci.reports.trend_html import write_trend_html
 from perfci.schema import load_results
-from perfci.store.history import HistoryStore
+from perfci.store.history import HistoryStore, RunFilter, RunInfo
 from perfci.store.trend import Shift, Trend, environment_changes, trends
 
 
@@ -33,6 +35,42 @@ def ingest(settings: Settings, results: list[Path], db: str | None, runner: str 
         )
     items = [(r, settings.runner_class(runner, r.fingerprint)) for r in runs]
     return open_store(settings, db).ingest_many(items)
+
+
+def list_runs(settings: Settings, db: str | None, where: RunFilter, limit: int | None = None) -> list[RunInfo]:
+    """`perfci history list`: the stored runs matching `where`, newest first."""
+    return open_store(settings, db).list_runs(where, limit)
+
+
+def measurements_frame(settings: Settings, db: str | None, where: RunFilter | None = None) -> Any:
+    """The store's measurements as a pandas DataFrame: one row per run, case and metric (runner, run_id,
+    commit, branch, started_at, case_id, metric, unit, direction, value, low, high, rounds, log_mean, log_sd)."""
+    return open_store(settings, db).measurements_frame(where or RunFilter())
+
+
+HistoryFilter = RunFilter  # for callers above the store (the CLI): runner, branch, since, until
+
+
+class ExportFormat(StrEnum):
+    csv = "csv"
+    parquet = "parquet"
+
+
+def export_measurements(settings: Settings, db: str | None, where: RunFilter, fmt: ExportFormat, out: Path) -> int:
+    """`perfci history export`: write the measurements to `out` as CSV or Parquet; the number of rows."""
+    frame = measurements_frame(settings, db, where)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt is ExportFormat.csv:
+        frame.to_csv(out, index=False)
+    else:
+        try:
+            import pyarrow  # noqa: F401  (pandas' Parquet engine)
+        except ImportError:
+            raise UsageError(
+                "Parquet export needs pyarrow, which is not installed.", hint="pip install 'perfci[parquet]'"
+            ) from None
+        frame.to_parquet(out, index=False)
+    return len(frame)
 
 
 def read_trends(

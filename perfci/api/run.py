@@ -13,6 +13,7 @@ from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, select_cases
 from perfci.api.settings import Settings
+from perfci.api.shards import Shard, empty_shard_error
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -56,11 +57,14 @@ class RunRequest:
     confirm: bool = False
     history_noise: bool | None = None
     db: str | None = None
+    shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
+    gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
 
 
 def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
     timing = TimingSettings(speed_reference=settings.speed_reference(req.speed_reference))
     timing = replace(timing, budget_s=settings.budget_s(req.budget_s, timing.budget_s))
+    timing = replace(timing, gpu_mode=settings.gpu_mode(req.gpu_mode))
     out = RunSettings(
         rounds=settings.rounds(req.rounds),
         seed=req.seed,
@@ -95,6 +99,11 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
             "no cases to run: no workloads found, or the filters (-k, --suite, --device) left none.",
             hint="see what would run with 'perfci list' (add --all for the cases left out)",
         )
+    if req.shard is not None:
+        kept = [s for s in choice.cases if req.shard.holds(s.id)]
+        if not kept:
+            raise empty_shard_error(req.shard, len(choice.cases))
+        choice = replace(choice, cases=kept)
     rs = run_settings(settings, req)
     runner = settings.runner_class(req.runner, fingerprint())
     base_path = req.baseline or baseline_path(runner)

@@ -18,6 +18,7 @@ from perfci.config import Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
 from perfci.metrics.registry import threshold_keys
+from perfci.profilers.cuda_timing import MODES as GPU_MODES
 from perfci.profilers.fingerprint import runner_name
 from perfci.store.history import default_url
 
@@ -26,10 +27,17 @@ T = TypeVar("T")
 ENV_RUNNER = "PERFCI_RUNNER"
 ENV_DB = "PERFCI_DB"
 ENV_MEMORY_LIMIT = "PERFCI_MEMORY_LIMIT"
+# GitHub Actions' own variables, read by `perfci ci` (docs/ci.md)
+ENV_GITHUB_ACTIONS = "GITHUB_ACTIONS"
+ENV_GITHUB_EVENT_NAME = "GITHUB_EVENT_NAME"
+ENV_GITHUB_BASE_REF = "GITHUB_BASE_REF"
+ENV_GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+ENV_GITHUB_OUTPUT = "GITHUB_OUTPUT"
 
 DEFAULT_ROUNDS = 5
 DEFAULT_THREADS = 1
 DEFAULT_CASE_TIMEOUT_S = 120.0
+DEFAULT_GPU_MODE = "hot"
 
 
 def load_project_config(path: Path | None = None, start: Path | None = None) -> Config:
@@ -43,6 +51,17 @@ def first(*values: T | None) -> T:
         if v is not None:
             return v
     raise ValueError("no value and no default")
+
+
+@dataclass(frozen=True)
+class CIEnvironment:
+    """Where `perfci ci` runs: GitHub Actions (and which event) or not, and where its summary and outputs go."""
+
+    github: bool = False
+    event: str | None = None  # pull_request, push, schedule, ...
+    base_ref: str | None = None  # a pull request's base branch
+    step_summary: Path | None = None
+    output: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,14 @@ class Settings:
     def speed_reference(self, flag: bool | None) -> bool:
         return first(flag, self.cfg.speed_reference, False)
 
+    def gpu_mode(self, flag: str | None) -> str:
+        """`--gpu-mode` > config `gpu_mode` > hot: how CUDA cases are timed (a workload's own choice still wins)."""
+        mode = first(flag, self.cfg.gpu_mode, DEFAULT_GPU_MODE)
+        if mode not in GPU_MODES:
+            where = "--gpu-mode" if flag is not None else f"{self.cfg.source}: key gpu_mode"
+            raise UsageError(f"{where}: unknown GPU timing mode {mode!r}.", hint=f"use one of {', '.join(GPU_MODES)}")
+        return mode
+
     def devices(self, flag: list[str] | None) -> tuple[str, ...]:
         """`--device` > config `devices` > () (every device present)."""
         return tuple(flag) if flag else self.cfg.devices
@@ -111,3 +138,17 @@ class Settings:
         if cpus is not None and (problem := unavailable(cpus, os.sched_getaffinity(0))):
             raise UsageError(f"{'--cpus' if flag is not None else f'{self.cfg.source}: key cpus'}: {problem}.")
         return cpus
+
+    def ci_environment(
+        self, base: str | None = None, step_summary: Path | None = None, output: Path | None = None
+    ) -> CIEnvironment:
+        """`perfci ci`: flags > GitHub Actions' variables (empty means unset)."""
+        github = self.env.get(ENV_GITHUB_ACTIONS) == "true"
+        summary = step_summary or (Path(v) if (v := self.env.get(ENV_GITHUB_STEP_SUMMARY)) else None)
+        out = output or (Path(v) if (v := self.env.get(ENV_GITHUB_OUTPUT)) else None)
+        event = self.env.get(ENV_GITHUB_EVENT_NAME) or None
+        return CIEnvironment(github, event, base or self.env.get(ENV_GITHUB_BASE_REF) or None, summary, out)
+
+    def store_configured(self, flag: str | None) -> bool:
+        """A history store was named (`--db` or $PERFCI_DB), not just the default file."""
+        return bool(flag or self.env.get(ENV_DB))

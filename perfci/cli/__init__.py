@@ -5,7 +5,7 @@ commands stay small and separate; `app.py` holds the shared machinery. Nothing o
 """
 
 from perfci.api.sizes import parse_size
-from perfci.cli import compare, history, imports, report, run  # noqa: F401  (registers the commands)
+from perfci.cli import ci, compare, history, imports, report, run  # noqa: F401  (registers the commands)
 from perfci.cli.app import app
 
 

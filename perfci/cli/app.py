@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -17,6 +18,8 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.api.settings import Settings, load_project_config
+from perfci.api.shards import Shard, parse_shard
+from perfci.cli.progress import PlainProgress
 from perfci.engine.runner import ProgressFn
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
@@ -133,16 +136,28 @@ def emit(fmt: OutputFormat, data: Callable[[], Any], table: Callable[[], Rendera
     when it is the one shown)."""
     out, _ = consoles()
     if fmt is OutputFormat.json:
-        out.print_json(json.dumps(data()))
+        print_json(out, data())
     else:
         out.print(table())
+
+
+HIGHLIGHT_JSON_BELOW = 100_000  # characters; rich parses and highlights JSON again: seconds for a big comparison
+
+
+def print_json(out: Console, data: Any) -> None:
+    """`data` as JSON on stdout: highlighted on a terminal when small, else written as it is."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if out.is_terminal and len(text) < HIGHLIGHT_JSON_BELOW:
+        out.print_json(text)
+    else:
+        out.file.write(text + "\n")
 
 
 def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:
     out, err = consoles()
     if fmt is OutputFormat.json:
         rows = [{**r.__dict__, "verdict": r.verdict.value} for r in comparison.rows]
-        out.print_json(json.dumps({"verdict": verdict_line(comparison, run), "rows": rows}))
+        print_json(out, {"verdict": verdict_line(comparison, run), "rows": rows})
     else:
         out.print(comparison_table(comparison))
     for w in comparison.warnings:
@@ -165,19 +180,55 @@ HistoryNoiseOpt = Annotated[
 ]
 
 
+def _shard(text: str | None) -> Shard | None:
+    try:
+        return parse_shard(text)
+    except UsageError as exc:
+        raise typer.BadParameter(exc.message) from None
+
+
+GpuModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-mode",
+        help="How CUDA cases are timed: hot, cold, graph or sustained (back to back at the power and thermal "
+        "steady state; docs/measurement.md). A workload's own choice wins [default: config, else hot].",
+    ),
+]
+ShardOpt = Annotated[
+    Shard | None,
+    typer.Option(
+        "--shard",
+        parser=_shard,
+        metavar="I/N",
+        help="Run only shard I of N: cases split by a stable hash of their id (join with 'perfci merge').",
+    ),
+]
+
+
 def project_settings(config: Path | None = None) -> Settings:
     """The environment (read here, in the CLI, and nowhere else) and the project's configuration."""
     return Settings(dict(os.environ), load_project_config(config))
 
 
-def progress_bar(first: str, total: int | None = None, prefix: str = "") -> tuple[Progress, ProgressFn]:
-    """A transient progress bar on stderr (off when stderr is not a terminal) and the callback that moves it:
-    counted (done of total) when `total` is given, else a description and the elapsed time."""
+def progress_bar(
+    first: str,
+    total: int | None = None,
+    prefix: str = "",
+    budget_s: float | None = None,
+    pairs_planned: int | None = None,
+) -> tuple[AbstractContextManager[Any], ProgressFn]:
+    """A transient progress bar on stderr and the callback that moves it: counted (done of total) when `total`
+    is given, else a description and the elapsed time. When stderr is not a terminal (a CI log): a plain line
+    at least every 15 s instead (perfci/cli/progress.py)."""
     _, err = consoles()
+    if not err.is_terminal:
+        plain = PlainProgress(f"perfci {prefix.strip() or 'run'}".lower(), note, budget_s=budget_s,
+                              pairs_planned=pairs_planned)  # fmt: skip
+        return plain, plain
     counted = total is not None
     columns = (BarColumn(), MofNCompleteColumn()) if counted else ()
-    bar = Progress(TextColumn("{task.description}"), *columns, TimeElapsedColumn(), console=err, transient=True,
-                   disable=not err.is_terminal)  # fmt: skip
+    bar = Progress(TextColumn("{task.description}"), *columns, TimeElapsedColumn(), console=err, transient=True)
     task = bar.add_task(first, total=total)
 
     def update(message: str, done: int, total: int) -> None:

@@ -8,7 +8,6 @@ JUnit XML anywhere. Exit codes: 0 no regression, 1 regression, 2 usage/input err
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -26,14 +25,17 @@ from perfci.api.compare import (
 )
 from perfci.cli.app import (
     DbOpt,
+    GpuModeOpt,
     HistoryNoiseOpt,
     OutputFormat,
+    ShardOpt,
     app,
     baseline_app,
     consoles,
     emit,
     guard,
     note,
+    print_json,
     progress_bar,
     project_settings,
     writable_folder,
@@ -52,6 +54,14 @@ Catch = Annotated[
 ]
 JobNoise = Annotated[
     float | None, typer.Option(help="Cross-job noise, sd of the log per-job shift [default: 0.10 CPU, 0.03 GPU].")
+]
+StoreBaseline = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        help="store:BRANCH[:N]: compare the one results file given with the latest N (10) runs of BRANCH on its "
+        "runner class in the history store (--db), with their learned cross-job noise.",
+    ),
 ]
 Metrics = Annotated[list[str] | None, typer.Option("--metric", help="Metric to compare (repeatable).")]
 Out = Annotated[Path | None, typer.Option(help="Write comparison.json, report.html and junit.xml here.")]
@@ -108,12 +118,13 @@ def compare(
     catch: Catch = 0.75, job_noise: JobNoise = None, history_noise: HistoryNoiseOpt = None, db: DbOpt = None,
     metric: Metrics = None, allow_mismatch: AllowMismatch = False, out: Out = None, html: Html = None,
     junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZero = False,
-    fmt: Fmt = OutputFormat.table,
+    fmt: Fmt = OutputFormat.table, store_baseline: StoreBaseline = None,
 ) -> None:  # fmt: skip
-    """Compare two results files (or one against baselines/<runner>.json); exit 1 on a regression."""
+    """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
+    against the latest N runs of main in the history store); exit 1 on a regression."""
     decision = DecisionOptions(threshold, confidence, family, tuple(metric or ()), job_noise, catch)
     req = CompareRequest(baseline, candidate, runner, decision, history_noise, db, allow_mismatch, expected,
-                         Outputs(out, junit, html))  # fmt: skip
+                         Outputs(out, junit, html), store_baseline)  # fmt: skip
 
     def body() -> int:
         outcome = compare_files(project_settings(config), req)
@@ -131,18 +142,21 @@ def ab_command(
     sample_budget: SampleBudget = None, threads: Threads = None, cpus: Cpus = None, timeout: Timeout = None,
     seed: Seed = 0, build: Build = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
-    config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table,
+    config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table, shard: ShardOpt = None,
+    gpu_mode: GpuModeOpt = None,
 ) -> None:  # fmt: skip
     """Same-machine A/B of two git revisions in lockstep pairs (the recommended PR gate)."""
     req = ABRequest(
         base_rev, head_rev, Sources(paths, suites, patterns), pairs, extra, looks, budget, sample_budget, threads,
         cpus, timeout, seed, build, DecisionOptions(threshold, confidence, family, tuple(metric or ()), None, catch),
-        out, junit, expected,
+        out, junit, expected, shard, gpu_mode,
     )  # fmt: skip
 
     def body() -> int:
         settings = project_settings(config)
-        bar, update = progress_bar("A/B: starting", prefix="A/B ")
+        bar, update = progress_bar(
+            "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=pairs + extra * (looks - 1)
+        )
         with bar:
             result = ab(settings, req, settings.env, update, lambda d: writable_folder(d, "--out"))
         print_ab(result, fmt)
@@ -190,7 +204,7 @@ def baseline_show(
         info = describe_baseline(project_settings(config), runner)
         out, _ = consoles()
         if fmt is OutputFormat.json:
-            out.print_json(json.dumps(info))
+            print_json(out, info)
             return 0
         for key, value in info.items():
             if key != "cases":

@@ -8,12 +8,23 @@ from typing import Annotated
 
 import typer
 
-from perfci.api.history import TrendQuery, TrendView, ingest, noise_estimates, open_store, trend_view
+from perfci.api.history import (
+    ExportFormat,
+    HistoryFilter,
+    TrendQuery,
+    TrendView,
+    export_measurements,
+    ingest,
+    list_runs,
+    noise_estimates,
+    open_store,
+    trend_view,
+)
 from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
 from perfci.compare.history_noise import MIN_RUNS
 from perfci.metrics.registry import LATENCY
 from perfci.reports.noise import noise_json, noise_table
-from perfci.reports.trend import trend_table, trends_json
+from perfci.reports.trend import runs_json, runs_table, trend_table, trends_json
 from perfci.reports.units import format_ratio
 
 Runner = Annotated[str | None, typer.Option(help="Only this runner class.")]
@@ -27,6 +38,9 @@ Markdown = Annotated[
     Path | None,
     typer.Option(help="Also write a Markdown summary here ('-' for stdout): the cases that got worse, with commits."),
 ]
+Branch = Annotated[str | None, typer.Option(help="Only runs of this git branch.")]
+Since = Annotated[str | None, typer.Option(help="Only runs started at or after this ISO date/time (2026-11-01).")]
+Until = Annotated[str | None, typer.Option(help="Only runs started up to this ISO date/time (its whole day).")]
 Check = Annotated[
     int | None,
     typer.Option(
@@ -127,6 +141,41 @@ def history_noise(
     def body() -> int:
         items = noise_estimates(project_settings(), db, TrendQuery(metric, runner, k), min_runs)
         emit(fmt, lambda: noise_json(items), lambda: noise_table(items, min_runs))
+        return 0
+
+    guard(body)
+
+
+@history_app.command("list")
+def history_list(
+    db: DbOpt = None, runner: Runner = None, branch: Branch = None, since: Since = None, until: Until = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many runs (the newest).")] = None,
+    fmt: Fmt = OutputFormat.table,
+) -> None:  # fmt: skip
+    """The stored runs, newest first: start, runner class, branch, commit, run id and the values stored."""
+
+    def body() -> int:
+        items = list_runs(project_settings(), db, HistoryFilter(runner, branch, since, until), limit)
+        emit(fmt, lambda: runs_json(items), lambda: runs_table(items))
+        return 0
+
+    guard(body)
+
+
+@history_app.command("export")
+def history_export(
+    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    export_format: Annotated[ExportFormat, typer.Option("--format", help="csv, or parquet (needs pyarrow).")] = (
+        ExportFormat.csv
+    ),
+    db: DbOpt = None, runner: Runner = None, branch: Branch = None, since: Since = None, until: Until = None,
+) -> None:  # fmt: skip
+    """Export the stored measurements (one row per run, case and metric) as CSV or Parquet, for pandas."""
+
+    def body() -> int:
+        where = HistoryFilter(runner, branch, since, until)
+        rows = export_measurements(project_settings(), db, where, export_format, out)
+        note(f"exported {rows} row(s) to {out}")
         return 0
 
     guard(body)

@@ -13,8 +13,10 @@ from perfci.api.run import CONFIRM_REMEDY, Planned, RunOutcome, RunRequest, fini
 from perfci.api.select import CaseChoice, case_row, select_cases
 from perfci.cli.app import (
     DbOpt,
+    GpuModeOpt,
     HistoryNoiseOpt,
     OutputFormat,
+    ShardOpt,
     app,
     consoles,
     emit,
@@ -113,14 +115,14 @@ def run(
     memory_limit: MemoryOpt = None, speed_reference: SpeedRefOpt = None, baseline: BaselineOpt = None,
     runner: RunnerOpt = None, threshold: ThresholdOpt = None, confirm: ConfirmOpt = False,
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
-    fmt: FmtOpt = OutputFormat.table,
+    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
     req = RunRequest(
         paths=paths, patterns=patterns, suites=suites, devices=devices, out=out, rounds=rounds, threads=threads,
         cpus=cpus, seed=seed, timeout_s=timeout, budget_s=budget, memory_limit=memory_limit,
         speed_reference=speed_reference, baseline=baseline, runner=runner, threshold=threshold, confirm=confirm,
-        history_noise=history_noise, db=db,
+        history_noise=history_noise, db=db, shard=shard, gpu_mode=gpu_mode,
     )  # fmt: skip
 
     def body() -> int:

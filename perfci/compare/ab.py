@@ -195,6 +195,8 @@ def run_ab(
         run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
         comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
         only = _to_continue(comparison, decision)
+        if progress is not None:
+            progress(f"look {looks}: {len(specs_b) - len(only)} of {len(specs_b)} cases decided", 0, 0)
         if not only or looks >= settings.looks:
             break
         per_pair = (clock() - measure_start) / max(1, paired.next_index)

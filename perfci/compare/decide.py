@@ -20,7 +20,7 @@ from statistics import geometric_mean
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
-from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, metric_def, round_values
+from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, implausible, metric_def, round_values
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, tolerance_verdict
@@ -43,9 +43,11 @@ def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
     settings: DecisionSettings, paired: bool,
 ) -> MetricComparison:  # fmt: skip
+    shown_b, shown_c = list(base.values()), list(cand.values())
     if paired:
         common = sorted(set(base) & set(cand))
         est = paired_log_ratio([base[i] for i in common], [cand[i] for i in common], settings.trim)
+        shown_b, shown_c = kept_pairs([base[i] for i in common], [cand[i] for i in common], settings.trim)
     else:
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
     higher = mdef.direction.value == "higher"
@@ -60,11 +62,11 @@ def _timed_row(
         metric=mdef.name,
         verdict=Verdict(d.verdict),
         unit=mdef.unit,
-        # geometric means of the per-round values: the scale the estimate works on, so that the row reads
-        # consistently (candidate / baseline is the change, up to the paired estimate's trimming); medians of
-        # rounds could move the other way when the rounds are skewed (seen: 1.65 ms -> 1.50 ms shown as +9.5%)
-        baseline=geometric_mean(list(base.values())),
-        candidate=geometric_mean(list(cand.values())),
+        # geometric means of the per-round values the estimate used (paired: the pairs its trimming kept), so
+        # candidate / baseline is exactly the change shown; medians of rounds, or means over pairs the estimate
+        # trimmed, could move the other way (seen: 1.65 ms -> 1.50 ms shown as +9.5%; 191 us -> 183 us, +0.1%)
+        baseline=geometric_mean(shown_b),
+        candidate=geometric_mean(shown_c),
         ratio=est.ratio,
         ratio_low=_nan_none(low),
         ratio_high=_nan_none(high),
@@ -78,6 +80,15 @@ def _timed_row(
         n_baseline=est.n_baseline,
         n_candidate=est.n_candidate,
     )
+
+
+def kept_pairs(base: list[float], cand: list[float], trim: float) -> tuple[list[float], list[float]]:
+    """The pairs a trimmed paired estimate keeps: sorted by log(candidate / baseline), floor(trim * n) cut from
+    each end (stats/logratio.trimmed_mean_se), so that their geometric means' ratio is the estimate."""
+    n = len(base)
+    g = math.floor(trim * n)
+    order = sorted(range(n), key=lambda i: math.log(cand[i]) - math.log(base[i]))[g : n - g]
+    return [base[i] for i in order], [cand[i] for i in order]
 
 
 def _tolerance_row(
@@ -121,8 +132,8 @@ def compare_case(
     for name in settings.metrics:
         mdef = metric_def(name)
         bv, cv = round_values(base, mdef), round_values(cand, mdef)
-        if not bv or not cv:
-            continue
+        if not bv or not cv or implausible(base, name) or implausible(cand, name):
+            continue  # implausible values are not compared (compare_runs warns)
         theta = practical_threshold(settings, cand.id, mdef)
         if mdef.timed:
             rows.append(_timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired))
@@ -156,7 +167,7 @@ def compare_runs(
             rows.append(MetricComparison(base.id, LATENCY, Verdict.MISSING, "s", _value(base), None))
     hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
-    warnings += _absent_metrics(settings, rows)
+    warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
     return Comparison(
         labels[0] or baseline.run_id,
         labels[1] or candidate.run_id,
@@ -178,6 +189,18 @@ def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) ->
             continue
         why = " (it is measured only by runs made with --speed-reference)" if name == VS_REFERENCE else ""
         out.append(f"no case has {name} in both runs, so it was not compared{why}")
+    return tuple(out)
+
+
+def _implausible(settings: DecisionSettings, baseline: RunResult, candidate: RunResult) -> tuple[str, ...]:
+    """One warning per case and metric asked for that was left out because a side's value is implausible."""
+    out = []
+    for cand in candidate.cases:
+        base = baseline.case(cand.id)
+        for name in settings.metrics:
+            why = implausible(cand, name) or (implausible(base, name) if base is not None else "")
+            if why:
+                out.append(f"{cand.id}: {name} not compared: {why}")
     return tuple(out)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
-from perfci.schema import DocumentFormat, json_safe, shipped_schemas, write_json_document
+from perfci.schema import DocumentFormat, gc_paused, json_safe, shipped_schemas, write_json_document
 
 # Version 1 is the first: no migrations yet.
 SCHEMA_NAME = "perfci.comparison"
@@ -109,7 +109,8 @@ def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
 
 
 def load_comparison(path: Path) -> Comparison:
-    return _decode(COMPARISON.read(path))
+    with gc_paused():
+        return _decode(COMPARISON.read(path))
 
 
 def _decode(doc: dict[str, Any]) -> Comparison:

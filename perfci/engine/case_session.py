@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
@@ -13,15 +12,19 @@ from typing import Any
 
 from perfci.engine.protocol import Job, JobCase, Result
 from perfci.profilers import memory
-from perfci.profilers.cuda_timing import cuda_timer
+from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
+from perfci.profilers.cuda_timing import SUSTAINED, cuda_timer
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
 from perfci.profilers.timing import (
     BlockTimer,
     Sampler,
+    Sustained,
     TimingSettings,
     calibrate,
     clock_block_timer,
+    keep_busy,
+    sustain,
     timer_overhead,
     warm_up,
 )
@@ -54,6 +57,8 @@ class CaseSession:
     probe: NvmlProbe | None
     faults: memory.FaultCount  # page faults inside the sampler's timed blocks
     reference: SpeedReference | None = None  # CPU torch cases: timed before each sample
+    own_memory: dict[str, int] = field(default_factory=dict)  # profilers/case_memory.py: memory.host/device
+    sustained: Sustained | None = None  # sustained GPU mode: the steady state reached before sampling
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -95,6 +100,18 @@ def _timer(device: str, mode: str, torch: Any) -> tuple[BlockTimer, int | None, 
     return setup.timer, setup.fixed_iterations, f"cuda_event/{mode}"
 
 
+def _settle(
+    fn: Callable[[], object], timer: BlockTimer, iterations: int, probe: NvmlProbe | None, settings: TimingSettings
+) -> Sustained:
+    """Sustained mode: run back to back until the SM clock and power (else the block time) stop drifting."""
+
+    def read() -> dict[str, float | None]:
+        snap = probe.snapshot() if probe is not None else {}
+        return {k: snap.get(k) for k in ("sm_clock_mhz", "power_w")}
+
+    return sustain(lambda: timer(fn, iterations), time.perf_counter, settings, read if probe is not None else None)
+
+
 def prepare(case: JobCase, job: Job) -> CaseSession:
     """Everything before sampling. Raises on workload errors (the worker reports them)."""
     wl = find_workload(case.source, case.workload)
@@ -106,10 +123,16 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     if cuda is not None:
         cuda.cuda.synchronize()
         cuda.cuda.reset_peak_memory_stats()
-    gc.collect()
+    runtime = torch_for(wl.setup)  # imported here when the set-up would import it: not the case's memory
+    set_threads(job.threads)
+    warm_runtime(runtime, ctx.device)  # lazy initialisation (thread pools, first kernels) is nobody's memory
+    own = case_memory(ctx.device)
+    own.start()
     memory.reset_peak_rss()
     rss_before = memory.current_rss()
     fn: Callable[[], object] = wl(ctx, **ctx.params)
+    own.set_up()
+    own.call(fn)  # the first call: its largest transient, before anything else allocates
     threads = set_threads(job.threads)  # again: the set-up may have imported torch only now
     _run_check(ctx)
     torch = sys.modules.get("torch")
@@ -120,6 +143,10 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     overhead = timer_overhead(clock)
     iterations = fixed or calibrate(fn, timer, overhead, settings)
     probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
+    settled = None
+    if cuda is not None and mode == SUSTAINED:
+        settled = _settle(fn, timer, iterations, probe, settings)
+        iterations = calibrate(fn, timer, overhead, settings)  # at the steady state's clock
     faults = memory.FaultCount()
     session = CaseSession(
         case_id=case.id,
@@ -139,7 +166,12 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
         torch=cuda,
         probe=probe,
         faults=faults,
+        own_memory=own.telemetry(),
+        sustained=settled,
     )
+    if settled is not None:
+        busy = settings.sustain_window_s / 4
+        session.sampler.before_slice = lambda: keep_busy(lambda: timer(fn, iterations), clock, busy)
     if probe is not None:
         session.sampler.before_sample = lambda: session.snapshots.append(probe.snapshot())
     elif torch is not None and cuda is None and settings.speed_reference and not job.lockstep:
@@ -174,6 +206,11 @@ def finish(s: CaseSession) -> Result:
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
     telemetry["minor_faults_per_call"] = s.faults.per_call()
+    telemetry.update(s.own_memory)
+    if s.sustained is not None:
+        telemetry["sustained"] = s.sustained.telemetry()
+    if s.probe is not None and (nvml_bytes := s.probe.process_memory(os.getpid())) is not None:
+        telemetry["nvml_process_bytes"] = nvml_bytes
     if s.reference is not None and s.reference.per_call:
         telemetry.update(reference=REFERENCE_NAME, reference_per_call_s=list(s.reference.per_call))
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None

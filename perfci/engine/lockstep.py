@@ -8,7 +8,8 @@ matmuls call by call gave a ratio sd of 0.8% per 0.6 s window, against 2.1-2.4% 
 (benchmarks in docs/compare.md). So a pair here is: start both workers, let both set up every case, then for
 each step visit the cases in a shuffled order and, per case, ask one worker then the other (coin flip) for
 one sample, until each side has spent its sampling budget and has `min_samples`. The round medians of a pair
-then differ by the code, not by the minute they ran in.
+then differ by the code, not by the minute they ran in. Both sides time the same number of calls per sample: the
+larger of their calibrated counts (`agreed_iterations`).
 
 Failures: a case that raises on one side is dropped from the pair (its error is recorded on that side); a
 worker that crashes, hangs or exceeds its memory limit is killed with its partner, the case in flight gets the
@@ -30,8 +31,15 @@ from perfci.model import CaseSpec
 REWARM_CALLS = 1
 
 
-def _sample(worker: WorkerProcess, case_id: str, timeout_s: float) -> tuple[float, bool]:
-    worker.send(Sample(case_id, n=1, rewarm=REWARM_CALLS))
+def agreed_iterations(a: Prepared, b: Prepared) -> dict[str, int]:
+    """Calls per sample for each case both sides prepared: the larger of the two sides' calibrated counts, so
+    both revisions of a pair time blocks of the same length in calls (docs/measurement.md)."""
+    common = set(a.cases) & set(b.cases)
+    return {c: max(int(a.iterations.get(c, 0)), int(b.iterations.get(c, 0))) for c in common}
+
+
+def _sample(worker: WorkerProcess, case_id: str, timeout_s: float, iterations: int) -> tuple[float, bool]:
+    worker.send(Sample(case_id, n=1, rewarm=REWARM_CALLS, iterations=iterations))
     event = worker.wait_for(Sampled, timeout_s)
     return event.elapsed_s, event.failed or event.missing
 
@@ -64,8 +72,8 @@ def _lockstep(
         wb = head.lockstep_worker(todo_b, index, done_b, "B")
         workers.append(wb)
         setup = timeout * max(1, len(todo_a)) + 120.0
-        ready = set(wa.wait_for(Prepared, setup).cases) & set(wb.wait_for(Prepared, setup).cases)
-        live = [s.id for s in todo_a if s.id in ready]
+        agreed = agreed_iterations(wa.wait_for(Prepared, setup), wb.wait_for(Prepared, setup))
+        live = [s.id for s in todo_a if s.id in agreed]
         spent = {c: [0.0, 0.0] for c in live}
         counts = dict.fromkeys(live, 0)
         budget, least, most = settings.timing.budget_s, settings.timing.min_samples, settings.timing.max_samples
@@ -75,7 +83,7 @@ def _lockstep(
             for case_id in order:
                 pair = [(0, wa), (1, wb)] if rng.random() < 0.5 else [(1, wb), (0, wa)]
                 for side, worker in pair:
-                    elapsed, failed = _sample(worker, case_id, timeout)
+                    elapsed, failed = _sample(worker, case_id, timeout, agreed[case_id])
                     spent[case_id][side] += elapsed
                     if failed:
                         live.remove(case_id)

@@ -76,12 +76,14 @@ class Job(Message):
 
 @dataclass(frozen=True)
 class Sample(Message):
-    """Lockstep: `rewarm` untimed calls, then `n` samples of `case`; answered by `Sampled`."""
+    """Lockstep: `rewarm` untimed calls, then `n` samples of `case`; answered by `Sampled`. `iterations` (when > 0):
+    calls per sample, the count both sides of the pair agreed on (the larger of their calibrated counts)."""
 
     TYPE: ClassVar[str] = "sample"
     case: str
     n: int = 1
     rewarm: int = 0
+    iterations: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,12 @@ class Idle(Message):
 
 @dataclass(frozen=True)
 class Prepared(Message):
-    """Lockstep: set-up is over; these cases are ready to sample."""
+    """Lockstep: set-up is over; these cases are ready to sample. `iterations`: each case's calibrated calls per
+    sample, so that the driver can give both sides of a pair the same count."""
 
     TYPE: ClassVar[str] = "prepared"
     cases: tuple[str, ...]
+    iterations: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

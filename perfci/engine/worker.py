@@ -114,7 +114,7 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
     `Finish` -> results. The driver alternates two such workers sample by sample, so both revisions see the
     same machine state (perfci/engine/lockstep.py)."""
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
-    _emit(out, Prepared(tuple(sessions)))
+    _emit(out, Prepared(tuple(sessions), {c: s.sampler.iterations for c, s in sessions.items()}))
     gc.disable()
     while line := commands.readline():
         cmd = decode_command(line)
@@ -124,6 +124,8 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
         if s is None:
             _emit(out, Sampled(cmd.case, 0.0, missing=True))
             continue
+        if cmd.iterations > 0:
+            s.sampler.iterations = cmd.iterations  # the pair's agreed count (both sides the same)
         ok, elapsed = _guarded(out, s.case_id, functools.partial(s.sampler.take, cmd.n, cmd.rewarm))
         if not ok:
             del sessions[s.case_id]

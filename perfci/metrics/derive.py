@@ -3,6 +3,7 @@ an interval where one is known."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from perfci.metrics import registry as reg
@@ -11,6 +12,9 @@ from perfci.model import Metric, Round
 from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
 
 CONFIDENCE = 0.95
+# bandwidth above the runner's measured copy peak by more than this is implausible: the bytes per call count
+# traffic the call does not make (docs/measurement.md, "Bytes")
+PEAK_TOLERANCE = 0.10
 
 
 def metric(
@@ -76,7 +80,22 @@ def work_metrics(
             pct = 100.0 / float(peak)
             low, high = (base.low or 0.0) * pct, (base.high or 0.0) * pct
             out.append(metric(pct_name, base.value * pct, low, high, CONFIDENCE))
-    return out
+    return mark_implausible(out, peaks.get("bandwidth_gbps"))
+
+
+def mark_implausible(metrics: list[Metric], peak_gbps: float | None) -> list[Metric]:
+    """Bandwidth above the measured copy peak (beyond PEAK_TOLERANCE) cannot be what the call moved: both
+    bandwidth metrics get a note saying so, and comparisons leave them out (`registry.implausible`)."""
+    bw = next((m for m in metrics if m.name == reg.BANDWIDTH), None)
+    if bw is None or not peak_gbps or bw.value <= float(peak_gbps) * (1.0 + PEAK_TOLERANCE):
+        return metrics
+    note = (
+        f"implausible: {bw.value:.4g} GB/s is {bw.value / float(peak_gbps):.3g}x this runner's measured copy peak "
+        f"({float(peak_gbps):.4g} GB/s), so the bytes per call count traffic the call does not make; "
+        "declare ctx.bytes. Not compared."
+    )
+    names = (reg.BANDWIDTH, reg.BANDWIDTH_PCT_PEAK)
+    return [replace(m, note=note) if m.name in names else m for m in metrics]
 
 
 def energy_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
@@ -88,7 +107,12 @@ def energy_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
 
 
 def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
+    """The case's own memory (median over rounds, range of rounds) first; the process's marks as context."""
     out: list[Metric] = []
+    for name, key in reg.OWN_MEMORY_KEYS.items():
+        own = [float(r.telemetry[key]) for r in rounds if r.telemetry.get(key) is not None]
+        if own:
+            out.append(metric(name, median(own), min(own), max(own)))
     peaks = [r.peak_rss_bytes for r in rounds if r.peak_rss_bytes is not None]
     if peaks:
         out.append(metric(reg.PEAK_RSS, float(max(peaks)), float(min(peaks)), float(max(peaks))))

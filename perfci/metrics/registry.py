@@ -33,9 +33,15 @@ ENERGY = "energy_per_call"
 PEAK_RSS = "memory.peak_rss"
 RSS_INCREASE = "memory.rss_increase"
 PEAK_DEVICE = "memory.peak_device"
+MEMORY_HOST = "memory.host"
+MEMORY_DEVICE = "memory.device"
 ROUND_CV = "noise.round_cv"
 
-DEFAULT_COMPARED = (LATENCY, PEAK_RSS, PEAK_DEVICE)
+# memory.host / memory.device are the case's own (profilers/case_memory.py); memory.peak_rss and
+# memory.peak_device are the worker process's high-water marks, shared with every case in it: context only
+DEFAULT_COMPARED = (LATENCY, MEMORY_HOST, MEMORY_DEVICE)
+# round telemetry keys of the per-case figures (written by engine/case_session.py)
+OWN_MEMORY_KEYS = {MEMORY_HOST: "memory_host_bytes", MEMORY_DEVICE: "memory_device_bytes"}
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,16 @@ def _field(name: str) -> RoundValue:
     return value
 
 
+def _own_memory(key: str) -> RoundValue:
+    """A per-case memory figure; 0 bytes is a value (kept as 1 byte so that ratios stay finite)."""
+
+    def value(r: Round, c: CaseResult) -> float | None:
+        v = r.telemetry.get(key)
+        return max(1.0, float(v)) if v is not None else None
+
+    return value
+
+
 def _telemetry(key: str) -> RoundValue:
     def value(r: Round, c: CaseResult) -> float | None:
         v = r.telemetry.get(key)
@@ -122,11 +138,23 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(PEAK_RSS, "B", Direction.LOWER, False, _field("peak_rss_bytes")),
         MetricDef(RSS_INCREASE, "B", Direction.LOWER, False, _field("rss_increase_bytes")),
         MetricDef(PEAK_DEVICE, "B", Direction.LOWER, False, _field("peak_device_bytes")),
+        MetricDef(MEMORY_HOST, "B", Direction.LOWER, False, _own_memory(OWN_MEMORY_KEYS[MEMORY_HOST])),
+        MetricDef(MEMORY_DEVICE, "B", Direction.LOWER, False, _own_memory(OWN_MEMORY_KEYS[MEMORY_DEVICE])),
         MetricDef(ROUND_CV, "ratio", Direction.LOWER, False, None),
     )
 }
 
 COMPARABLE: dict[str, MetricDef] = {name: m for name, m in METRICS.items() if m.comparable}
+
+
+def implausible(case: CaseResult, name: str) -> str:
+    """Why a case's metric must not be compared ("" when it may): a note derive.py set, e.g. bandwidth above
+    the runner's measured copy peak. The per-round bandwidth of such a case is implausible too."""
+    if name in (BANDWIDTH, BANDWIDTH_PCT_PEAK):
+        m = case.metric(BANDWIDTH)
+        return m.note if m is not None else ""
+    m = case.metric(name)
+    return m.note if m is not None else ""
 
 
 def metric_def(name: str) -> MetricDef:

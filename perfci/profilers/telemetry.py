@@ -47,6 +47,13 @@ class NvmlProbe:
         except Exception:  # a field this GPU or driver does not expose
             return None
 
+    def process_memory(self, pid: int) -> int | None:
+        """Device memory NVML charges to process `pid` (context: it includes the CUDA context and the
+        allocator's reserved pool); None where NVML does not say."""
+        procs = self._try(self.nvml.nvmlDeviceGetComputeRunningProcesses) or ()
+        used = [getattr(p, "usedGpuMemory", None) for p in procs if getattr(p, "pid", None) == pid]
+        return int(used[0]) if used and used[0] is not None else None
+
     def snapshot(self) -> dict[str, Any]:
         n = self.nvml
         mask = self._try(n.nvmlDeviceGetCurrentClocksThrottleReasons)

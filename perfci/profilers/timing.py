@@ -7,9 +7,11 @@ A `BlockTimer` times `iterations` calls of a function; the CPU one reads the clo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import statistics
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from perfci.stats.summary import relative_halfwidth
 
@@ -36,7 +38,13 @@ class TimingSettings:
     noise_target: float = 0.01  # stop when the median's relative CI half-width is below this
     confidence: float = 0.95
     budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
-    gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph (see cuda_timing)
+    gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph | sustained (see cuda_timing)
+    steady_tol: float = 0.03  # calibration: a block is steady when not this much faster than the best before it
+    steady_max_s: float = 0.5  # calibration: cap on the blocks spent reaching a steady state, then on the median's
+    calibration_blocks: int = 5  # calibration: the count comes from the median per-call time of this many blocks
+    sustain_window_s: float = 1.0  # sustained GPU mode: readings steady over two windows of this length ...
+    sustain_tol: float = 0.02  # ... when their means differ by at most this
+    sustain_max_s: float = 15.0  # ... or this much back-to-back running has passed
     energy_window_s: float = 0.5  # CUDA cases with NVML: contiguous block for energy per call (0: off)
     speed_reference: bool = False  # CPU torch cases: time the speed reference before each sample (reference.py)
 
@@ -82,18 +90,135 @@ def warm_up(fn: Callable[[], object], clock: Clock, settings: TimingSettings) ->
     return clock() - start
 
 
-def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, settings: TimingSettings) -> int:
-    """Smallest power-of-two iteration count whose block lasts long enough for the overhead to be < max_overhead."""
-    target = max(settings.min_sample_s, overhead / settings.max_overhead)
+def _grow(fn: Callable[[], object], timer: BlockTimer, target: float, settings: TimingSettings) -> int:
+    """A first iteration count whose block lasts `target`: grow from 1 (x2 to x16 a step). One slow block can
+    stop it early; `calibrate` only sizes its warm-up blocks with it."""
     iterations = 1
     while iterations < settings.max_iterations:
         elapsed = timer(fn, iterations)
         if elapsed >= target:
             break
-        # jump close to the target, then keep doubling; never more than x16 at once
         factor = min(16, max(2, int(target / elapsed) + 1)) if elapsed > 0 else 16
         iterations = min(settings.max_iterations, iterations * factor)
     return iterations
+
+
+def _count(target: float, per_call: float, settings: TimingSettings) -> int:
+    """Calls for a block of `target` seconds at `per_call` seconds a call (at least 1, at most max_iterations)."""
+    if per_call <= 0:
+        return settings.max_iterations
+    return max(1, min(settings.max_iterations, math.ceil(target / per_call)))
+
+
+STEADY_WINDOW = 3  # blocks per window of the steady-state test
+
+
+def _steady(per_call: list[float], tol: float) -> bool:
+    """The per-call time has stopped falling: the median of the last STEADY_WINDOW blocks is not more than `tol`
+    below the median of the STEADY_WINDOW before them (a window, not a block: a gradual ramp falls by less than
+    `tol` from one block to the next)."""
+    k = STEADY_WINDOW
+    if len(per_call) < 2 * k:
+        return False
+    return statistics.median(per_call[-k:]) >= (1.0 - tol) * statistics.median(per_call[-2 * k : -k])
+
+
+def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, settings: TimingSettings) -> int:
+    """The iterations per sample: enough calls for a block to last `min_sample_s` and to make the overhead
+    < max_overhead, from the *median* per-call time of `calibration_blocks` blocks taken *after a steady state*.
+
+    Steady state: blocks run until the median per-call time of the last 3 blocks is not more than `steady_tol` below
+    that of the 3 before, i.e. it has stopped falling (a GPU's SM clock ramps up over the first blocks), or until
+    `steady_max_s` of blocks. Blocks are resized as the per-call time falls. A single slow block (a clock
+    ramp, an idle GPU waking up) therefore no longer sets the count: before, the first block that reached the target
+    did, and a 186 us GEMM on an H200 got 1 iteration in 3 rounds of 10 and 11 in the others (issue 15).
+    """
+    target = max(settings.min_sample_s, overhead / settings.max_overhead)
+    iterations = _grow(fn, timer, target, settings)
+    per_call: list[float] = []
+    spent = 0.0
+    while not _steady(per_call, settings.steady_tol) and spent < settings.steady_max_s:
+        elapsed = timer(fn, iterations)
+        spent += elapsed
+        per_call.append(elapsed / iterations)
+        if elapsed < target:
+            iterations = max(iterations, _count(target, per_call[-1], settings))
+    blocks: list[float] = []
+    spent = 0.0
+    while len(blocks) < max(1, settings.calibration_blocks) and (len(blocks) < 3 or spent < settings.steady_max_s):
+        elapsed = timer(fn, iterations)
+        spent += elapsed
+        blocks.append(elapsed / iterations)
+    return _count(target, statistics.median(blocks), settings)
+
+
+@dataclass(frozen=True)
+class Sustained:
+    """What the sustained GPU mode's settling reached: seconds of back-to-back running, whether the readings
+    stopped drifting before the cap, which readings decided (`tracked`), and their means over the last window."""
+
+    settle_s: float
+    steady: bool
+    blocks: int
+    tracked: tuple[str, ...]
+    readings: dict[str, float]
+
+    def telemetry(self) -> dict[str, Any]:
+        return {
+            "settle_s": self.settle_s,
+            "steady": self.steady,
+            "blocks": self.blocks,
+            "tracked": list(self.tracked),
+            **self.readings,
+        }
+
+
+Reader = Callable[[], Mapping[str, float | None]]
+
+
+def _mean(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.fmean(r[key] for r in rows)
+
+
+def _drifting(rows: list[tuple[float, dict[str, float]]], now: float, keys: tuple[str, ...], s: TimingSettings) -> bool:
+    """Whether any reading's mean over the last window differs from the window before by more than sustain_tol."""
+    w = s.sustain_window_s
+    last = [r for t, r in rows if t > now - w]
+    prev = [r for t, r in rows if now - 2 * w < t <= now - w]
+    if now < 2 * w or not last or not prev:
+        return True
+    return any(abs(_mean(last, k) - _mean(prev, k)) > s.sustain_tol * abs(_mean(prev, k)) for k in keys)
+
+
+def sustain(
+    run_block: Callable[[], float], clock: Clock, settings: TimingSettings, read: Reader | None = None
+) -> Sustained:
+    """Run blocks back to back (`run_block` returns a block's seconds) until the GPU reaches its power and thermal
+    steady state: the SM clock and power (`read`, NVML; or failing that the block time) stop drifting between two
+    windows of `sustain_window_s`, or `sustain_max_s` has passed."""
+    start = clock()
+    rows: list[tuple[float, dict[str, float]]] = []
+    keys: tuple[str, ...] = ()
+    while True:
+        block_s = run_block()
+        now = clock() - start
+        row = {k: float(v) for k, v in (read() if read is not None else {}).items() if v is not None}
+        keys = keys or (tuple(sorted(row)) or ("block_s",))
+        rows.append((now, {**row, "block_s": block_s}))
+        steady = not _drifting(rows, now, keys, settings)
+        if steady or now >= settings.sustain_max_s:
+            break
+    last = [r for t, r in rows if t > now - settings.sustain_window_s]
+    means = {k: _mean(last, k) for k in last[-1] if all(k in r for r in last)}
+    return Sustained(now, steady, len(rows), keys, means)
+
+
+def keep_busy(run_block: Callable[[], float], clock: Clock, seconds: float) -> None:
+    """Run blocks back to back for `seconds` (sustained mode: before each slice, so the GPU is back at its steady
+    state after the Python between slices)."""
+    end = clock() + seconds
+    while clock() < end:
+        run_block()
 
 
 @dataclass
@@ -107,6 +232,7 @@ class Sampler:
     iterations: int
     settings: TimingSettings
     before_sample: Callable[[], None] | None = None
+    before_slice: Callable[[], None] | None = None  # sustained GPU mode: back-to-back running before each slice
     samples: list[float] = field(default_factory=list)
     stop_reason: str | None = None
 
@@ -114,6 +240,8 @@ class Sampler:
         """Sample for up to `budget_s`. Stops the case for good on the noise target or max_samples; the
         final slice also keeps going until `min_samples` are taken, then stops on the budget."""
         st = self.settings
+        if self.before_slice is not None and self.stop_reason is None:
+            self.before_slice()
         start = self.clock()
         while self.stop_reason is None:
             if self.before_sample is not None:

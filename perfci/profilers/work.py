@@ -1,10 +1,12 @@
 """Work per call (FLOPs and bytes) for bandwidth and FLOP/s: declared by the workload, or derived.
 
 Derivation, used only when the workload declares nothing:
-- bytes: sizes of the tensors the timed callable closes over (its inputs, found through its closure and one
-  level of nested closures and bound `self` modules' parameters are NOT counted) plus the tensors it returns
-  (its outputs). This is the compulsory traffic of a kernel that reads each input once and writes each output
-  once; it under-counts kernels that re-read data and over-counts inputs a call does not touch.
+- bytes: one call's traffic, counted operator by operator under a torch dispatch mode (`_ByteCounter`): each
+  operator's input and output tensors, a view by its own size (numel * element size), never the tensor it views.
+  Operators that move no data (views, `empty`, `detach`, metadata) count nothing. Tensors the callable merely
+  holds are not counted: a call that sums 1,000 elements of a 400 MB tensor moves 4 KB. An in-place operator
+  counts its tensor as read and written. Cache reuse inside an operator and operators below the dispatcher
+  (ONNX Runtime, Triton kernels launched directly) are invisible to it; the latter derive nothing (unknown).
 - FLOPs: `torch.utils.flop_counter.FlopCounterMode` over one call. It counts matmul/conv/attention-like ops
   it knows; it misses scaled-dot-product attention on CPU (the math fallback is not counted as such) and the
   fused multi-head attention fast path under `no_grad`; elementwise ops count 0. A derived count of 0 is
@@ -17,52 +19,69 @@ Derivation, used only when the workload declares nothing:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
+# operators that allocate or describe memory without reading or writing its data
+_NO_TRAFFIC = frozenset({"empty", "empty_strided", "empty_like", "detach", "lift_fresh", "_to_copy_meta", "size"})
 
-def _tensors(obj: Any, torch: Any, depth: int = 0) -> Iterable[Any]:
+
+def _bytes_of(obj: Any, torch: Any) -> int:
     if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, list | tuple) and depth < 3:
-        for item in obj:
-            yield from _tensors(item, torch, depth + 1)
-    elif isinstance(obj, dict) and depth < 3:
-        for item in obj.values():
-            yield from _tensors(item, torch, depth + 1)
+        return int(obj.numel() * obj.element_size())
+    if isinstance(obj, list | tuple):
+        return sum(_bytes_of(x, torch) for x in obj)
+    return 0
 
 
-def _closure_values(fn: Callable[[], object], depth: int = 0) -> Iterable[Any]:
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # empty cell
-            continue
-        if callable(value) and hasattr(value, "__closure__") and depth < 1:
-            yield from _closure_values(value, depth + 1)
-        else:
-            yield value
+def _counter(torch: Any) -> Any:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _ByteCounter(TorchDispatchMode):  # type: ignore[misc,no-untyped-call]
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.total = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if not func.is_view and func.overloadpacket.__name__ not in _NO_TRAFFIC:
+                moved = [*args, *kwargs.values(), out]
+                self.total += sum(_bytes_of(x, torch) for x in moved)
+            return out
+
+    return _ByteCounter()
 
 
-def derive_bytes(fn: Callable[[], object], output: object, torch: Any) -> float | None:
-    seen: dict[int, int] = {}
-    for value in [*_closure_values(fn), output]:
-        for t in _tensors(value, torch):
-            seen[id(t)] = t.numel() * t.element_size()
-    total = sum(seen.values())
-    return float(total) if total else None
-
-
-def derive_flops(fn: Callable[[], object], torch: Any) -> float | None:
+def _eager(torch: Any) -> Any:
+    """A context that keeps a `torch.compile`d callable eager for the counting call (module docstring); None
+    where that cannot be done once dynamo is loaded (torch < 2.6)."""
     import contextlib
     import sys
 
+    set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
+    if set_stance is None:
+        return None if "torch._dynamo" in sys.modules else contextlib.nullcontext()
+    return set_stance("force_eager")
+
+
+def derive_bytes(fn: Callable[[], object], torch: Any) -> float | None:
+    """Bytes one call of `fn` moves, summed over its torch operators (module docstring); None when unknown."""
+    eager = _eager(torch)
+    if eager is None:
+        return None
+    counter = _counter(torch)
+    with eager, counter:
+        fn()
+    return float(counter.total) if counter.total else None
+
+
+def derive_flops(fn: Callable[[], object], torch: Any) -> float | None:
     from torch.utils.flop_counter import FlopCounterMode
 
-    set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
-    if set_stance is None and "torch._dynamo" in sys.modules:
+    eager = _eager(torch)
+    if eager is None:
         return None  # a compiled callable would be switched to eager for good (module docstring)
-    eager = set_stance("force_eager") if set_stance is not None else contextlib.nullcontext()
     with eager, FlopCounterMode(display=False) as counter:
         fn()
     total = counter.get_total_flops()
@@ -81,7 +100,10 @@ def resolve_work(
     if torch is None or (flops and nbytes):
         return flops, nbytes, sources
     if not nbytes:
-        nbytes = derive_bytes(fn, fn(), torch)
+        try:
+            nbytes = derive_bytes(fn, torch)
+        except Exception:  # an operator the counting mode cannot pass through
+            nbytes = None
         sources["bytes"] = "derived" if nbytes else "unknown"
     if not flops:
         try:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfci.metrics import round_medians
-from perfci.metrics.registry import FLOPS, PEAK_DEVICE, PEAK_RSS
+from perfci.metrics.registry import FLOPS, MEMORY_DEVICE, MEMORY_HOST
 from perfci.model import CaseResult, CaseStatus, RunResult, Verdict
 from perfci.reports.tables import ReportInput, device_peaks
 from perfci.reports.verdicts import sort_rows
@@ -189,9 +189,9 @@ def memory(inp: ReportInput, idx: _Index) -> list[list[Any]] | None:
     rows = []
     for cid in _case_order(inp):
         base, cand = inp.cases(cid)
-        values = [_peak(c, n) for n in (PEAK_RSS, PEAK_DEVICE) for c in (base, cand)]
+        values = [_peak(c, n) for n in (MEMORY_HOST, MEMORY_DEVICE) for c in (base, cand)]
         if any(v is not None for v in values):
-            rows.append([idx(cid), *values])  # [case, rss base, rss cand, device base, device cand]
+            rows.append([idx(cid), *values])  # [case, host base, host cand, device base, device cand]
     return rows or None
 
 

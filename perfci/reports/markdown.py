@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfci.metrics.registry import BANDWIDTH
 from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
@@ -119,9 +120,18 @@ def render_markdown(
             lines.extend(rows[:max_rows])
             if len(rows) > max_rows:
                 lines.append(f"\n… and {len(rows) - max_rows:,} more cases (see {report})")
+    lines += _implausible_lines(run, max_rows)
     lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
     text = "\n".join(lines) + "\n"
     return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"
+
+
+def _implausible_lines(run: RunResult | None, max_rows: int) -> list[str]:
+    """Cases whose bandwidth is above the measured peak: shown as implausible, with why (not compared)."""
+    marked = [(c.id, m) for c in (run.cases if run else ()) for m in c.metrics if m.name == BANDWIDTH and m.note]
+    return [f"\n> implausible bandwidth: {code(case)} {m.value:.4g} GB/s: {code(m.note, 300)}" for case, m in marked][
+        :max_rows
+    ]
 
 
 def write_markdown(

@@ -19,7 +19,8 @@ from perfci.metrics.registry import (
     FLOPS_PCT_PEAK,
     LATENCY,
     LATENCY_P90,
-    PEAK_DEVICE,
+    MEMORY_DEVICE,
+    MEMORY_HOST,
     PEAK_RSS,
     ROUND_CV,
     VS_REFERENCE,
@@ -130,7 +131,8 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
         peaks = device_peaks(run.fingerprint, c.spec.device)
         energy, ref = c.metric(ENERGY), c.metric(VS_REFERENCE)
         med, cv, bw, fl = (c.metric(n) for n in (LATENCY, ROUND_CV, BANDWIDTH, FLOPS))
-        p90, rss, dev = (c.metric(n) for n in (LATENCY_P90, PEAK_RSS, PEAK_DEVICE))
+        p90, rss, dev = (c.metric(n) for n in (LATENCY_P90, MEMORY_HOST, MEMORY_DEVICE))
+        proc = c.metric(PEAK_RSS)
         error = c.status is CaseStatus.ERROR
         rows.append(
             {
@@ -146,6 +148,7 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "rounds": len(c.rounds),
                 "bandwidth": format_value(bw.value, bw.unit)
                 + _peak_pct(c, BANDWIDTH, BANDWIDTH_PCT_PEAK, peaks.get("bandwidth_gbps"))
+                + (" implausible" if bw.note else "")
                 if bw
                 else "-",
                 "bandwidth_v": _num(bw.value if bw else None),
@@ -154,13 +157,16 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 else "-",
                 "flops_v": _num(fl.value if fl else None),
                 "memory": format_bytes(rss.value if rss else None)
-                + (f" / device {format_bytes(dev.value)}" if dev else ""),
+                + (f" / device {format_bytes(dev.value)}" if dev else "")
+                + (f" (process peak {format_bytes(proc.value)})" if proc else ""),
                 "memory_v": _num(rss.value if rss else None),
                 "energy": f"{energy.value:.3g} J" if energy else "-",
                 "energy_v": _num(energy.value if energy else None),
                 "vs_ref": format_vs_reference(ref.value, ref.low, ref.high) if ref else "-",
                 "vs_ref_v": _num(ref.value if ref else None),
-                "notes": "; ".join(x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c)) if x),
+                "notes": "; ".join(
+                    x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c), bw and bw.note) if x
+                ),
             }
         )
     return sorted(rows, key=lambda r: r["rank"])

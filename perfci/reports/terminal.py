@@ -9,7 +9,7 @@ from rich.text import Text
 from perfci.metrics.registry import BANDWIDTH, LATENCY, ROUND_CV, VS_REFERENCE
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
-from perfci.reports.verdicts import headline, sort_rows
+from perfci.reports.verdicts import count_phrase, headline, sort_rows, verdict_counts
 
 VERDICT_STYLE = {
     Verdict.REGRESSION: "bold red",
@@ -48,22 +48,29 @@ def run_table(run: RunResult) -> Table:
             interval,
             f"{cv.value * 100:.1f}%" if cv else "-",
             str(len(c.rounds)),
-            format_value(bw.value, bw.unit) if bw else "-",
-            "ok",
+            (format_value(bw.value, bw.unit) + (" [yellow]implausible[/]" if bw.note else "")) if bw else "-",
+            "ok" + (f": {escape(bw.note)}" if bw and bw.note else ""),
             *ref_cell,
         )
     return table
 
 
-def comparison_table(comparison: Comparison, limit: int | None = None) -> Table:
-    """Most urgent rows first; with `limit`, only that many rows and a caption counting the rest."""
+# A comparison of more rows than this is summarised in the terminal: the rows that are not `unchanged`, then the
+# counts. The full table is in `--format json` and the HTML report.
+SUMMARY_ABOVE = 50
+
+
+def comparison_table(comparison: Comparison, limit: int | None = None, summary_above: int = SUMMARY_ABOVE) -> Table:
+    """Most urgent rows first. Above `summary_above` rows, only the rows that are not `unchanged` are listed,
+    and a caption counts every verdict. With `limit`, at most that many rows, and the caption counts the rest."""
     rows = sort_rows(comparison.rows)
-    shown = rows if limit is None else rows[:limit]
-    caption = f"... and {len(rows) - len(shown):,} more rows (see report.html)" if len(shown) < len(rows) else None
+    summarised = len(rows) > summary_above
+    listed = [r for r in rows if r.verdict is not Verdict.UNCHANGED] if summarised else rows
+    shown = listed if limit is None else listed[:limit]
     table = Table(
         title=f"{comparison.baseline_label} -> {comparison.candidate_label}",
         title_justify="left",
-        caption=caption,
+        caption=_caption(comparison, len(listed) - len(shown), summarised),
         caption_justify="left",
     )
     table.add_column("case", overflow="fold")
@@ -87,6 +94,19 @@ def comparison_table(comparison: Comparison, limit: int | None = None) -> Table:
             verdict,
         )
     return table
+
+
+def _caption(comparison: Comparison, cut: int, summarised: bool) -> str | None:
+    """What the table leaves out: rows cut by the limit, and (summarised) the counts of every verdict."""
+    lines = [f"... and {cut:,} more rows (see report.html)"] if cut else []
+    if summarised:
+        counts = verdict_counts(comparison)
+        phrases = ", ".join(count_phrase(n, v) for v, n in counts.items() if n)
+        lines.append(
+            f"{len(comparison.rows):,} rows: {phrases}; the {counts[Verdict.UNCHANGED]:,} unchanged are not listed "
+            "(every row: --format json, report.html)"
+        )
+    return "\n".join(lines) or None
 
 
 def verdict_line(comparison: Comparison | None, run: RunResult | None = None) -> str:

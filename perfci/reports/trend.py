@@ -11,6 +11,7 @@ from rich.text import Text
 
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
+from perfci.store.history import RunInfo
 from perfci.store.trend import Trend
 
 
@@ -86,3 +87,21 @@ def trend_markdown(
     if report:
         lines += ["", f"Full trend report: {code(report, 200)} (in this job's artifacts)."]
     return "\n".join(lines) + "\n"
+
+
+def runs_table(items: list[RunInfo]) -> Table:
+    """`perfci history list`: one row per stored run, newest first."""
+    table = Table(title=f"perfci history: {len(items)} run(s)", title_justify="left")
+    for name in ("started", "runner", "branch", "commit", "run", "values"):
+        table.add_column(name, justify="right" if name == "values" else "left")
+    for r in items:
+        commit = (r.commit or "-")[:10] + ("+dirty" if r.dirty else "")
+        table.add_row(
+            r.started_at[:19].replace("T", " "), Text(r.runner), Text(r.branch or "-"), Text(commit),
+            Text(r.run_id), str(r.measurements),
+        )  # fmt: skip
+    return table
+
+
+def runs_json(items: list[RunInfo]) -> list[dict[str, Any]]:
+    return [dict(r.__dict__) for r in items]

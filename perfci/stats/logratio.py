@@ -38,11 +38,16 @@ class LogRatio:
     def t_quantile(self, p: float) -> float:
         if math.isnan(self.se) or self.dof <= 0:
             return math.nan
-        from scipy import stats as sps  # lazily: importing scipy costs every CLI command ~1 s
+        # scipy.special's ufuncs are what scipy.stats' t.ppf and norm.ppf compute (the same values), without their
+        # per-call argument machinery (~0.1 ms, paid per row of a 20,000-case comparison) or scipy.stats' import
+        # (~0.7 s). Imported lazily: importing scipy costs every CLI command time.
+        from scipy import special
 
+        if not 0.0 < p < 1.0:  # the ends as ppf gives them (stdtrit says +inf at p = 0)
+            return -math.inf if p == 0.0 else math.inf if p == 1.0 else math.nan
         if math.isinf(self.dof):
-            return float(sps.norm.ppf(p))
-        return float(sps.t.ppf(p, self.dof))
+            return float(special.ndtri(p))
+        return float(special.stdtrit(self.dof, p))
 
     def lower(self, alpha: float) -> float:
         """One-sided (1 - alpha) lower confidence bound of the ratio."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, delete, insert, select, text, update
+from sqlalchemy import Select, create_engine, delete, func, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
@@ -39,6 +39,49 @@ class Point:
     rounds: int | None = None  # timed metrics (store version 2): rounds, and mean and sd of the log round values
     log_mean: float | None = None
     log_sd: float | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run (`perfci history list`)."""
+
+    run_id: str
+    runner: str
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+    started_at: str
+    finished_at: str
+    measurements: int = 0  # stored values (case x metric)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing or export covers: all of them, or those of a runner class, a branch, and a date range
+    (`since` / `until`: ISO dates or times, compared with the run's start; `until` includes its whole day/time)."""
+
+    runner: str | None = None
+    branch: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+    def apply(self, q: Select[Any]) -> Select[Any]:
+        if self.runner is not None:
+            q = q.where(runs.c.runner == self.runner)
+        if self.branch is not None:
+            q = q.where(runs.c.branch == self.branch)
+        if self.since:
+            q = q.where(runs.c.started_at >= self.since)
+        if self.until:
+            q = q.where(func.substr(runs.c.started_at, 1, len(self.until)) <= self.until)
+        return q
+
+
+# the columns of an export (HistoryStore.measurements_frame): one row per run, case and metric
+EXPORT_COLUMNS = (
+    "runner", "run_id", "commit", "branch", "started_at", "case_id", "metric", "unit", "direction", "value", "low",
+    "high", "rounds", "log_mean", "log_sd",
+)  # fmt: skip
 
 
 def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | None]:
@@ -252,6 +295,62 @@ class HistoryStore:
                 fields = dict(row._mapping)
                 out.setdefault(fields.pop("case_id"), []).append(Point(**fields))
         return out
+
+    def list_runs(self, where: RunFilter = RunFilter(), limit: int | None = None) -> list[RunInfo]:
+        """Runs matching `where`, newest first (at most `limit`), each with its number of stored values."""
+        counts = select(measurements.c.run, func.count().label("n")).group_by(measurements.c.run).subquery("counts")
+        q = where.apply(
+            select(
+                runs.c.run_id, runs.c.runner, runs.c.commit, runs.c.branch, runs.c.dirty, runs.c.started_at,
+                runs.c.finished_at, func.coalesce(counts.c.n, 0),
+            ).outerjoin(counts, counts.c.run == runs.c.id)
+        ).order_by(runs.c.started_at.desc(), runs.c.id.desc())  # fmt: skip
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            return [RunInfo(*row) for row in conn.execute(q)]
+
+    def export_query(self, where: RunFilter = RunFilter()) -> Select[Any]:
+        """The measurements of the runs matching `where`, one row per run, case and metric (EXPORT_COLUMNS),
+        in runner, time and case order."""
+        cols = [getattr(runs.c, n) if n in runs.c else getattr(measurements.c, n) for n in EXPORT_COLUMNS]
+        q = select(*cols).join(runs, measurements.c.run == runs.c.id)
+        return where.apply(q).order_by(runs.c.runner, runs.c.started_at, runs.c.id, measurements.c.case_id,
+                                       measurements.c.metric)  # fmt: skip
+
+    def measurements_frame(self, where: RunFilter = RunFilter()) -> Any:
+        """The store's measurements as a pandas DataFrame (EXPORT_COLUMNS; `started_at` as UTC timestamps)."""
+        import pandas as pd  # lazily: importing pandas costs every command half a second
+
+        with self.engine.connect() as conn:
+            frame = pd.read_sql(self.export_query(where), conn)
+        frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, format="ISO8601")
+        return frame
+
+    def window(
+        self, runner: str, branch: str | None, n: int, metrics: Iterable[str]
+    ) -> tuple[list[RunInfo], dict[tuple[str, str], list[Point]]]:
+        """The latest `n` runs of `runner` (on `branch`, when given) in time order, and (case, metric) -> their
+        points of each of `metrics` (a rolling baseline)."""
+        latest = list(reversed(self.list_runs(RunFilter(runner=runner, branch=branch), limit=n)))
+        if not latest:
+            return [], {}
+        ids = select(runs.c.id).where(runs.c.runner == runner, runs.c.run_id.in_([r.run_id for r in latest]))
+        q = (
+            select(
+                measurements.c.case_id, measurements.c.metric, runs.c.run_id, runs.c.commit, runs.c.started_at,
+                measurements.c.value, measurements.c.low, measurements.c.high, measurements.c.unit,
+                measurements.c.rounds, measurements.c.log_mean, measurements.c.log_sd,
+            )
+            .join(runs, measurements.c.run == runs.c.id)
+            .where(measurements.c.run.in_(ids), measurements.c.metric.in_(list(metrics)))
+            .order_by(measurements.c.case_id, measurements.c.metric, runs.c.started_at, runs.c.id)
+        )  # fmt: skip
+        out: dict[tuple[str, str], list[Point]] = {}
+        with self.engine.connect() as conn:
+            for case_id, metric, *fields in conn.execute(q):
+                out.setdefault((case_id, metric), []).append(Point(*fields))
+        return latest, out
 
     def ingest_many(self, items: Iterable[tuple[RunResult, str]]) -> tuple[int, int]:
         added = skipped = 0

@@ -10,11 +10,12 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_store, check_upgrade_from_v1
+from tests.store_cases import check_export, check_rolling_baseline, check_store, check_upgrade_from_v1
 
 URL = os.environ.get("PERFCI_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.integration
@@ -54,3 +55,13 @@ def test_postgres_store(pg_url: str) -> None:
 def test_postgres_store_upgrade_from_version_1(pg_url: str) -> None:
     with fresh_schema(pg_url) as url:
         check_upgrade_from_v1(url)
+
+
+def test_postgres_export(pg_url: str, tmp_path: Path) -> None:
+    with fresh_schema(pg_url) as url:
+        check_export(url, tmp_path)
+
+
+def test_postgres_rolling_baseline(pg_url: str, tmp_path: Path) -> None:
+    with fresh_schema(pg_url) as url:
+        check_rolling_baseline(url, tmp_path)

@@ -59,11 +59,33 @@ def test_paired_rows_use_pairs_and_trim() -> None:
     assert row.bound is not None and 1.0 < row.bound < row.ratio
 
 
+def _own_memory(case: CaseResult, nbytes: float) -> CaseResult:
+    rounds = tuple(replace(r, telemetry={**r.telemetry, "memory_host_bytes": nbytes}) for r in case.rounds)
+    return replace(case, rounds=rounds)
+
+
 def test_memory_uses_tolerance_and_direction() -> None:
+    base_case = _own_memory(make_case("m", 1e-3), 100_000_000)
+    grown = _own_memory(base_case, 150_000_000)
+    rows = _rows(compare_runs(make_run([base_case]), make_run([grown]), STEADY), "memory.host")
+    assert rows["m"].verdict is Verdict.REGRESSION and rows["m"].method == "tolerance"
+
+
+def test_memory_has_a_tolerance_and_a_one_mib_floor() -> None:
+    """1% and 1 MiB: 0.5 MiB more on a 4 KiB case is noise; 1.5% more on 400 MB is a regression."""
+    small = _own_memory(make_case("s", 1e-3), 4096)
+    rows = _rows(compare_runs(make_run([small]), make_run([_own_memory(small, 4096 + 2**19)]), STEADY), "memory.host")
+    assert rows["s"].verdict is Verdict.UNCHANGED
+    big = _own_memory(make_case("b", 1e-3), 400e6)
+    rows = _rows(compare_runs(make_run([big]), make_run([_own_memory(big, 406e6)]), STEADY), "memory.host")
+    assert rows["b"].verdict is Verdict.REGRESSION
+
+
+def test_process_peak_rss_is_context_not_gated_by_default() -> None:
     base_case = make_case("m", 1e-3)
     grown = replace(base_case, rounds=tuple(replace(r, peak_rss_bytes=150_000_000) for r in base_case.rounds))
-    rows = _rows(compare_runs(make_run([base_case]), make_run([grown]), STEADY), "memory.peak_rss")
-    assert rows["m"].verdict is Verdict.REGRESSION and rows["m"].method == "tolerance"
+    rows = compare_runs(make_run([base_case]), make_run([grown]), DecisionSettings()).rows
+    assert "memory.peak_rss" not in {r.metric for r in rows}
 
 
 def test_higher_is_better_metric() -> None:
@@ -208,7 +230,7 @@ def test_rounds_missing_a_value_are_skipped() -> None:
     case = make_case("x", 1e-3)
     no_dev = replace(case, rounds=tuple(replace(r, peak_device_bytes=None) for r in case.rounds))
     rows = compare_runs(make_run([no_dev]), make_run([no_dev]), STEADY).rows
-    assert {r.metric for r in rows} == {"latency.median", "memory.peak_rss"}
+    assert {r.metric for r in rows} == {"latency.median", "memory.host"}
     assert isinstance(case.rounds[0], Round)
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.schema import dump_results
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_store, history_runs
+from tests.store_cases import check_export, check_rolling_baseline, check_store, history_runs
 
 
 def test_sqlite_store(tmp_path: Path) -> None:
@@ -19,6 +19,14 @@ def test_sqlite_store(tmp_path: Path) -> None:
     # reopening the same file sees the same data (check_store ends by pruning to the latest 5 runs)
     again = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
     assert len(again.series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 5
+
+
+def test_sqlite_export(tmp_path: Path) -> None:
+    check_export(f"sqlite:///{tmp_path / 'h.db'}", tmp_path)
+
+
+def test_sqlite_rolling_baseline(tmp_path: Path) -> None:
+    check_rolling_baseline(f"sqlite:///{tmp_path / 'h.db'}", tmp_path)
 
 
 def test_history_cli_ingest_and_trend(tmp_path: Path) -> None:

@@ -57,3 +57,30 @@ def test_counting_flops_leaves_a_compiled_function_compiled() -> None:
     compiled(a)
     compiled(a)
     assert len(graph_calls) == before + 2  # still the compiled graph, not eager
+
+
+def test_derived_bytes_are_what_the_call_touches_not_what_it_holds() -> None:
+    """Issue 15: a call that sums 1,000 elements of a big tensor moves 4 KB (the slice is a view: not counted,
+    the sum reads the view by its own size), not the tensor it holds."""
+    big = torch.ones(1_000_000)
+    _, nbytes, src = resolve_work(lambda: big[:1000].sum(), None, None, torch)
+    assert nbytes == 4 * 1000 + 4 and src["bytes"] == "derived"
+
+
+def test_derived_bytes_count_what_a_call_allocates_and_fills() -> None:
+    """A call that allocates (no traffic), fills (writes) and sums (reads) its own tensor: at least 2x its size."""
+    n = 250_000
+
+    def call() -> object:
+        t = torch.empty(n)
+        t.fill_(1.0)
+        return t.sum()
+
+    _, nbytes, _ = resolve_work(call, None, None, torch)
+    assert nbytes is not None and nbytes >= 2 * 4 * n
+
+
+def test_view_only_calls_derive_nothing() -> None:
+    x = torch.ones(64, 64)
+    _, nbytes, src = resolve_work(lambda: x.t()[:8], None, None, torch)
+    assert nbytes is None and src["bytes"] == "unknown"

@@ -1,6 +1,6 @@
-"""The GitHub Actions workflow calls perfci commands that exist, with options that exist: every `perfci ...`
-line in .github/workflows/*.yml is parsed by the real CLI (with --help appended, so nothing runs; an unknown
-command or option still fails the parse)."""
+"""The GitHub Actions workflows and the action call perfci commands that exist, with options that exist: every
+`perfci ...` line in .github/workflows/*.yml and action.yml is parsed by the real CLI (with --help appended, so
+nothing runs; an unknown command or option still fails the parse)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from perfci.cli import app
 
-WORKFLOWS = sorted((Path(__file__).parents[2] / ".github" / "workflows").glob("*.yml"))
+ROOT = Path(__file__).parents[2]
+WORKFLOWS = [*sorted((ROOT / ".github" / "workflows").glob("*.yml")), ROOT / "action.yml"]
 COMMAND = re.compile(r"(?:^|;|then|&&)\s*(perfci\s[^;&\n]*)")
 
 
@@ -25,9 +26,9 @@ def _perfci_commands() -> list[str]:
     return found
 
 
-def test_the_workflow_runs_the_gate_and_feeds_the_history() -> None:
+def test_the_workflow_runs_the_gate_through_the_action() -> None:
     commands = " | ".join(_perfci_commands())
-    assert "perfci ab " in commands and "perfci run " in commands and "perfci history ingest " in commands
+    assert "perfci ci " in commands and "perfci trend " in commands
 
 
 @pytest.mark.parametrize("command", _perfci_commands())

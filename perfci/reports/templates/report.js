@@ -174,7 +174,7 @@
     if (!m) { return; }
     show("memory");
     var traces = [], both = false;
-    [["host peak RSS", 1, 2, BASE], ["device peak", 3, 4, "#c77c00"]].forEach(function (k) {
+    [["memory.host", 1, 2, BASE], ["memory.device", 3, 4, "#c77c00"]].forEach(function (k) {
       var rows = m.filter(function (row) { return row[k[1]] != null && row[k[2]] != null; });
       if (rows.length) { both = true; } else { return; }
       traces.push({ type: "scatter", mode: "markers", name: k[0], marker: { color: k[3], size: 7 },
@@ -197,7 +197,7 @@
     var one = m.filter(function (row) { return row[col] != null || row[col + 2] != null; });
     one.sort(function (a, b) { return (b[col] || 0) - (a[col] || 0); });
     var names = one.map(function (row) { return esc(short(ids[row[0]], 60)); }), few = one.length <= 30;
-    [["host peak RSS", col, BASE], ["device peak", col + 2, "#c77c00"]].forEach(function (k) {
+    [["memory.host", col, BASE], ["memory.device", col + 2, "#c77c00"]].forEach(function (k) {
       var y = one.map(function (row) { return row[k[1]] == null ? null : row[k[1]] / 1048576; });
       if (y.every(function (v) { return v === null; })) { return; }
       traces.push({ type: "bar", name: k[0], x: one.map(function (_, i) { return i; }), y: y, text: names,

@@ -1,0 +1,214 @@
+"""Speed at scale (issue #21): compare, report and baseline-update times of the real CLI at 500, 5,000 and 20,000
+cases, and the time the 5,000-case HTML report takes to open in headless Chromium.
+
+    python benchmarks/scale.py [--sizes 500,5000,20000] [--repeats 3] [--keep DIR] [--no-browser]
+
+For each size it writes two synthetic results files (seeded; a baseline and a candidate from separate runs),
+shaped like real `perfci run` output: five rounds per case, 10-30 raw samples per round, the engine's per-round
+telemetry (timer, overhead, page faults, work sources), derived metrics, flops and bytes; about 2% of the cases
+regress, 2% improve, 2% are noisy and 1% fail in the candidate. Then it runs, as subprocesses (wall time, the
+median of `--repeats`):
+
+- `perfci compare BASE CAND --exit-zero --format json` (stdout to a file),
+- `perfci compare BASE CAND --exit-zero --out DIR` (comparison.json, report.html, junit.xml, summary.md),
+- `perfci report DIR/comparison.json BASE CAND --out report.html --quiet` (render again),
+- `perfci baseline update CAND --runner scale --reason ...` (in a scratch project folder),
+
+and, for the 5,000-case report (unless --no-browser), the time from `page.goto` until the report says it is
+ready (`body[data-ready="1"]`) in headless Chromium through playwright. Figures: docs/scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from perfci.metrics import case_metrics
+from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
+from perfci.schema import dump_results
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+WORKLOADS = (
+    ("kernels.matmul", lambda i: {"m": 64 * (1 + i % 16), "n": 64 * (1 + i // 16 % 16), "dtype": "float32"}),
+    ("kernels.softmax", lambda i: {"rows": 2 ** (i % 12), "cols": 128 * (1 + i // 12 % 8)}),
+    ("models.mlp", lambda i: {"batch": 2 ** (i % 7), "hidden": 256 * (1 + i // 7 % 4), "runtime": "eager"}),
+    ("ops.copy", lambda i: {"bytes": 4096 * (1 + i)}),
+)
+
+
+def _spec(i: int) -> CaseSpec:
+    workload, params = WORKLOADS[i % len(WORKLOADS)]
+    # every id unique: the case number goes into the last parameter
+    return CaseSpec(workload, {**params(i // len(WORKLOADS)), "case": i}, "cpu", source=f"{workload}.py")
+
+
+def _rounds(rng: random.Random, per_call: float, scale: float, noise: float, first_pid: int) -> tuple[Round, ...]:
+    rounds = []
+    iterations = max(1, int(1e-3 / per_call))
+    for index in range(5):
+        shift = 1.0 + rng.gauss(0.0, noise)
+        n = rng.randint(10, 30)
+        samples = tuple(
+            per_call * iterations * scale * shift * (1.0 + abs(rng.gauss(0.0, 0.02))) for _ in range(n)
+        )
+        telemetry = {
+            "timer_overhead_s": 2.5e-8 * (1 + rng.random()),
+            "timer": "perf_counter",
+            "work_sources": {"flops": "declared", "bytes": "derived"},
+            "minor_faults_per_call": round(rng.random() * 0.01, 6),
+        }
+        rounds.append(
+            Round(index, first_pid + index, iterations, samples, 0.05 + 0.02 * rng.random(), "budget", 1,
+                  peak_rss_bytes=180_000_000 + rng.randint(0, 4_000_000),
+                  rss_increase_bytes=rng.randint(0, 2_000_000), telemetry=telemetry)
+        )  # fmt: skip
+    return tuple(rounds)
+
+
+def synthetic_run(n: int, candidate: bool, seed: int = 0) -> RunResult:
+    """A baseline (candidate=False) or candidate run of `n` cases; the same cases and seeds on both sides."""
+    cases = []
+    for i in range(n):
+        rng = random.Random(f"{seed}:{i}:{candidate}")
+        per_call = 1e-6 * 10 ** (3 * random.Random(f"{seed}:{i}").random())  # 1 us .. 1 ms, same on both sides
+        scale, noise, kind = 1.0, 0.01, i % 100
+        if candidate and kind in (1, 2):
+            scale = 1.3  # regression
+        elif candidate and kind in (3, 4):
+            scale = 0.75  # improvement
+        elif kind in (5, 6):
+            noise = 0.2  # a noisy case
+        spec = _spec(i)
+        if candidate and kind == 7:
+            error = CaseError("crash", "worker died (signal 9)", 2)
+            cases.append(CaseResult(spec, CaseStatus.ERROR, (), (), (error,)))
+            continue
+        rounds = _rounds(rng, per_call, scale, noise, 4000 + 10 * (i % 50))
+        flops, nbytes = 2e6 * (1 + i % 9), 8e5 * (1 + i % 5)
+        cases.append(CaseResult(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), (), flops, nbytes))
+    side = "cand" if candidate else "base"
+    return RunResult(
+        run_id=f"20261201T000000Z-{side}{n}",
+        started_at="2026-12-01T00:00:00.000000Z" if not candidate else "2026-12-02T00:00:00.000000Z",
+        finished_at="2026-12-01T01:00:00.000000Z" if not candidate else "2026-12-02T01:00:00.000000Z",
+        fingerprint={
+            "os": "Linux-6.1", "machine": "x86_64", "python": "3.11.9", "cpu_model": "synthetic cpu",
+            "cpu_logical_cores": 2, "memory_total_bytes": 8 * 2**30, "gpus": [],
+            "libraries": {"numpy": "2.1.0", "torch": "2.5.0"},
+        },  # fmt: skip
+        git=GitInfo("0" * 39 + ("2" if candidate else "1"), "main", False),
+        settings={"rounds": 5, "seed": seed, "threads": 1, "complete": True},
+        cases=tuple(cases),
+    )
+
+
+def perfci(*args: str, cwd: Path | None = None, stdout: Path | None = None) -> float:
+    """Wall time of one `perfci` CLI subprocess (comparisons run with --exit-zero: errors are planted)."""
+    out = open(stdout, "w") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+    took = time.perf_counter() - start
+    if stdout:
+        out.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"perfci {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return took
+
+
+def timed(fn: object, repeats: int) -> float:
+    assert callable(fn)
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def browser_open(path: Path, repeats: int) -> float | None:
+    """Median seconds from `goto` until the report is ready, in headless Chromium (None without a browser)."""
+    executable = os.environ.get("PERFCI_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if executable is None:
+        return None
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        for _ in range(repeats):
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            start = time.perf_counter()
+            page.goto(path.as_uri())
+            page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+            times.append(time.perf_counter() - start)
+            page.close()
+        browser.close()
+    return statistics.median(times)
+
+
+def measure(n: int, folder: Path, repeats: int, browser: bool) -> dict[str, float | None]:
+    base, cand = folder / f"base-{n}.json", folder / f"cand-{n}.json"
+    dump_results(synthetic_run(n, candidate=False), base)
+    dump_results(synthetic_run(n, candidate=True), cand)
+    out, project = folder / f"out-{n}", folder / f"project-{n}"
+    project.mkdir(exist_ok=True)
+    row: dict[str, float | None] = {"cases": n, "file_mb": round(base.stat().st_size / 1e6, 1)}
+    row["compare_json_s"] = timed(lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
+                                                 stdout=folder / "compare.json"), repeats)  # fmt: skip
+    row["compare_out_s"] = timed(lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)), repeats)
+    row["report_s"] = timed(
+        lambda: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
+                       str(folder / "again.html"), "--quiet"), repeats)  # fmt: skip
+    row["baseline_update_s"] = timed(
+        lambda: perfci("baseline", "update", str(cand), "--runner", "scale", "--reason", "scale benchmark",
+                       cwd=project), repeats)  # fmt: skip
+    row["report_mb"] = round((out / "report.html").stat().st_size / 1e6, 1)
+    row["chromium_open_s"] = browser_open(out / "report.html", repeats) if browser else None
+    return row
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="500,5000,20000", help="case counts, comma-separated")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each command (the median is shown)")
+    parser.add_argument("--keep", type=Path, help="write the files here and keep them")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium open time")
+    parser.add_argument("--browser-sizes", default="5000", help="sizes whose report is opened in Chromium")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-scale-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    browser_sizes = {int(s) for s in args.browser_sizes.split(",") if s}
+    rows = []
+    try:
+        for n in (int(s) for s in args.sizes.split(",")):
+            row = measure(n, folder, args.repeats, not args.no_browser and n in browser_sizes)
+            rows.append(row)
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    cols = ["cases", "file_mb", "compare_json_s", "compare_out_s", "report_s", "baseline_update_s", "report_mb",
+            "chromium_open_s"]  # fmt: skip
+    print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
+    for row in rows:
+        print("| " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
+    if len(rows) >= 2 and {500, 5000, 20000} <= {r["cases"] for r in rows}:
+        by = {r["cases"]: r for r in rows}
+        ratio = (by[20000]["compare_json_s"] or 0) / (by[5000]["compare_json_s"] or 1)
+        print(f"\n20,000 / 5,000 cases, compare --format json: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

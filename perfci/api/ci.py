@@ -1,0 +1,274 @@
+"""`perfci ci`: the gate as one command that reads where it runs and does the right thing (docs/ci.md).
+
+- On a pull request (GitHub's `pull_request` event, or `--base REV` anywhere): a same-machine A/B of the base
+  branch (`origin/<base>` when that remote branch exists, else `<base>`) against the working tree.
+- Otherwise (a push, a schedule, or `--mode baseline`): a run compared with `baselines/<runner>.json` when it
+  exists, and added to the history store when one is configured (`--db` or $PERFCI_DB) on a push (or outside
+  GitHub Actions).
+
+Afterwards `publish` appends the Markdown summary to the step summary file and writes `verdict`, the counts and
+the report's path to the outputs file; `annotations` gives the `::error`/`::warning` workflow commands that name
+each regressed case. Nothing here prints or exits: the CLI does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from perfci.api.ab import ABRequest, Sources, ab
+from perfci.api.compare import DecisionOptions
+from perfci.api.history import ingest
+from perfci.api.run import RunRequest, finish_run, measure, plan_run
+from perfci.api.settings import CIEnvironment, Settings
+from perfci.api.shards import Shard
+from perfci.compare.gate import ExitCode
+from perfci.engine.runner import ProgressFn
+from perfci.errors import UsageError
+from perfci.model import CaseStatus, Comparison, RunResult, Verdict
+
+MODES = ("auto", "ab", "baseline")
+MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report
+VERDICT_WORDS = {ExitCode.OK: "pass", ExitCode.REGRESSION: "regression", ExitCode.FAILED: "error"}
+
+
+@dataclass(frozen=True)
+class CIRequest:
+    mode: str = "auto"  # auto | ab | baseline
+    base: str | None = None  # A/B base revision (default: the pull request's base branch)
+    sources: Sources = field(default_factory=Sources)
+    out: Path = Path("perfci-out")
+    runner: str | None = None
+    threshold: float | None = None
+    db: str | None = None
+    report_only: bool = False
+    shard: Shard | None = None
+    # A/B
+    pairs: int = 8
+    extra: int = 6
+    looks: int = 3
+    budget_s: float = 900.0
+    # both
+    sample_budget_s: float | None = None
+    rounds: int | None = None
+    step_summary: Path | None = None  # default $GITHUB_STEP_SUMMARY
+    github_output: Path | None = None  # default $GITHUB_OUTPUT
+
+
+@dataclass(frozen=True)
+class CIPlan:
+    mode: str  # ab | baseline
+    base_rev: str | None  # for ab
+    ingest: bool  # for baseline: add the run to the history store
+    where: CIEnvironment
+
+
+@dataclass(frozen=True)
+class CIOutcome:
+    plan: CIPlan
+    comparison: Comparison | None
+    run: RunResult  # the candidate (A/B: the head side)
+    out_dir: Path
+    code: ExitCode  # the gate's code (before --report-only)
+    ingested: tuple[int, int] | None = None  # (added, skipped) when ingested
+
+    @property
+    def verdict(self) -> str:
+        return VERDICT_WORDS.get(self.code, "error")
+
+
+def _rev_exists(repo: Path, rev: str) -> bool:
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+def base_revision(base: str, repo: Path) -> str:
+    """`origin/<base>` when that remote-tracking branch exists (a CI checkout has no local branch of it), else
+    `<base>` as given."""
+    remote = f"origin/{base}"
+    return remote if not base.startswith("origin/") and _rev_exists(repo, remote) else base
+
+
+def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIPlan:
+    """Which gate to run, from the flags and the GitHub Actions environment."""
+    if req.mode not in MODES:
+        raise UsageError(f"--mode {req.mode!r}: expected one of {', '.join(MODES)}.")
+    where = settings.ci_environment(req.base, req.step_summary, req.github_output)
+    pull_request = where.event in ("pull_request", "pull_request_target", "merge_group")
+    mode = req.mode
+    if mode == "auto":
+        mode = "ab" if (req.base or (pull_request and where.base_ref)) else "baseline"
+    if mode == "ab":
+        if not where.base_ref:
+            raise UsageError(
+                "perfci ci: an A/B needs a base revision, and none is known.",
+                hint="pass --base REV (GitHub Actions sets GITHUB_BASE_REF on pull requests)",
+            )
+        return CIPlan("ab", base_revision(where.base_ref, repo or Path.cwd()), False, where)
+    wants_ingest = settings.store_configured(req.db) and (where.event == "push" or not where.github)
+    return CIPlan("baseline", None, wants_ingest, where)
+
+
+def run_ci(
+    settings: Settings,
+    req: CIRequest,
+    env: Mapping[str, str],
+    progress: ProgressFn | None = None,
+    check_out_dir: Callable[[Path], None] | None = None,
+    plan: CIPlan | None = None,
+) -> CIOutcome:
+    """Run the planned gate; write its files under `req.out`."""
+    plan = plan or plan_ci(settings, req)
+    decision = DecisionOptions(threshold=req.threshold)
+    if plan.mode == "ab":
+        assert plan.base_rev is not None
+        ab_req = ABRequest(
+            plan.base_rev, None, req.sources, req.pairs, req.extra, req.looks, req.budget_s, req.sample_budget_s,
+            decision=decision, out=req.out, shard=req.shard,
+        )  # fmt: skip
+        result = ab(settings, ab_req, env, progress, check_out_dir)
+        return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
+    run_req = RunRequest(
+        paths=req.sources.paths, patterns=req.sources.patterns, suites=req.sources.suites, out=req.out,
+        rounds=req.rounds, budget_s=req.sample_budget_s, runner=req.runner, threshold=req.threshold, db=req.db,
+        shard=req.shard,
+    )  # fmt: skip
+    planned = plan_run(settings, run_req)
+    if check_out_dir is not None:
+        check_out_dir(planned.out_dir)
+    measured = measure(planned, planned.choice.cases, progress)
+    outcome = finish_run(settings, run_req, planned, measured, env)
+    done = CIOutcome(plan, outcome.comparison, outcome.result, req.out, outcome.exit_code())
+    if plan.ingest and outcome.result.settings.get("complete") is not False:
+        done = replace(done, ingested=ingest(settings, [req.out / "results.json"], req.db, req.runner))
+    return done
+
+
+# --- GitHub workflow commands (https://docs.github.com/actions: "Workflow commands for GitHub Actions") ---
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: `%`, CR and LF are percent-encoded, so a case id cannot end the command
+    or start another one."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value (title=...): as data, plus `:` and `,`."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(kind: str, message: str, title: str) -> str:
+    return f"::{kind} title={escape_property(title)}::{escape_data(message)}"
+
+
+def _change(ratio: float | None) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "changed"
+
+
+def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[str]:
+    """One `::error` per regressed case and metric (`::warning` when report-only or covered by a declared
+    expected change), one per failed case, one `::warning` per inconclusive case and per warning."""
+    lines: list[str] = []
+    fail_kind = "warning" if report_only else "error"
+    report = outcome.out_dir / "report.html"
+    if outcome.comparison is not None:
+        for r in outcome.comparison.rows:
+            interval = (
+                f" (interval {_change(r.ratio_low)} .. {_change(r.ratio_high)})" if r.ratio_low is not None else ""
+            )
+            if r.verdict is Verdict.REGRESSION:
+                kind = "warning" if r.expected else fail_kind
+                what = "expected regression" if r.expected else "regression"
+                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval}; see {report}"
+                lines.append(workflow_command(kind, message, f"perfci {what}: {r.case_id}"))
+            elif r.verdict is Verdict.ERROR:
+                lines.append(workflow_command(fail_kind, f"{r.case_id}: {r.note}", f"perfci error: {r.case_id}"))
+            elif r.verdict is Verdict.INCONCLUSIVE:
+                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled; {r.note}"
+                lines.append(workflow_command("warning", message, f"perfci inconclusive: {r.case_id}"))
+        lines += [workflow_command("warning", w, "perfci") for w in outcome.comparison.warnings]
+    else:
+        for c in outcome.run.cases:
+            if c.status is CaseStatus.ERROR:
+                message = f"{c.id}: {c.errors[0].message if c.errors else 'failed'}"
+                lines.append(workflow_command(fail_kind, message, f"perfci error: {c.id}"))
+    if len(lines) > MAX_ANNOTATIONS:
+        more = len(lines) - MAX_ANNOTATIONS
+        lines = [*lines[:MAX_ANNOTATIONS], workflow_command("warning", f"{more} more: see {report}", "perfci")]
+    return lines
+
+
+def counts(outcome: CIOutcome) -> dict[str, int]:
+    rows = outcome.comparison.rows if outcome.comparison is not None else ()
+
+    def cases(verdict: Verdict) -> int:
+        return len({r.case_id for r in rows if r.verdict is verdict and not r.expected})
+
+    failed = {c.id for c in outcome.run.cases if c.status is CaseStatus.ERROR}
+    failed |= {r.case_id for r in rows if r.verdict is Verdict.ERROR}
+    return {
+        "cases": len(outcome.run.cases),
+        "regressions": cases(Verdict.REGRESSION),
+        "improvements": cases(Verdict.IMPROVEMENT),
+        "inconclusive": cases(Verdict.INCONCLUSIVE),
+        "errors": len(failed),
+    }
+
+
+def outputs(outcome: CIOutcome) -> dict[str, str]:
+    """The step outputs: verdict, counts, the mode, and the paths of the report, summary and results."""
+    out = outcome.out_dir
+    values = {"verdict": outcome.verdict, "exit-code": str(int(outcome.code)), "mode": outcome.plan.mode}
+    values.update({k: str(v) for k, v in counts(outcome).items()})
+    values.update(
+        {
+            "report": str(out / "report.html"),
+            "summary": str(out / "summary.md"),
+            "results": str(out / ("head/results.json" if outcome.plan.mode == "ab" else "results.json")),
+            "out-dir": str(out),
+        }
+    )
+    return values
+
+
+def _output_lines(values: dict[str, str]) -> str:
+    lines = []
+    for key, value in values.items():
+        if "\n" in value or "\r" in value:  # multi-line values need a delimiter that the value does not hold
+            delimiter = "PERFCI_EOF"
+            while delimiter in value:
+                delimiter += "_"
+            lines += [f"{key}<<{delimiter}", value, delimiter]
+        else:
+            lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def publish(outcome: CIOutcome) -> list[Path]:
+    """Append the summary to the step summary file and the outputs to the outputs file (each when known);
+    return the files written."""
+    written = []
+    where = outcome.plan.where
+    summary = outcome.out_dir / "summary.md"
+    if where.step_summary is not None and summary.exists():
+        with where.step_summary.open("a", encoding="utf-8") as f:
+            f.write(summary.read_text("utf-8").rstrip("\n") + "\n\n")
+        written.append(where.step_summary)
+    if where.output is not None:
+        with where.output.open("a", encoding="utf-8") as f:
+            f.write(_output_lines(outputs(outcome)))
+        written.append(where.output)
+    return written

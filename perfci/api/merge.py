@@ -1,0 +1,125 @@
+"""`perfci merge`: the results files of a sharded run (`perfci run --shard I/N` in N jobs) joined into one run,
+with one results.json, one report, one summary and one exit code, as if one job had measured every case.
+
+Shards are only joined when they are parts of one run: no case measured twice, the same runner class, the same
+measuring settings and the same git commit, and every part complete. Anything else is refused with one line
+that names the two files that disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfci.api.settings import Settings
+from perfci.compare.baselines import baseline_path
+from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.compare.gate import ExitCode, gate
+from perfci.compare.saved import dump_comparison
+from perfci.engine.runner import new_run_id
+from perfci.errors import UsageError
+from perfci.model import Comparison, RunResult
+from perfci.profilers.fingerprint import runner_name
+from perfci.reports.html import write_html
+from perfci.reports.markdown import write_markdown
+from perfci.schema import dump_results, load_results
+
+# settings that legitimately differ between the shards of one run
+_PER_JOB_SETTINGS = ("complete", "shard", "merged_from")
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    files: list[Path]
+    out: Path
+    runner: str | None = None  # names baselines/<runner>.json (default: as for `perfci run`)
+    baseline: Path | None = None  # compare with this results file instead
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    result: RunResult
+    comparison: Comparison | None
+    out_dir: Path
+    written: list[Path] = field(default_factory=list)
+
+    def exit_code(self) -> ExitCode:
+        return gate(self.comparison, self.result)
+
+
+def _measuring_settings(run: RunResult) -> dict[str, Any]:
+    return {k: v for k, v in run.settings.items() if k not in _PER_JOB_SETTINGS}
+
+
+def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
+    """Refuse parts that are not shards of one run (one line naming the two files that disagree)."""
+    if not parts:
+        raise UsageError("perfci merge needs at least one results file.")
+    seen: dict[str, Path] = {}
+    first_path, first = parts[0]
+    for path, run in parts:
+        if run.settings.get("complete") is False:
+            raise UsageError(f"{path}: the run did not complete (interrupted); merge whole shards only.")
+        if runner_name(run.fingerprint) != runner_name(first.fingerprint):
+            raise UsageError(
+                f"{first_path} and {path} come from different runner classes "
+                f"({runner_name(first.fingerprint)} and {runner_name(run.fingerprint)}); merge one class at a time."
+            )
+        if _measuring_settings(run) != _measuring_settings(first):
+            diff = sorted(
+                k
+                for k in set(_measuring_settings(run)) | set(_measuring_settings(first))
+                if _measuring_settings(run).get(k) != _measuring_settings(first).get(k)
+            )
+            raise UsageError(f"{first_path} and {path} were measured with different settings ({', '.join(diff)}).")
+        commits = (first.git.commit if first.git else None, run.git.commit if run.git else None)
+        if commits[0] != commits[1]:
+            raise UsageError(f"{first_path} and {path} measured different git commits ({commits[0]}, {commits[1]}).")
+        for case in run.cases:
+            if case.id in seen:
+                raise UsageError(f"{seen[case.id]} and {path} both hold case {case.id!r}; shards must not overlap.")
+            seen[case.id] = path
+
+
+def merge_runs(parts: list[tuple[Path, RunResult]]) -> RunResult:
+    """One run holding every part's cases (checked by `check_parts`), in case-id order."""
+    check_parts(parts)
+    runs = [r for _, r in parts]
+    first = runs[0]
+    cases = tuple(sorted((c for r in runs for c in r.cases), key=lambda c: c.id))
+    settings = {**first.settings, "complete": True, "merged_from": [r.run_id for r in runs]}
+    settings.pop("shard", None)
+    return RunResult(
+        run_id=new_run_id(),
+        started_at=min(r.started_at for r in runs),
+        finished_at=max(r.finished_at for r in runs),
+        fingerprint=first.fingerprint,
+        git=first.git,
+        settings=settings,
+        cases=cases,
+    )
+
+
+def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
+    """Join the parts, compare with the baseline (a file given, else baselines/<runner>.json when it exists),
+    write results.json, report.html, summary.md (and comparison.json when compared)."""
+    parts = [(p, load_results(p)) for p in req.files]
+    merged = merge_runs(parts)
+    base_file = req.baseline or baseline_path(settings.runner_class(req.runner, merged.fingerprint))
+    if req.baseline is not None and not base_file.exists():
+        raise UsageError(f"{req.baseline}: baseline file not found.")
+    base = load_results(base_file) if base_file.exists() else None
+    out = req.out
+    dump_results(merged, out / "results.json")
+    written = [out / "results.json", out / "report.html", out / "summary.md"]
+    comparison = None
+    if base is not None:
+        decision = DecisionSettings(threshold=req.threshold, thresholds=dict(settings.cfg.thresholds))
+        comparison = compare_runs(base, merged, decision, (str(base_file), str(out)))
+        dump_comparison(comparison, out / "comparison.json")
+        written.append(out / "comparison.json")
+    write_html(out / "report.html", merged, comparison, base)
+    write_markdown(out / "summary.md", merged, comparison, base)
+    return MergeOutcome(merged, comparison, out, written)

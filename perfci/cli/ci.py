@@ -1,0 +1,130 @@
+"""`perfci ci` (the gate in CI, from the GitHub Actions environment) and `perfci merge` (join sharded runs):
+options, printing and exit codes over perfci.api (ci.py, merge.py). docs/ci.md explains both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfci.api.ab import Sources
+from perfci.api.ci import CIOutcome, CIRequest, plan_ci, publish, run_ci, workflow_annotations
+from perfci.api.merge import MergeRequest, merge
+from perfci.cli.app import (
+    DbOpt,
+    ShardOpt,
+    app,
+    consoles,
+    guard,
+    note,
+    progress_bar,
+    project_settings,
+    writable_folder,
+)
+from perfci.compare.gate import ExitCode
+from perfci.reports.terminal import verdict_line
+
+Mode = Annotated[
+    str,
+    typer.Option(
+        help="auto: A/B on a pull request (or with --base), else a run against baselines/ (and the store on a "
+        "push); ab; baseline."
+    ),
+]
+Base = Annotated[
+    str | None, typer.Option(help="A/B base revision [default: origin/$GITHUB_BASE_REF, else $GITHUB_BASE_REF].")
+]
+PathOpt = Annotated[list[Path] | None, typer.Option("--path", help="Workload file or folder (repeatable).")]
+SuiteOpt = Annotated[list[str] | None, typer.Option("--suite", help="Suite (repeatable).")]
+PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
+Out = Annotated[Path, typer.Option(help="Output folder (results, report.html, summary.md).")]
+Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
+Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.05 = 5%).")]
+ReportOnly = Annotated[bool, typer.Option("--report-only", help="Report and annotate, but always exit 0.")]
+Pairs = Annotated[int, typer.Option(min=2, help="A/B: pairs of rounds in the first look.")]
+Extra = Annotated[int, typer.Option(min=1, help="A/B: pairs added per further look.")]
+Looks = Annotated[int, typer.Option(min=1, help="A/B: looks in all.")]
+Budget = Annotated[float, typer.Option(help="A/B: time budget of the whole A/B, seconds.")]
+SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
+Rounds = Annotated[int | None, typer.Option(min=1, help="Baseline mode: rounds [default: 5].")]
+Summary = Annotated[Path | None, typer.Option(help="Append the Markdown summary here [default: $GITHUB_STEP_SUMMARY].")]
+Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts here [default: $GITHUB_OUTPUT].")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]
+
+
+@app.command("ci")
+def ci_command(
+    mode: Mode = "auto", base: Base = None, paths: PathOpt = None, suites: SuiteOpt = None,
+    patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: Runner = None, threshold: Thr = None,
+    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = 8, extra: Extra = 6,
+    looks: Looks = 3, budget: Budget = 900.0, sample_budget: SampleBudget = None, rounds: Rounds = None,
+    step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
+) -> None:  # fmt: skip
+    """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
+    req = CIRequest(
+        mode, base, Sources(paths, suites, patterns), out, runner, threshold, db, report_only, shard, pairs, extra,
+        looks, budget, sample_budget, rounds, step_summary, github_output,
+    )  # fmt: skip
+
+    def body() -> int:
+        settings = project_settings(config)
+        plan = plan_ci(settings, req)
+        note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest)}")
+        planned_pairs = pairs + extra * (looks - 1) if plan.mode == "ab" else None
+        bar, update = progress_bar("starting", prefix="A/B " if plan.mode == "ab" else "",
+                                   budget_s=budget if plan.mode == "ab" else None,
+                                   pairs_planned=planned_pairs)  # fmt: skip
+        with bar:
+            outcome = run_ci(settings, req, settings.env, update, lambda d: writable_folder(d, "--out"), plan)
+        print_ci(outcome, report_only)
+        return ExitCode.OK if report_only else outcome.code
+
+    guard(body)
+
+
+def describe(mode: str, base_rev: str | None, ingest: bool) -> str:
+    if mode == "ab":
+        return f"A/B of {base_rev} (base) against the working tree (head)"
+    return "a run, compared with baselines/<runner>.json when it exists" + (
+        ", then added to the history store" if ingest else ""
+    )
+
+
+def print_ci(outcome: CIOutcome, report_only: bool) -> None:
+    out, _ = consoles()
+    for line in workflow_annotations(outcome, report_only):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    for path in publish(outcome):
+        note(f"wrote {path}")
+    if outcome.comparison is not None:
+        for w in outcome.comparison.warnings:
+            note(f"warning: {w}")
+    if outcome.ingested is not None:
+        note(f"history store: {outcome.ingested[0]} run(s) added, {outcome.ingested[1]} already there")
+    note(verdict_line(outcome.comparison, outcome.run))
+    note(f"report: {outcome.out_dir / 'report.html'}\nsummary: {outcome.out_dir / 'summary.md'}")
+
+
+@app.command("merge")
+def merge_command(
+    files: Annotated[list[Path], typer.Argument(help="Results files of the shards (results.json).")],
+    out: Annotated[Path, typer.Option(help="Output folder for the merged results, report and summary.")],
+    baseline: Annotated[Path | None, typer.Option(help="Results file to compare with.")] = None,
+    runner: Runner = None,
+    threshold: Thr = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Join the results of a sharded run (perfci run --shard I/N) into one results.json, report and summary."""
+    req = MergeRequest(files, out, runner, baseline, threshold)
+
+    def body() -> int:
+        writable_folder(out, "--out")
+        outcome = merge(project_settings(config), req)
+        note(f"merged {len(files)} file(s): {len(outcome.result.cases)} cases")
+        note(verdict_line(outcome.comparison, outcome.result))
+        note(f"results: {out / 'results.json'}\nreport:  {out / 'report.html'}")
+        return ExitCode.OK if exit_zero else outcome.exit_code()
+
+    guard(body)

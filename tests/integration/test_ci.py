@@ -1,0 +1,109 @@
+"""`perfci ci` for real, as GitHub Actions runs it on a pull request: a throwaway git repository with `main` and a
+`feature` branch whose commit slows one workload by 10%, GitHub's variables set (temporary step-summary and
+output files), and the exit code, the summary, the `::error` annotation and the outputs checked. Also: an
+unchanged feature commit passes, and a push runs the suite and feeds the history store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = """
+import perfci
+
+FAST = {{"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.25, "min_sample_s": 0.002}}
+
+
+@perfci.workload(params={{"which": ["steady", "slowed"]}}, timing=FAST)
+def loop(ctx, which):
+    k = 20000 if which == "steady" else {slowed}
+
+    def f():
+        s = 0
+        for i in range(k):
+            s += i
+        return s
+
+    return f
+"""
+SLOWED = "wl.loop[which=slowed]@cpu"
+FAST_AB = ("--path", "perf", "--pairs", "6", "--looks", "2", "--extra", "4", "--threshold", "0.03")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def make_repo(tmp_path: Path, feature_k: str) -> Path:
+    repo = tmp_path / "proj"
+    (repo / "perf").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@t")
+    git(repo, "config", "user.name", "t")
+    (repo / "perf" / "wl.py").write_text(WORKLOAD.format(slowed="20000"))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "main")
+    git(repo, "checkout", "-qb", "feature")
+    (repo / "perf" / "wl.py").write_text(WORKLOAD.format(slowed=feature_k))
+    git(repo, "commit", "-qam", "feature", "--allow-empty")
+    return repo
+
+
+def perfci_ci(repo: Path, event: str, *args: str, **extra_env: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    files = repo.parent
+    env = {
+        **os.environ,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_BASE_REF": "main" if event == "pull_request" else "",
+        "GITHUB_STEP_SUMMARY": str(files / "step_summary.md"),
+        "GITHUB_OUTPUT": str(files / "github_output.txt"),
+        **extra_env,
+    }
+    env.pop("PERFCI_DB", None) if "PERFCI_DB" not in extra_env else None
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "ci", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+    )
+    return proc, files
+
+
+def test_ci_on_a_pull_request_fails_on_the_slowed_case(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, feature_k="22000")  # 10% more work
+    proc, files = perfci_ci(repo, "pull_request", *FAST_AB)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = (files / "step_summary.md").read_text()
+    assert SLOWED in summary
+    errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("::error ")]
+    assert any(SLOWED in ln for ln in errors), proc.stdout
+    assert not any("which=steady" in ln for ln in errors)
+    outputs = (files / "github_output.txt").read_text().splitlines()
+    assert "verdict=regression" in outputs and "regressions=1" in outputs
+    assert any(ln.startswith("report=") and ln.endswith("report.html") for ln in outputs)
+    assert "A/B of main" in proc.stderr  # no remote: the local base branch
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_ci_on_an_unchanged_pull_request_passes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, feature_k="20000")
+    proc, files = perfci_ci(repo, "pull_request", *FAST_AB)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdict=pass" in (files / "github_output.txt").read_text().splitlines()
+    assert not [ln for ln in proc.stdout.splitlines() if ln.startswith("::error")]
+
+
+def test_ci_on_a_push_runs_and_feeds_the_history_store(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, feature_k="20000")
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    args = ("--path", "perf", "--rounds", "2", "--out", "o")
+    proc, files = perfci_ci(repo, "push", *args, PERFCI_DB=db)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "o" / "results.json").exists()
+    assert "1 run(s) added" in proc.stderr
+    outputs = (files / "github_output.txt").read_text().splitlines()
+    assert "mode=baseline" in outputs and "cases=2" in outputs

@@ -1,0 +1,80 @@
+"""`perfci ci` without measuring: which gate the GitHub environment asks for, workflow-command escaping, the
+annotations and the outputs file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfci.api.ci import (
+    CIOutcome,
+    CIPlan,
+    CIRequest,
+    escape_data,
+    escape_property,
+    plan_ci,
+    publish,
+    workflow_annotations,
+)
+from perfci.api.settings import CIEnvironment, Settings
+from perfci.compare.gate import ExitCode
+from perfci.errors import UsageError
+from perfci.metrics.registry import LATENCY
+from perfci.model import Comparison, MetricComparison, RunResult, Verdict
+
+
+def test_a_pull_request_is_an_ab_against_its_base(tmp_path: Path) -> None:
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main"}
+    plan = plan_ci(Settings(env), CIRequest(), repo=tmp_path)  # not a repository: no origin/main
+    assert (plan.mode, plan.base_rev, plan.ingest) == ("ab", "main", False)
+
+
+def test_a_push_is_a_run_ingested_only_with_a_store() -> None:
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push"}
+    assert plan_ci(Settings(env), CIRequest()).mode == "baseline"
+    assert not plan_ci(Settings(env), CIRequest()).ingest
+    assert plan_ci(Settings({**env, "PERFCI_DB": "sqlite:///x.db"}), CIRequest()).ingest
+
+
+def test_outside_github_flags_decide() -> None:
+    assert plan_ci(Settings({}), CIRequest(base="v1.0"), repo=Path("/")).mode == "ab"
+    assert plan_ci(Settings({}), CIRequest()).mode == "baseline"
+    with pytest.raises(UsageError):
+        plan_ci(Settings({}), CIRequest(mode="ab"))
+
+
+def test_workflow_command_escaping() -> None:
+    assert escape_data("50%\r\nx::y") == "50%25%0D%0Ax::y"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+
+
+def _outcome(tmp_path: Path) -> CIOutcome:
+    evil = "wl.f[s=a\n::error::pwned,x:y]@cpu"
+    rows = (
+        MetricComparison(evil, LATENCY, Verdict.REGRESSION, ratio=1.1, ratio_low=1.05, ratio_high=1.15),
+        MetricComparison("ok@cpu", LATENCY, Verdict.UNCHANGED, ratio=1.0),
+    )
+    run = RunResult("r", "", "", {}, None, {}, ())
+    where = CIEnvironment(True, "pull_request", "main", tmp_path / "summary", tmp_path / "output")
+    plan = CIPlan("ab", "main", False, where)
+    return CIOutcome(plan, Comparison("base", "head", rows), run, tmp_path / "out", ExitCode.REGRESSION)
+
+
+def test_annotations_name_the_regressed_case_on_one_line(tmp_path: Path) -> None:
+    lines = workflow_annotations(_outcome(tmp_path))
+    assert len(lines) == 1 and lines[0].startswith("::error title=perfci regression%3A wl.f[s=a%0A")
+    assert "\n" not in lines[0] and "+10.0%25" in lines[0]
+    assert workflow_annotations(_outcome(tmp_path), report_only=True)[0].startswith("::warning ")
+
+
+def test_publish_appends_the_summary_and_writes_the_outputs(tmp_path: Path) -> None:
+    outcome = _outcome(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "summary.md").write_text("### perfci: REGRESSION\n")
+    (tmp_path / "summary").write_text("earlier step\n")
+    publish(outcome)
+    assert (tmp_path / "summary").read_text().startswith("earlier step\n### perfci: REGRESSION")
+    lines = (tmp_path / "output").read_text().splitlines()
+    assert "verdict=regression" in lines and "regressions=1" in lines and "exit-code=1" in lines
+    assert f"report={tmp_path / 'out' / 'report.html'}" in lines

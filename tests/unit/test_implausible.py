@@ -1,0 +1,53 @@
+"""Bandwidth above the runner's measured copy peak is marked implausible in every output and not compared."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from perfci.compare.decide import compare_runs
+from perfci.compare.policy import DecisionSettings
+from perfci.metrics.derive import case_metrics
+from perfci.metrics.registry import BANDWIDTH, BANDWIDTH_PCT_PEAK
+from perfci.model import CaseResult, RunResult
+from perfci.reports.markdown import render_markdown
+from perfci.reports.tables import run_rows
+from perfci.reports.terminal import run_table
+from perfci.schema import dump_results, load_results
+from tests.conftest import make_case, make_run
+
+PEAKS = {"bandwidth_gbps": 10.0, "flops": 1e11}
+
+
+def _with_bytes(case: CaseResult, nbytes: float) -> CaseResult:
+    return replace(case, bytes=nbytes, metrics=case_metrics(case.rounds, case.flops, nbytes, PEAKS))
+
+
+def _run(case: CaseResult) -> RunResult:
+    run = make_run([case])
+    return replace(run, fingerprint={**run.fingerprint, "peaks": PEAKS})
+
+
+def test_bandwidth_above_the_copy_peak_is_marked_and_not_compared(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    case = make_case("big", 1e-6)  # 1 us per call
+    ok, wild = _with_bytes(case, 4e3), _with_bytes(case, 4e8)  # 4 GB/s; 400,000 GB/s
+    bw = ok.metric(BANDWIDTH)
+    assert bw is not None and not bw.note
+    marked = wild.metric(BANDWIDTH)
+    pct = wild.metric(BANDWIDTH_PCT_PEAK)
+    assert marked is not None and marked.note.startswith("implausible") and pct is not None and pct.note
+    settings = DecisionSettings(metrics=("latency.median", BANDWIDTH))
+    comparison = compare_runs(_run(wild), _run(wild), settings)
+    assert BANDWIDTH not in {r.metric for r in comparison.rows}
+    assert any("not compared" in w and "implausible" in w for w in comparison.warnings)
+    # every output says so: results JSON, HTML rows, Markdown, terminal
+    path = tmp_path / "results.json"
+    dump_results(_run(wild), path)
+    saved = json.loads(path.read_text())["cases"][0]["metrics"]
+    assert any(m["name"] == BANDWIDTH and m["note"].startswith("implausible") for m in saved)
+    assert load_results(path).cases[0].metric(BANDWIDTH).note == marked.note  # type: ignore[union-attr]
+    row = run_rows(_run(wild))[0]
+    assert "implausible" in row["bandwidth"] and "implausible" in row["notes"]
+    assert "implausible bandwidth" in render_markdown(_run(wild), None)
+    assert "implausible" in str([cell for col in run_table(_run(wild)).columns for cell in col._cells])
+    assert "implausible" not in render_markdown(_run(ok), None)
