@@ -51,6 +51,9 @@ for what in "import perfci.engine.worker" "import torch" \
   echo "  ${ts[*]}  <- python -c \"$what\""
 done
 
+echo "== one worker measuring both cases, under cProfile"
+python3 benchmarks/gpu_worker_profile.py "$REPO/perf/bench_ab.py" cuda 2>&1 | head -40
+
 echo "== A/A perfci ab HEAD (pairs=$PAIRS)"
 t0=$(date +%s.%N)
 (cd "$REPO" && python3 -m perfci ab HEAD --path perf --pairs "$PAIRS" --out "$OUTDIR/ab" --exit-zero \

@@ -24,4 +24,8 @@ if [ -z "${GPU_CHECK_SKIP_KERNELS:-}" ] && python3 -m perfci list --suite kernel
     >"$OUTDIR/kernels.log" 2>&1
   tail -60 "$OUTDIR/kernels.log"
 fi
-exit $engine
+echo "== memory per case and GEMMs: burst, sustained against triton do_bench (benchmarks/gpu_memory_check.py)"
+python3 benchmarks/gpu_memory_check.py --rounds 3 --out "$OUTDIR/memory_check"
+memory_check=$?
+echo "gpu_check: engine checks exit $engine, memory/sustained check exit $memory_check"
+[ "$engine" -eq 0 ] && [ "$memory_check" -eq 0 ]

@@ -2,10 +2,14 @@
 
 1. For each case of the `kernels` suite: `memory.device` (the case's own tensors and workspace) beside the
    worker's `memory.peak_device` and NVML's per-process figure (context).
-2. For bf16 GEMMs 4096^3 and 8192^3: perfci's median (one `perfci run`, hot mode) against
-   `triton.testing.do_bench` (median), measured back to back on the same GPU.
+2. For bf16 GEMMs 4096^3 and 8192^3, one table: perfci's median in hot (burst) and in sustained mode (one
+   `perfci run`), each over `triton.testing.do_bench` (median) measured right after it on the same GPU, with
+   the SM clock, power and settle time the sustained mode reached.
 
-Usage: python benchmarks/gpu_memory_check.py [--rounds 3] [--out /tmp/gpu_memory_check]
+Bar (issue 15): sustained median / do_bench median within 3% for both sizes. Exit code 0 when met, 1 when not
+(or when a case failed, or triton is missing).
+
+Usage: python benchmarks/gpu_memory_check.py [--rounds 3] [--out /tmp/gpu_memory_check] [--skip-memory]
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ MIB = 2**20
 GEMM_FILE = """
 import perfci
 
-@perfci.workload(params={"n": [4096, 8192]}, devices=["cuda"])
-def gemm(ctx, n):
+@perfci.workload(params={"n": [4096, 8192], "gpu_mode": ["hot", "sustained"]}, devices=["cuda"])
+def gemm(ctx, n, gpu_mode):
     import torch
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -41,7 +45,12 @@ def _value(case: CaseResult, name: str) -> float:
 
 def perfci_run(out: Path, rounds: int, *sources: str) -> list[CaseResult]:
     cmd = [sys.executable, "-m", "perfci", "run", *sources, "--device", "cuda", "--rounds", str(rounds)]
-    subprocess.run([*cmd, "--out", str(out), "--exit-zero"], check=True)
+    log = out.with_suffix(".log")  # perfci's own output goes here, so this script prints only its tables
+    with log.open("w") as f:
+        done = subprocess.run([*cmd, "--out", str(out), "--exit-zero"], stdout=f, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        print(log.read_text()[-3000:])
+        raise RuntimeError(f"perfci run failed (exit {done.returncode}); log: {log}")
     return list(load_results(out / "results.json").cases)
 
 
@@ -63,27 +72,65 @@ def do_bench_median(n: int) -> float:
     return float(do_bench(lambda: a @ b, return_mode="median")) * 1e-3
 
 
-def gemm_table(out: Path, rounds: int) -> None:
+BAR = 0.03
+SIZES = (4096, 8192)
+
+
+def _sustained(case: CaseResult | None) -> dict[str, float]:
+    """The steady state the sustained mode reached (the last round's)."""
+    rounds = [r.telemetry.get("sustained") for r in case.rounds] if case is not None else []
+    reached = [r for r in rounds if isinstance(r, dict)]
+    return reached[-1] if reached else {}
+
+
+def gemm_table(out: Path, rounds: int) -> bool:
+    """The GEMM table; True when every sustained ratio is within BAR of do_bench."""
     source = out / "gemm_check.py"
     source.write_text(GEMM_FILE)
-    cases = perfci_run(out / "gemm", rounds, str(source))
-    print(f"\n{'GEMM bf16':14} {'perfci median':>14} {'do_bench median':>16} {'perfci/do_bench':>16}")
-    for c in cases:
-        n = int(c.spec.params["n"])
-        ours, theirs = _value(c, LATENCY), do_bench_median(n)
-        print(f"{n}^3{'':8} {ours * 1e6:11.1f} us {theirs * 1e6:13.1f} us {ours / theirs:15.3f}x")
+    cases = {
+        (int(c.spec.params["n"]), str(c.spec.params["gpu_mode"])): c
+        for c in perfci_run(out / "gemm", rounds, str(source))
+    }
+    try:
+        bench = {n: do_bench_median(n) for n in SIZES}
+    except ImportError as exc:
+        print(f"\nFAIL: triton.testing.do_bench is not available ({exc}); the bar cannot be checked.")
+        return False
+    head = ("GEMM bf16", "hot", "sustained", "do_bench", "hot/db", "sust/db", "SM MHz", "power W", "settle s", "bar")
+    print("\n" + " | ".join(f"{h:>10}" for h in head))
+    ok = True
+    for n in SIZES:
+        hot, sus = (_value(cases[(n, m)], LATENCY) if (n, m) in cases else float("nan") for m in ("hot", "sustained"))
+        reached, db = _sustained(cases.get((n, "sustained"))), bench[n]
+        passed = abs(sus / db - 1.0) <= BAR  # False for nan (a failed case)
+        ok &= passed
+        row = (
+            f"{n}^3", f"{hot * 1e6:.1f} us", f"{sus * 1e6:.1f} us", f"{db * 1e6:.1f} us", f"{hot / db:.3f}",
+            f"{sus / db:.3f}", f"{reached.get('sm_clock_mhz', float('nan')):.0f}",
+            f"{reached.get('power_w', float('nan')):.0f}", f"{reached.get('settle_s', float('nan')):.1f}",
+            "PASS" if passed else "FAIL",
+        )  # fmt: skip
+        print(" | ".join(f"{c:>10}" for c in row))
+    print(f"\nbar: sustained / do_bench within {BAR:.0%} for both sizes: {'met' if ok else 'NOT met'}")
+    return ok
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--skip-memory", action="store_true", help="only the GEMM table")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu_memory_check-"))
     out.mkdir(parents=True, exist_ok=True)
-    memory_table(out, args.rounds)
-    gemm_table(out, args.rounds)
+    try:
+        if not args.skip_memory:
+            memory_table(out, args.rounds)
+        return 0 if gemm_table(out, args.rounds) else 1
+    except (RuntimeError, OSError, KeyError, ValueError) as exc:
+        print(f"FAIL: {type(exc).__name__}: {exc}")
+        return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

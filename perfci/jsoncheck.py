@@ -20,6 +20,7 @@ when its branches declare disjoint types: then at most one branch can hold, and 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,8 @@ KEYWORDS = _IGNORED | {
     "minLength", "pattern", "$ref", "oneOf", *_BOUNDS,
 }  # fmt: skip
 
+# keywords that hold schemas or reach other ones: a referenced schema without them is inlined
+_NESTED = frozenset({"properties", "required", "additionalProperties", "items", "$ref", "oneOf", "$defs"})
 _NUMBER = frozenset({int, float})  # exact types: bool is neither (type(True) is bool)
 _TYPES: dict[str, frozenset[type]] = {
     "object": frozenset({dict}),
@@ -65,8 +68,8 @@ def _bound_test(schema: dict[str, Any], v: str) -> str | None:
     ops = {"minimum": "<", "exclusiveMinimum": "<=", "maximum": ">", "exclusiveMaximum": ">="}
     parts = [f"{v} {ops[k]} {schema[k]!r}" for k in _BOUNDS if k in schema]
     for k in _BOUNDS:
-        if k in schema and (type(schema[k]) not in _NUMBER):
-            raise ValueError(f"{k} must be a number")
+        if k in schema and (type(schema[k]) not in _NUMBER or not math.isfinite(schema[k])):
+            raise ValueError(f"{k} must be a finite number")
     return f"not ({' or '.join(parts)})" if parts else None
 
 
@@ -96,6 +99,7 @@ class _Compiler:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"_SCALARS": _SCALARS}
         self.refs: dict[str, str] = {}
+        self.defined: set[str] = set()  # functions whose source is written
         self.count = 0
 
     def name(self, prefix: str, value: Any = None) -> str:
@@ -108,19 +112,27 @@ class _Compiler:
     def ref(self, pointer: str) -> str:
         """The function checking the local reference `#/$defs/...`, written once."""
         if pointer not in self.refs:
-            if not pointer.startswith("#/"):
-                raise ValueError(f"only local references are compiled, not {pointer!r}")
-            target: Any = self.root
-            for part in pointer[2:].split("/"):
-                target = target[part.replace("~1", "/").replace("~0", "~")]
             self.refs[pointer] = fn = self.name("ref")  # named before compiling: a recursive schema calls it
-            self.function(fn, target)
+            self.function(fn, self.target(pointer))
         return self.refs[pointer]
 
     def function(self, fn: str, schema: Any) -> str:
         body = self.expr(schema, "x")
-        self.lines += [f"def {fn}(x):", f"    return {body}", ""]
+        call = re.fullmatch(r"\((\w+)\(x\)\)", body)
+        if call and call[1] in self.defined:  # a function already written: the same function
+            self.lines += [f"{fn} = {call[1]}", ""]
+        else:
+            self.lines += [f"def {fn}(x):", f"    return {body}", ""]
+        self.defined.add(fn)
         return fn
+
+    def target(self, pointer: str) -> Any:
+        if not pointer.startswith("#/"):
+            raise ValueError(f"only local references are compiled, not {pointer!r}")
+        found: Any = self.root
+        for part in pointer[2:].split("/"):
+            found = found[part.replace("~1", "/").replace("~0", "~")]
+        return found
 
     def expr(self, schema: Any, v: str) -> str:
         """A Python expression over the variable `v` that is True only when `schema` accepts it."""
@@ -145,7 +157,11 @@ class _Compiler:
             fn = self.object_function(schema)
             parts.append(f"{fn}({v})" if types == _TYPES["object"] else f"(type({v}) is not dict or {fn}({v}))")
         if "$ref" in schema:
-            parts.append(f"{self.ref(schema['$ref'])}({v})")
+            target = self.target(schema["$ref"])
+            if isinstance(target, dict) and not set(target) & _NESTED:  # a leaf: inlined
+                parts.append(self.expr(target, v))
+            else:
+                parts.append(f"{self.ref(schema['$ref'])}({v})")
         if "oneOf" in schema:
             parts.append(self.one_of(schema["oneOf"], v))
         return " and ".join(f"({p})" for p in parts) if parts else "True"
@@ -186,7 +202,7 @@ class _Compiler:
             items = schema["items"]
             if isinstance(items, dict) and set(items) - _IGNORED <= {"type", *_BOUNDS} and _types(items) == _NUMBER:
                 source = _bound_test(items, "v")
-                bound = eval(f"lambda v: {source}") if source else None  # noqa: S307 (our own bound text)
+                bound = eval(f"lambda v: {source}") if source else None  # our own text: numbers and comparisons
                 test = f"{self.name('n', _number_array(bound))}({v})"
             else:
                 item = self.function(self.name("item"), items)
@@ -226,6 +242,7 @@ class _Compiler:
                 body.append(f"        return all({each}(v) for k, v in x.items() if k not in {names})")
         body += ["    return True", ""]
         self.lines += body
+        self.defined.add(fn)
         return fn
 
     def one_of(self, branches: list[Any], v: str) -> str:
@@ -250,7 +267,7 @@ def compile_schema(schema: dict[str, Any]) -> Check:
     compiler = _Compiler(schema)
     compiler.function("check", schema)
     namespace = dict(compiler.names)
-    exec(compile("\n".join(compiler.lines), "<perfci.jsoncheck>", "exec"), namespace)  # noqa: S102 (our own source)
+    exec(compile("\n".join(compiler.lines), "<perfci.jsoncheck>", "exec"), namespace)  # our own source (schema_source)
     check: Check = namespace["check"]
     return check
 

@@ -7,8 +7,10 @@ older document up to date (from version N to N+1, applied in order), and each ve
 document that fails validation is one clear `ResultsFormatError`. The results format is `RESULTS` below; the
 saved comparison (compare/saved.py) is the other.
 
-Deliberate departure from DESIGN.md's "standard library only" for this layer: validation uses the `jsonschema`
-library rather than a hand-written validator.
+Validation: each shipped JSON Schema is compiled once into a Python predicate (perfci/jsoncheck.py) that
+accepts only documents the schema accepts; a document it does not accept goes to the `jsonschema` library, which
+decides and words the error. Deliberate departure from DESIGN.md's "standard library only" for this layer:
+`jsonschema` is the reference, imported only when a document needs it.
 """
 
 from __future__ import annotations
@@ -19,13 +21,11 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ResultsFormatError
 from perfci.jsoncheck import Check, compile_schema
@@ -40,6 +40,9 @@ from perfci.model import (
     Round,
     RunResult,
 )
+
+if TYPE_CHECKING:
+    import jsonschema
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -127,7 +130,9 @@ class DocumentFormat:
         one (docs/results-format.md, "Validation")."""
         if self._check(doc):
             return
-        error = jsonschema.exceptions.best_match(self._validator.iter_errors(doc))
+        from jsonschema.exceptions import best_match  # lazily: only a document the check did not accept needs it
+
+        error = best_match(self._validator.iter_errors(doc))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "<top>"
             raise ResultsFormatError(f"{source}: invalid {self.kind} file at {where}: {error.message}")
@@ -138,19 +143,23 @@ class DocumentFormat:
 
     @cached_property
     def _validator(self) -> jsonschema.Draft202012Validator:
-        return jsonschema.Draft202012Validator(self.json_schema(self.version))
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.json_schema(self.version))
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a large document is parsed and decoded, on again after. The
-    hundreds of thousands of containers a parse makes would otherwise set off collections that scan them again
-    and again (about a third of the load time of a 5,000-case file); a parsed document holds no cycles."""
+    """The cyclic garbage collector off while a large document is parsed and decoded, and what exists then moved
+    out of its reach (`gc.freeze`) before it is on again. The million containers a 5,000-case file makes would
+    otherwise set off collections that scan them again and again, during the load (a third of its time) and
+    after it (a second of a comparison). A parsed document holds no cycles: reference counting frees it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
@@ -197,10 +206,28 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if _finite_floats(value):
+            return list(value)  # raw samples: checked in bulk, not one by one
         return [json_safe(v) for v in value]
     if hasattr(value, "value") and isinstance(value, Direction | CaseStatus):
         return value.value
     return value
+
+
+def _finite_floats(xs: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether every item is a float and finite (then so is their sum; a NaN or an infinity makes it not)."""
+    return bool(xs) and set(map(type, xs)) == {float} and math.isfinite(sum(xs))
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def shallow_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict, values as they are (`asdict` without its deep copy: a fraction of the
+    time for a run's rounds); `json_safe` then makes the values JSON."""
+    return {name: getattr(obj, name) for name in _field_names(type(obj))}
 
 
 def case_to_dict(case: CaseResult) -> dict[str, Any]:
@@ -215,14 +242,14 @@ def case_to_dict(case: CaseResult) -> dict[str, Any]:
         "status": case.status.value,
         "flops": case.flops,
         "bytes": case.bytes,
-        "rounds": [json_safe(asdict(r)) for r in case.rounds],
+        "rounds": [json_safe(shallow_dict(r)) for r in case.rounds],
         "metrics": [_metric_to_dict(m) for m in case.metrics],
-        "errors": [asdict(e) for e in case.errors],
+        "errors": [shallow_dict(e) for e in case.errors],
     }
 
 
 def _metric_to_dict(m: Metric) -> dict[str, Any]:
-    d: dict[str, Any] = json_safe({**asdict(m), "direction": m.direction.value})
+    d: dict[str, Any] = json_safe({**shallow_dict(m), "direction": m.direction.value})
     if not m.note:
         d.pop("note")  # optional: written only when there is one
     return d

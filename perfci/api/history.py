@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -12,6 +13,7 @@ from perfci.api.settings import Settings
 from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
 from perfci.errors import UsageError
 from perfci.metrics.registry import COMPARABLE
+from perfci.model import RunResult
 from perfci.patterns import CasePattern
 from perfci.reports.trend import trend_markdown
 from perfci.reports.trend_html import write_trend_html
@@ -24,17 +26,26 @@ def open_store(settings: Settings, db: str | None) -> HistoryStore:
     return HistoryStore(settings.store_url(db))
 
 
+PRELOAD_FILES = 4  # read before the store is opened
+
+
 def ingest(settings: Settings, results: list[Path], db: str | None, runner: str | None) -> tuple[int, int]:
-    """Add results files to the store (every file validated before anything is written); (added, skipped)."""
-    runs = [load_results(p) for p in results]
-    partial = [str(p) for p, r in zip(results, runs, strict=True) if r.settings.get("complete") is False]
-    if partial:
-        raise UsageError(
-            f"{', '.join(partial)}: the run did not complete (interrupted); the history keeps whole runs only.",
-            hint="re-run it, or compare it directly with 'perfci compare'",
-        )
-    items = [(r, settings.runner_class(runner, r.fingerprint)) for r in runs]
-    return open_store(settings, db).ingest_many(items)
+    """Add results files to the store; (added, skipped). Files are read one at a time as the store takes them
+    (bounded memory), all in one transaction: a file that is not a complete, valid results file stores nothing.
+    The first files are read before the store is opened, so a bad one among them leaves no store behind."""
+
+    def load(path: Path) -> tuple[RunResult, str]:
+        run = load_results(path)
+        if run.settings.get("complete") is False:
+            raise UsageError(
+                f"{path}: the run did not complete (interrupted); the history keeps whole runs only.",
+                hint="re-run it, or compare it directly with 'perfci compare'",
+            )
+        return run, settings.runner_class(runner, run.fingerprint)
+
+    first = [load(p) for p in results[:PRELOAD_FILES]]
+    rest = (load(p) for p in results[PRELOAD_FILES:])
+    return open_store(settings, db).ingest_many(itertools.chain(first, rest))
 
 
 def list_runs(settings: Settings, db: str | None, where: RunFilter, limit: int | None = None) -> list[RunInfo]:

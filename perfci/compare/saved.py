@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
-from perfci.schema import DocumentFormat, gc_paused, json_safe, shipped_schemas, write_json_document
+from perfci.schema import DocumentFormat, gc_paused, json_safe, shallow_dict, shipped_schemas, write_json_document
 
 # Version 1 is the first: no migrations yet.
 SCHEMA_NAME = "perfci.comparison"
@@ -59,7 +59,7 @@ def run_side(run: RunResult | None) -> dict[str, Any]:
 
 
 def _row_to_dict(row: MetricComparison) -> dict[str, Any]:
-    d: dict[str, Any] = json_safe(asdict(row))
+    d: dict[str, Any] = json_safe(shallow_dict(row))
     d["verdict"] = row.verdict.value
     d["direction"] = row.direction.value
     return d

@@ -1,7 +1,8 @@
 """Markdown summary for pull-request comments and the CI step summary (GitHub-flavoured Markdown).
 
-The verdict line, a short table of the cases that need a look (regressions, errors, inconclusive, missing),
-and a pointer to the HTML report. It stays under `budget` characters for any suite size (GitHub refuses
+The verdict line, a short table of the cases that need a look (regressions, errors, inconclusive, missing) or,
+for a run without a comparison, of its errors and of each measured case (median, interval, own memory), and a
+pointer to the HTML report. It stays under `budget` characters for any suite size (GitHub refuses
 comments over 65,536 characters): rows beyond `max_rows` or the budget are counted in a truncation line.
 
 Every string that came from a results file (case ids, labels, notes) is written as a code span: Markdown,
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfci.metrics.registry import BANDWIDTH
-from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, headline, sort_rows
@@ -26,6 +28,7 @@ _HEAD = (
     "| verdict | case | metric | change | interval | baseline | candidate |\n"
     "| --- | --- | --- | --: | --: | --: | --: |"
 )
+_RUN_HEAD = "| case | median | interval | memory (host) | memory (device) |\n| --- | --: | --: | --: | --: |"
 
 
 def code(text: object, limit: int = 200) -> str:
@@ -62,11 +65,24 @@ def _row(r: MetricComparison) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table(lines: list[str], rows: list[str], what: str, report: str, budget: int, max_rows: int) -> None:
+def _run_row(c: CaseResult) -> str:
+    """A measured case of a plain run: its median with its interval, and its own memory (the registry's)."""
+    m = c.metric(LATENCY)
+    unit = m.unit if m else "s"
+    interval = f"{format_value(m.low, unit)} .. {format_value(m.high, unit)}" if m and m.low is not None else "-"
+    memory = [c.metric(name) for name in (MEMORY_HOST, MEMORY_DEVICE)]
+    cells = [code(c.id), format_value(m.value if m else None, unit), interval]
+    cells += [format_value(x.value, x.unit) if x else "-" for x in memory]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(
+    lines: list[str], rows: list[str], what: str, report: str, budget: int, max_rows: int, head: str = _HEAD
+) -> None:
     """Append a table of `rows` to `lines`, stopping at `max_rows` or before `budget` characters."""
     if not rows:
         return
-    lines.extend(["", _HEAD])
+    lines.extend(["", head])
     used = sum(len(x) + 1 for x in lines)
     reserve = 200  # the truncation line and the footer
     shown = 0
@@ -120,7 +136,10 @@ def render_markdown(
             lines.extend(rows[:max_rows])
             if len(rows) > max_rows:
                 lines.append(f"\n… and {len(rows) - max_rows:,} more cases (see {report})")
+        measured = [_run_row(c) for c in run.cases if c.status is CaseStatus.OK]
+        _table(lines, measured, "measured cases", report, budget, max_rows, _RUN_HEAD)
     lines += _implausible_lines(run, max_rows)
+    lines += [f"\n> note: {code(n, 300)}" for n in burst_sustained_notes(run)]
     lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
     text = "\n".join(lines) + "\n"
     return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Select, create_engine, delete, func, insert, select, text, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
 from perfci.errors import InfrastructureError, UsageError
@@ -96,6 +96,25 @@ def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | N
     return {"rounds": len(logs), "log_mean": mean, "log_sd": sd}
 
 
+BATCH_ROWS = 20_000  # measurements per bulk insert
+
+
+def measurement_rows(run: RunResult, run_pk: int) -> list[dict[str, Any]]:
+    """The `measurements` rows of a run (ok cases only)."""
+    rows = []
+    for c in run.cases:
+        if c.status is not CaseStatus.OK:
+            continue
+        for m in c.metrics:
+            rows.append(
+                {
+                    "run": run_pk, "case_id": c.id, "metric": m.name, "unit": m.unit, "direction": m.direction.value,
+                    "value": m.value, "low": m.low, "high": m.high, **round_statistics(c, m.name),
+                }
+            )  # fmt: skip
+    return rows
+
+
 def default_url(root: Path) -> str:
     return f"sqlite:///{root / '.perfci' / 'history.db'}"
 
@@ -164,49 +183,36 @@ class HistoryStore:
 
     def ingest(self, run: RunResult, runner: str) -> bool:
         """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""
-        try:
-            with self.engine.begin() as conn:
-                exists = conn.execute(
-                    select(runs.c.id).where(runs.c.runner == runner, runs.c.run_id == run.run_id)
-                ).first()
-                if exists is not None:
-                    return False
-                inserted = conn.execute(
-                    insert(runs).values(
-                        run_id=run.run_id,
-                        runner=runner,
-                        commit=run.git.commit if run.git else None,
-                        branch=run.git.branch if run.git else None,
-                        dirty=run.git.dirty if run.git else None,
-                        started_at=run.started_at,
-                        finished_at=run.finished_at,
-                        fingerprint=json.dumps(run.fingerprint, sort_keys=True),
-                    )
-                ).inserted_primary_key
-                if inserted is None:
-                    raise InfrastructureError("the history store did not return the new run's key")
-                run_pk = inserted[0]
-                rows = [
-                    {
-                        "run": run_pk,
-                        "case_id": c.id,
-                        "metric": m.name,
-                        "unit": m.unit,
-                        "direction": m.direction.value,
-                        "value": m.value,
-                        "low": m.low,
-                        "high": m.high,
-                        **round_statistics(c, m.name),
-                    }
-                    for c in run.cases
-                    if c.status is CaseStatus.OK
-                    for m in c.metrics
-                ]
-                if rows:
-                    conn.execute(insert(measurements), rows)
-        except SQLAlchemyError as exc:
-            raise InfrastructureError(f"could not write to the history store: {exc}") from None
-        return True
+        return self.ingest_many([(run, runner)]) == (1, 0)
+
+    def _insert_batch(self, conn: Connection, batch: list[tuple[RunResult, str]]) -> tuple[int, int]:
+        """Insert a batch of runs (those not stored yet) and their measurements with one bulk insert each."""
+        stored: set[tuple[str, str]] = set()
+        for name in {runner for _, runner in batch}:
+            ids = [run.run_id for run, runner in batch if runner == name]
+            q = select(runs.c.run_id).where(runs.c.runner == name, runs.c.run_id.in_(ids))
+            stored |= {(name, row[0]) for row in conn.execute(q)}
+        added = 0
+        rows: list[dict[str, Any]] = []
+        for run, runner in batch:
+            if (runner, run.run_id) in stored:
+                continue
+            stored.add((runner, run.run_id))  # the same run twice in one call is stored once
+            git = run.git
+            inserted = conn.execute(
+                insert(runs).values(
+                    run_id=run.run_id, runner=runner, commit=git.commit if git else None,
+                    branch=git.branch if git else None, dirty=git.dirty if git else None, started_at=run.started_at,
+                    finished_at=run.finished_at, fingerprint=json.dumps(run.fingerprint, sort_keys=True),
+                )
+            ).inserted_primary_key  # fmt: skip
+            if inserted is None:
+                raise InfrastructureError("the history store did not return the new run's key")
+            rows += measurement_rows(run, inserted[0])
+            added += 1
+        if rows:
+            conn.execute(insert(measurements), rows)
+        return added, len(batch) - added
 
     def run_fingerprints(self, runner: str) -> list[tuple[str, str, dict[str, Any]]]:
         """(run id, start time, fingerprint) of every run of `runner`, in time order."""
@@ -291,9 +297,8 @@ class HistoryStore:
             q = q.where(measurements.c.case_id == case_id)
         out: dict[str, list[Point]] = {}
         with self.engine.connect() as conn:
-            for row in conn.execute(q):
-                fields = dict(row._mapping)
-                out.setdefault(fields.pop("case_id"), []).append(Point(**fields))
+            for case, *fields in conn.execute(q).tuples():  # positional: Point's field order is the query's
+                out.setdefault(case, []).append(Point(*fields))
         return out
 
     def list_runs(self, where: RunFilter = RunFilter(), limit: int | None = None) -> list[RunInfo]:
@@ -352,11 +357,24 @@ class HistoryStore:
                 out.setdefault((case_id, metric), []).append(Point(*fields))
         return latest, out
 
-    def ingest_many(self, items: Iterable[tuple[RunResult, str]]) -> tuple[int, int]:
+    def ingest_many(self, items: Iterable[tuple[RunResult, str]], batch_rows: int = BATCH_ROWS) -> tuple[int, int]:
+        """Store runs read from `items` lazily (an iterator of any length: memory holds one batch of about
+        `batch_rows` measurements), all in one transaction: a run that fails to load (an exception from
+        `items`) leaves the store as it was. Runs already stored are skipped. (added, skipped)."""
         added = skipped = 0
-        for run, runner in items:
-            if self.ingest(run, runner):
-                added += 1
-            else:
-                skipped += 1
+        try:
+            with self.engine.begin() as conn:
+                batch: list[tuple[RunResult, str]] = []
+                size = 0
+                for run, runner in items:
+                    batch.append((run, runner))
+                    size += sum(len(c.metrics) for c in run.cases)
+                    if size >= batch_rows:
+                        a, s = self._insert_batch(conn, batch)
+                        added, skipped, batch, size = added + a, skipped + s, [], 0
+                if batch:
+                    a, s = self._insert_batch(conn, batch)
+                    added, skipped = added + a, skipped + s
+        except SQLAlchemyError as exc:
+            raise InfrastructureError(f"could not write to the history store: {exc}") from None
         return added, skipped

@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "store": 5, "compare": 5, "importers": 5,
     "reports": 6,
     "api": 7,
-    "cli": 8,
+    "cli": 8, "pytest_plugin": 8,
 }
 # fmt: on
 CORE_MODULES = {"model", "schema", "jsoncheck", "errors", "config", "patterns", "cpus"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perfci.model import CaseError, CaseStatus, Comparison, MetricComparison, Verdict
+from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, MetricComparison, Verdict
 from perfci.reports.markdown import GITHUB_COMMENT_LIMIT, code, render_markdown
 from tests.conftest import make_case, make_run
 from tests.report_fixtures import suite_comparison
@@ -85,3 +85,41 @@ def test_run_only_summary_lists_errors() -> None:
     md = render_markdown(make_run([ok, bad]), None)
     assert "measured 1 case(s), 1 error(s)" in md
     assert "`t.broken[n=8]@cpu`" in md and "`timeout`" in md
+
+
+def test_run_summary_lists_each_case_with_median_interval_and_memory() -> None:
+    from dataclasses import replace
+
+    from perfci.metrics.derive import metric
+    from perfci.metrics.registry import MEMORY_DEVICE, MEMORY_HOST
+
+    def without_memory(case: CaseResult) -> CaseResult:
+        return replace(case, metrics=tuple(m for m in case.metrics if m.name not in (MEMORY_HOST, MEMORY_DEVICE)))
+
+    plain = without_memory(make_case("plain", 1e-3))
+    gpu = without_memory(make_case("gpu", 2e-6))
+    gpu = replace(gpu, metrics=(*gpu.metrics, metric(MEMORY_HOST, 3 * 2**20), metric(MEMORY_DEVICE, 2**30)))
+    md = render_markdown(make_run([plain, gpu]), None)
+    head = next(line for line in md.splitlines() if line.startswith("| case"))
+    assert cells(head) == ["case", "median", "interval", "memory (host)", "memory (device)"]
+    row = cells(next(line for line in md.splitlines() if "t.gpu[n=8]@cpu" in line))
+    assert row[0] == "`t.gpu[n=8]@cpu`" and row[1].endswith("µs") and " .. " in row[2]
+    assert row[3] == "3 MiB" and row[4] == "1 GiB"
+    assert cells(next(line for line in md.splitlines() if "t.plain" in line))[3:] == ["-", "-"]
+
+
+def test_run_summary_rows_are_escaped_and_bounded() -> None:
+    from dataclasses import replace
+
+    from perfci.model import CaseSpec
+
+    evil = "a|b`c<img src=x>@octocat"
+    cases = [make_case(f"c{i}", 1e-3) for i in range(300)]
+    cases[0] = replace(cases[0], spec=CaseSpec(workload=evil + "x" * 5000, params={}, device="cpu"))
+    md = render_markdown(make_run(cases), None, max_rows=50)
+    rows = [line for line in md.splitlines() if line.startswith("| `")]
+    assert len(rows) == 50 and all(len(cells(r)) == 5 for r in rows)
+    assert rows[0].startswith("| ``") and "a\\|b`c<img" in rows[0] and len(rows[0]) < 400
+    assert "… and 250 more measured cases (see report.html)" in md
+    big = render_markdown(make_run([make_case(f"c{i}", 1e-3) for i in range(5000)]), None, max_rows=10_000)
+    assert len(big) < GITHUB_COMMENT_LIMIT and "more measured cases" in big

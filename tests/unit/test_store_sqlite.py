@@ -111,3 +111,28 @@ def test_history_prune_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "cpu-test: deleted 6 run(s)" in res.stderr
     assert len(HistoryStore(db).series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 10
     assert CliRunner().invoke(app, ["history", "prune", "--keep", "0", "--db", db]).exit_code == 2
+
+
+def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = history_runs(12, step_at=99)
+    HistoryStore(db).ingest_many((r, "cpu-test") for r in runs)
+    runner = CliRunner()
+    res = runner.invoke(app, ["history", "list", "--db", db, "--since", "2026-11-11", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert [r["run_id"] for r in json.loads(res.stdout)] == ["run-11", "run-10"]
+    res = runner.invoke(app, ["history", "list", "--db", db, "--branch", "main", "--limit", "3"])
+    assert res.exit_code == 0 and "run-11" in res.stdout and "run-08" not in res.stdout
+    out = tmp_path / "m.csv"
+    res = runner.invoke(app, ["history", "export", "--db", db, "--format", "csv", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"exported {12 * sum(len(c.metrics) for c in runs[0].cases)} row(s)" in res.stderr
+    cand = tmp_path / "cand.json"
+    dump_results(replace(history_runs(1, factor=1.0)[0], run_id="cand"), cand)
+    res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:main", "--db", db, "--runner", "cpu-test"])
+    assert res.exit_code == 0, res.output
+    assert "main: last 10 run(s) of cpu-test" in res.stdout + res.stderr
+    res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:", "--db", db])
+    assert res.exit_code == 2 and "names no branch" in res.stderr
+    res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:dev", "--db", db, "--runner", "cpu-test"])
+    assert res.exit_code == 2 and "0 run(s) of runner class 'cpu-test' on branch 'dev'" in res.stderr

@@ -1,0 +1,231 @@
+"""pytest hooks of perfci's plugin (entry point `pytest11`: `perfci`).
+
+- `perf` fixture: `def test_x(perf): perf(fn)` measures `fn` in-process (measure.py) and records a case whose
+  id is the test's node id (`<node id>@cpu`; with `name=`, `<node id>::<name>@cpu`).
+- `--perfci-out DIR`: DIR/results.json, a perfci results file (`perfci compare`, `perfci report` read it).
+- `--perfci-compare BASELINE`: compares with a results file through `perfci.api.compare` (the rule, thresholds,
+  expected changes and files of `perfci compare`); a regression makes the session exit 1, and the verdict table
+  is printed in the terminal summary.
+
+Only names prefixed `perf`/`perfci` are registered, so it sits beside pytest-benchmark (`benchmark`,
+`--benchmark-*`). Everything heavier than the standard library is imported when first used, because pytest
+imports this module in every session of an environment where perfci is installed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from perfci.api.compare import CompareOutcome
+    from perfci.model import CaseResult, RunResult
+    from perfci.pytest_plugin.measure import InProcessSettings
+
+RESULTS_FILE = "results.json"
+REGRESSION_EXIT = 1
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfci", "perfci: performance measurements with the `perf` fixture")
+    group.addoption("--perfci-out", metavar="DIR", default=None, help=f"write DIR/{RESULTS_FILE} (perfci results)")
+    group.addoption(
+        "--perfci-compare",
+        metavar="BASELINE",
+        default=None,
+        help="compare with a perfci results file; a regression fails the session (exit 1)",
+    )
+    group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
+    group.addoption(
+        "--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round"
+    )
+    group.addoption(
+        "--perfci-threshold", metavar="F", type=float, default=None, help="practical threshold (0.05 = 5%%)"
+    )
+    group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
+
+
+@dataclass
+class PerfciSession:
+    """What one pytest session measured, and what its comparison decided."""
+
+    settings: InProcessSettings
+    out: Path | None
+    baseline: Path | None
+    threshold: float | None
+    disabled: bool
+    rootpath: Path
+    started_at: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    written: Path | None = None
+    outcome: CompareOutcome | None = None
+    error: str | None = None
+
+    def record(self, case: CaseResult) -> None:
+        if any(c.id == case.id for c in self.cases):
+            raise ValueError(f"perf: {case.id!r} measured twice; give each call in a test its own name=")
+        self.cases.append(case)
+
+    def start(self) -> None:
+        """Called before the first measurement: the run starts then."""
+        if not self.started_at:
+            from perfci.engine.runner import utc_now
+
+            self.started_at = utc_now()
+
+    def run(self) -> RunResult:
+        from perfci.engine.runner import git_info, new_run_id, utc_now
+        from perfci.model import RunResult
+        from perfci.profilers.fingerprint import fingerprint
+
+        return RunResult(
+            run_id=new_run_id(),
+            started_at=self.started_at,
+            finished_at=utc_now(),
+            fingerprint=fingerprint(),
+            git=git_info(self.rootpath),
+            settings={
+                "source": "pytest",
+                "in_process": True,
+                "rounds": self.settings.rounds,
+                "budget_s": self.settings.budget_s,
+                "complete": True,
+            },
+            cases=tuple(self.cases),
+        )
+
+    def finish(self) -> int:
+        """Write the results and compare them; the exit code the comparison's gate asks for (0 when none)."""
+        if self.disabled or not self.cases or (self.out is None and self.baseline is None):
+            return 0
+        from perfci.schema import dump_results
+
+        run = self.run()
+        with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
+            path = (self.out or Path(tmp)) / RESULTS_FILE
+            dump_results(run, path)
+            self.written = path if self.out is not None else None
+            return self._compare(path) if self.baseline is not None else 0
+
+    def _compare(self, candidate: Path) -> int:
+        from perfci.api.compare import CompareRequest, DecisionOptions, Outputs, compare_files
+        from perfci.api.settings import Settings, load_project_config
+        from perfci.errors import PerfciError
+
+        assert self.baseline is not None
+        try:
+            settings = Settings(dict(os.environ), load_project_config(start=self.rootpath))
+            req = CompareRequest(
+                baseline=self.baseline,
+                candidate=candidate,
+                decision=DecisionOptions(threshold=self.threshold),
+                outputs=Outputs(out=self.out),
+            )
+            self.outcome = compare_files(settings, req)
+        except PerfciError as exc:
+            self.error = str(exc)
+            return exc.exit_code
+        return int(self.outcome.exit_code())
+
+
+SESSION_KEY = pytest.StashKey[PerfciSession]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings
+
+    rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
+    if rounds < MIN_ROUNDS or budget <= 0:
+        raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS} and --perfci-budget positive")
+    out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
+    config.stash[SESSION_KEY] = PerfciSession(
+        settings=InProcessSettings(rounds=rounds, budget_s=budget),
+        out=Path(out).resolve() if out else None,
+        baseline=Path(base).resolve() if base else None,
+        threshold=config.getoption("perfci_threshold"),
+        disabled=bool(config.getoption("perfci_disable")),
+        rootpath=config.rootpath,
+    )
+
+
+class Perf:
+    """The `perf` fixture: `perf(fn)` measures `fn` (no arguments) and returns the case's result."""
+
+    def __init__(self, state: PerfciSession, nodeid: str) -> None:
+        self._state = state
+        self._nodeid = nodeid
+
+    def __call__(
+        self,
+        fn: Callable[[], object],
+        *,
+        name: str | None = None,
+        flops: float | None = None,
+        bytes: float | None = None,  # noqa: A002 - the word the results format uses
+    ) -> CaseResult | None:
+        """Measure `fn`; `name` tells apart several measurements in one test; `flops`/`bytes` per call give
+        FLOP/s and bandwidth. With --perfci-disable, `fn` is called once and None returned."""
+        if self._state.disabled:
+            fn()
+            return None
+        from perfci.model import CaseSpec
+        from perfci.pytest_plugin.measure import measured_case
+
+        workload = f"{self._nodeid}::{name}" if name else self._nodeid
+        self._state.start()
+        spec = CaseSpec(workload=workload, params={}, device="cpu", source=self._nodeid, suite="pytest")
+        case = measured_case(spec, fn, self._state.settings, flops, bytes)
+        self._state.record(case)
+        return case
+
+
+@pytest.fixture
+def perf(request: pytest.FixtureRequest) -> Perf:
+    """Measure a callable with perfci's timing: `perf(fn)` (see docs/pytest.md)."""
+    return Perf(request.config.stash[SESSION_KEY], request.node.nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is None or hasattr(session.config, "workerinput"):  # a pytest-xdist worker: nothing to write
+        return
+    code = state.finish()
+    if code and session.exitstatus == 0:
+        session.exitstatus = code
+
+
+def _table_text(outcome: CompareOutcome, width: int) -> str:
+    from rich.console import Console
+
+    from perfci.reports.terminal import comparison_table
+
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, force_terminal=False).print(comparison_table(outcome.comparison))
+    return buf.getvalue()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None or (state.written is None and state.outcome is None and state.error is None):
+        return
+    from perfci.reports.terminal import verdict_line
+
+    tr = terminalreporter
+    tr.write_sep("=", "perfci")
+    if state.written is not None:
+        tr.write_line(f"perfci results: {state.written} ({len(state.cases)} case(s))")
+    if state.error is not None:
+        tr.write_line(f"perfci compare failed: {state.error}", red=True)
+    if state.outcome is not None:
+        width = max(120, int(getattr(getattr(tr, "_tw", None), "fullwidth", 120)))  # a CI log is 80 wide
+        tr.write(_table_text(state.outcome, width))
+        failing = bool(state.outcome.comparison.failing)
+        tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)

@@ -1,0 +1,66 @@
+"""Burst against sustained GPU timing: a note where both were measured for one case and their medians differ.
+
+A case measured in hot (or graph) mode and in sustained mode (`gpu_mode` in its parameter grid, docs/measurement.md)
+gives a burst and a sustained median; where they differ by more than NOTE_ABOVE the reports say so, with the SM
+clock and power the sustained run reached, so that nobody reads a burst figure as what a training loop sees."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from perfci.metrics.registry import LATENCY
+from perfci.model import CaseResult, RunResult
+
+NOTE_ABOVE = 0.03
+BURST = ("hot", "graph")
+SUSTAINED = "sustained"
+
+
+def _mode(case: CaseResult) -> str | None:
+    if "gpu_mode" in case.spec.params:
+        return str(case.spec.params["gpu_mode"])
+    timers = {str(r.telemetry.get("timer", "")) for r in case.rounds}
+    modes = {t.split("/", 1)[1] for t in timers if t.startswith("cuda_event/")}
+    return modes.pop() if len(modes) == 1 else None
+
+
+def _key(case: CaseResult) -> tuple[str, str, str]:
+    params = {k: v for k, v in case.spec.params.items() if k != "gpu_mode"}
+    return case.spec.workload, repr(sorted(params.items())), case.spec.device
+
+
+def _reached(case: CaseResult) -> str:
+    settled = [r.telemetry["sustained"] for r in case.rounds if isinstance(r.telemetry.get("sustained"), dict)]
+    if not settled:
+        return ""
+    last = settled[-1]
+    parts = [f"{last[k]:.0f} {unit}" for k, unit in (("sm_clock_mhz", "MHz"), ("power_w", "W")) if k in last]
+    return f" (sustained reached {', '.join(parts)})" if parts else ""
+
+
+def _pairs(run: RunResult) -> Iterator[tuple[CaseResult, CaseResult]]:
+    by_key: dict[tuple[str, str, str], dict[str, CaseResult]] = {}
+    for case in run.cases:
+        mode = _mode(case)
+        if mode is not None and case.metric(LATENCY) is not None:
+            by_key.setdefault(_key(case), {})[mode] = case
+    for modes in by_key.values():
+        burst = next((modes[m] for m in BURST if m in modes), None)
+        if burst is not None and SUSTAINED in modes:
+            yield burst, modes[SUSTAINED]
+
+
+def burst_sustained_notes(run: RunResult | None) -> list[str]:
+    """One sentence per case whose sustained median differs from its burst median by more than NOTE_ABOVE."""
+    notes = []
+    for burst, sustained in _pairs(run) if run is not None else ():
+        b, s = burst.metric(LATENCY), sustained.metric(LATENCY)
+        if b is None or s is None or b.value <= 0:
+            continue
+        change = s.value / b.value - 1.0
+        if abs(change) > NOTE_ABOVE:
+            notes.append(
+                f"{sustained.id}: sustained median {change:+.1%} against burst ({burst.id}){_reached(sustained)}; "
+                "the burst figure is not what a long-running job sees."
+            )
+    return notes

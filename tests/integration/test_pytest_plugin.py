@@ -1,0 +1,113 @@
+"""The pytest plugin (perfci/pytest_plugin) through pytester: the `perf` fixture writes a perfci results file
+naming the test, `--perfci-compare` fails the session on an injected slowdown, and pytest-benchmark works
+beside it. Each session runs in a subprocess, as pytest runs it (the plugin loaded from its entry point; an
+in-process run would drop the numpy modules it imported, which cannot be loaded twice). Small budgets and a 50x slowdown keep it fast and deterministic on a busy 2-core machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from perfci.metrics.registry import LATENCY
+from perfci.schema import json_schema, load_results
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-budget", "0.02"]
+TEST_FILE = """
+import os
+import time
+
+EXTRA_S = float(os.environ.get("PERFCI_TEST_EXTRA_S", "0"))
+
+
+def work():
+    total = 0
+    for i in range(50):
+        total += i * i
+    if EXTRA_S:  # the injected slowdown: a busy wait, so the time is spent whatever the scheduler does
+        end = time.perf_counter() + EXTRA_S
+        while time.perf_counter() < end:
+            pass
+    return total
+
+
+def test_work(perf):
+    case = perf(work)
+    assert case is not None and case.rounds
+
+
+def test_plain():
+    assert True
+"""
+
+
+def _results(path: Path) -> dict[str, object]:
+    doc = json.loads(path.read_text("utf-8"))
+    jsonschema.validate(doc, json_schema())  # valid against the results schema ...
+    load_results(path)  # ... and read back by perfci's own reader
+    return doc
+
+
+def test_perf_writes_results_naming_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_speed=TEST_FILE)
+    result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out")
+    result.assert_outcomes(passed=2)
+    doc = _results(pytester.path / "out" / "results.json")
+    cases = doc["cases"]
+    assert isinstance(cases, list) and [c["id"] for c in cases] == ["test_speed.py::test_work@cpu"]
+    assert len(cases[0]["rounds"]) == 3
+    result.stdout.fnmatch_lines(["*perfci results: *results.json (1 case(s))*"])
+
+
+def test_compare_fails_the_session_on_a_slowdown(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=2)
+    base = pytester.path / "base" / "results.json"
+    base_latency = next(m for m in load_results(base).cases[0].metrics if m.name == LATENCY).value
+
+    # the same code again passes
+    same = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-threshold", "0.5")
+    same.assert_outcomes(passed=2)
+    assert same.ret == 0
+
+    # 50 times slower (at least 200 us a call) regresses: exit 1 with every test passed, and the verdict table
+    monkeypatch.setenv("PERFCI_TEST_EXTRA_S", str(max(2e-4, 50 * base_latency)))
+    slow = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-out", "head")
+    slow.assert_outcomes(passed=2)
+    assert slow.ret == 1
+    slow.stdout.fnmatch_lines(["*= perfci =*", "*test_speed.py::test_work@c*regression*", "FAIL: 1 regression*"])
+    assert (pytester.path / "head" / "comparison.json").is_file()
+    assert (pytester.path / "head" / "report.html").is_file()
+
+
+def test_beside_pytest_benchmark(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_both="""
+def work():
+    return sum(range(100))
+
+def test_with_benchmark(benchmark):
+    assert benchmark(work) == 4950
+
+def test_with_perf(perf):
+    assert perf(work) is not None
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        *FAST, "--perfci-out", "out", "--benchmark-max-time", "0.01", "--benchmark-min-rounds", "2"
+    )
+    result.assert_outcomes(passed=2)
+    doc = _results(pytester.path / "out" / "results.json")
+    assert [c["id"] for c in doc["cases"]] == ["test_both.py::test_with_perf@cpu"]  # type: ignore[index]
+
+
+def test_disable_calls_once_and_writes_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_speed=TEST_FILE.replace("case is not None and case.rounds", "case is None"))
+    result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out", "--perfci-disable")
+    result.assert_outcomes(passed=2)
+    assert not (pytester.path / "out").exists()
