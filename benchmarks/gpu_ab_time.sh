@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the time of a GPU `perfci ab` goes (issue: a two-case A/B on an H200 took 127-268 s).
-# Usage (on the device machine, from the repository root): benchmarks/gpu_ab_time.sh OUTDIR [PAIRS]
+# Usage (on the device machine, from the repository root): benchmarks/gpu_ab_time.sh OUTDIR [PAIRS] [LOOKS]
 # Builds a throwaway git repository with two CUDA workloads (a 256 MiB copy, a 4096^3 bf16 GEMM), runs an A/A
 # `perfci ab HEAD` on it, and prints: the cost of one fresh worker's start (python + perfci + torch import, CUDA
 # context), the A/B's wall time, worker processes started, and the time spent inside set-up, warm-up and sampling
@@ -8,6 +8,7 @@
 set -uo pipefail
 OUTDIR=${1:-gpu-ab}
 PAIRS=${2:-8}
+LOOKS=${3:-3}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
@@ -54,9 +55,9 @@ done
 echo "== one worker measuring both cases, under cProfile"
 python3 benchmarks/gpu_worker_profile.py "$REPO/perf/bench_ab.py" cuda 2>&1 | head -40
 
-echo "== A/A perfci ab HEAD (pairs=$PAIRS)"
+echo "== A/A perfci ab HEAD (pairs=$PAIRS, looks=$LOOKS)"
 t0=$(date +%s.%N)
-(cd "$REPO" && python3 -m perfci ab HEAD --path perf --pairs "$PAIRS" --out "$OUTDIR/ab" --exit-zero \
+(cd "$REPO" && python3 -m perfci ab HEAD --path perf --pairs "$PAIRS" --looks "$LOOKS" --out "$OUTDIR/ab" --exit-zero \
   >"$OUTDIR/ab.log" 2>&1)
 t1=$(date +%s.%N)
 tail -12 "$OUTDIR/ab.log"
@@ -70,6 +71,8 @@ for side in ("base", "head"):
     doc = json.loads((out / side / "results.json").read_text())
     per_worker = {}
     for case in doc["cases"]:
+        its = [r["iterations"] for r in case.get("rounds", [])]
+        print(f"  {side} {case['id']}: iterations per round {its}")
         for r in case.get("rounds", []):
             rounds += 1
             warm += r.get("warmup_s") or 0.0

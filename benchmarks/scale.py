@@ -1,11 +1,13 @@
 """Speed at scale (issue #21): compare, report and baseline-update times of the real CLI at 500, 5,000 and 20,000
 cases, and the time the 5,000-case HTML report takes to open in headless Chromium.
 
-    python benchmarks/scale.py [--sizes 500,5000,20000] [--repeats 3] [--keep DIR] [--no-browser]
+    python benchmarks/scale.py [--sizes 500,5000,20000] [--repeats 3] [--rounds 5] [--samples 10-30]
+                               [--keep DIR] [--no-browser]
 
 For each size it writes two synthetic results files (seeded; a baseline and a candidate from separate runs),
-shaped like real `perfci run` output: five rounds per case, 10-30 raw samples per round, the engine's per-round
-telemetry (timer, overhead, page faults, work sources), derived metrics, flops and bytes; about 2% of the cases
+shaped like real `perfci run` output: five rounds per case (--rounds), 10-30 raw samples per round (--samples),
+the engine's per-round telemetry (timer, overhead, page faults, work sources), derived metrics, flops and bytes,
+written by perfci's own writer; about 2% of the cases
 regress, 2% improve, 2% are noisy and 1% fail in the candidate. Then it runs, as subprocesses (wall time, the
 median of `--repeats`):
 
@@ -30,11 +32,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.schema import dump_results
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How much raw data a case holds: rounds, and the range of samples per round (the sampler stops at its
+    noise target after at least 10 samples; noisier cases take more)."""
+
+    rounds: int = 5
+    samples: tuple[int, int] = (10, 30)
+
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 WORKLOADS = (
@@ -51,15 +64,15 @@ def _spec(i: int) -> CaseSpec:
     return CaseSpec(workload, {**params(i // len(WORKLOADS)), "case": i}, "cpu", source=f"{workload}.py")
 
 
-def _rounds(rng: random.Random, per_call: float, scale: float, noise: float, first_pid: int) -> tuple[Round, ...]:
+def _rounds(
+    rng: random.Random, per_call: float, scale: float, noise: float, first_pid: int, shape: Shape
+) -> tuple[Round, ...]:
     rounds = []
     iterations = max(1, int(1e-3 / per_call))
-    for index in range(5):
+    for index in range(shape.rounds):
         shift = 1.0 + rng.gauss(0.0, noise)
-        n = rng.randint(10, 30)
-        samples = tuple(
-            per_call * iterations * scale * shift * (1.0 + abs(rng.gauss(0.0, 0.02))) for _ in range(n)
-        )
+        n = rng.randint(*shape.samples)
+        samples = tuple(per_call * iterations * scale * shift * (1.0 + abs(rng.gauss(0.0, 0.02))) for _ in range(n))
         telemetry = {
             "timer_overhead_s": 2.5e-8 * (1 + rng.random()),
             "timer": "perf_counter",
@@ -74,8 +87,9 @@ def _rounds(rng: random.Random, per_call: float, scale: float, noise: float, fir
     return tuple(rounds)
 
 
-def synthetic_run(n: int, candidate: bool, seed: int = 0) -> RunResult:
+def synthetic_run(n: int, candidate: bool, seed: int = 0, shape: Shape | None = None) -> RunResult:
     """A baseline (candidate=False) or candidate run of `n` cases; the same cases and seeds on both sides."""
+    shape = shape or Shape()
     cases = []
     for i in range(n):
         rng = random.Random(f"{seed}:{i}:{candidate}")
@@ -92,7 +106,7 @@ def synthetic_run(n: int, candidate: bool, seed: int = 0) -> RunResult:
             error = CaseError("crash", "worker died (signal 9)", 2)
             cases.append(CaseResult(spec, CaseStatus.ERROR, (), (), (error,)))
             continue
-        rounds = _rounds(rng, per_call, scale, noise, 4000 + 10 * (i % 50))
+        rounds = _rounds(rng, per_call, scale, noise, 4000 + 10 * (i % 50), shape)
         flops, nbytes = 2e6 * (1 + i % 9), 8e5 * (1 + i % 5)
         cases.append(CaseResult(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), (), flops, nbytes))
     side = "cand" if candidate else "base"
@@ -101,12 +115,17 @@ def synthetic_run(n: int, candidate: bool, seed: int = 0) -> RunResult:
         started_at="2026-12-01T00:00:00.000000Z" if not candidate else "2026-12-02T00:00:00.000000Z",
         finished_at="2026-12-01T01:00:00.000000Z" if not candidate else "2026-12-02T01:00:00.000000Z",
         fingerprint={
-            "os": "Linux-6.1", "machine": "x86_64", "python": "3.11.9", "cpu_model": "synthetic cpu",
-            "cpu_logical_cores": 2, "memory_total_bytes": 8 * 2**30, "gpus": [],
+            "os": "Linux-6.1",
+            "machine": "x86_64",
+            "python": "3.11.9",
+            "cpu_model": "synthetic cpu",
+            "cpu_logical_cores": 2,
+            "memory_total_bytes": 8 * 2**30,
+            "gpus": [],
             "libraries": {"numpy": "2.1.0", "torch": "2.5.0"},
-        },  # fmt: skip
+        },
         git=GitInfo("0" * 39 + ("2" if candidate else "1"), "main", False),
-        settings={"rounds": 5, "seed": seed, "threads": 1, "complete": True},
+        settings={"rounds": shape.rounds, "seed": seed, "threads": 1, "complete": True},
         cases=tuple(cases),
     )
 
@@ -152,16 +171,18 @@ def browser_open(path: Path, repeats: int) -> float | None:
     return statistics.median(times)
 
 
-def measure(n: int, folder: Path, repeats: int, browser: bool) -> dict[str, float | None]:
+def measure(n: int, folder: Path, repeats: int, browser: bool, shape: Shape) -> dict[str, float | None]:
     base, cand = folder / f"base-{n}.json", folder / f"cand-{n}.json"
-    dump_results(synthetic_run(n, candidate=False), base)
-    dump_results(synthetic_run(n, candidate=True), cand)
+    dump_results(synthetic_run(n, candidate=False, shape=shape), base)
+    dump_results(synthetic_run(n, candidate=True, shape=shape), cand)
     out, project = folder / f"out-{n}", folder / f"project-{n}"
     project.mkdir(exist_ok=True)
     row: dict[str, float | None] = {"cases": n, "file_mb": round(base.stat().st_size / 1e6, 1)}
     row["compare_json_s"] = timed(lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
                                                  stdout=folder / "compare.json"), repeats)  # fmt: skip
-    row["compare_out_s"] = timed(lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)), repeats)
+    row["compare_out_s"] = timed(
+        lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)), repeats
+    )
     row["report_s"] = timed(
         lambda: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
                        str(folder / "again.html"), "--quiet"), repeats)  # fmt: skip
@@ -185,15 +206,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command (the median is shown)")
     parser.add_argument("--keep", type=Path, help="write the files here and keep them")
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium open time")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per case (perfci run's default: 5)")
+    parser.add_argument("--samples", default="10-30", help="raw samples per round, drawn from MIN-MAX")
     parser.add_argument("--browser-sizes", default="5000", help="sizes whose report is opened in Chromium")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     browser_sizes = {int(s) for s in args.browser_sizes.split(",") if s}
+    low, high = (int(x) for x in args.samples.split("-"))
+    shape = Shape(args.rounds, (low, high))
     rows = []
     try:
         for n in (int(s) for s in args.sizes.split(",")):
-            row = measure(n, folder, args.repeats, not args.no_browser and n in browser_sizes)
+            row = measure(n, folder, args.repeats, not args.no_browser and n in browser_sizes, shape)
             rows.append(row)
             print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
     finally:

@@ -16,8 +16,8 @@ from perfci.api.settings import Settings
 from perfci.compare.history_noise import estimate_noise
 from perfci.metrics.registry import METRICS, round_values
 from perfci.model import RunResult
-from perfci.store import tables
 from perfci.schema import dump_results
+from perfci.store import tables
 from perfci.store.history import HistoryStore, RunFilter
 from perfci.store.trend import trends
 from tests.conftest import make_case, make_run

@@ -25,8 +25,9 @@ class Accepted:
 def accept_baseline(settings: Settings, results: Path | None, reason: str, runner: str | None) -> Accepted:
     """`perfci baseline update`: results (default: the latest `perfci run`) become baselines/<runner>.json."""
     source = results or latest_results()
-    name = settings.runner_class(runner, load_results(source).fingerprint)
-    path, run = update_baseline(source, reason, name)
+    loaded = load_results(source)
+    name = settings.runner_class(runner, loaded.fingerprint)
+    path, run = update_baseline(source, reason, name, run=loaded)
     return Accepted(path, source, run, reason.strip())
 
 

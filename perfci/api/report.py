@@ -10,28 +10,34 @@ from typing import Any
 
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
-from perfci.compare.saved import load_comparison
+from perfci.compare.saved import parse_comparison
 from perfci.errors import ResultsFormatError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import load_results
+from perfci.schema import gc_paused, parse_results
 
 
 def file_kind(path: Path) -> str:
     """'results' or 'comparison', from the file's "schema" field (the loaders then validate it fully)."""
+    return _read(path)[0]
+
+
+def _read(path: Path) -> tuple[str, Any]:
+    """The file's kind and its parsed document: each file is read and parsed once."""
     try:
-        doc: Any = json.loads(path.read_text("utf-8"))
+        with gc_paused():
+            doc: Any = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: file not found.") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema == RESULTS_SCHEMA:
-        return "results"
+        return "results", doc
     if schema == COMPARISON_SCHEMA:
-        return "comparison"
+        return "comparison", doc
     raise ResultsFormatError(
         f"{path}: neither a perfci results file nor a comparison file (schema {schema!r}).",
         hint="pass a results.json or comparison.json written by perfci",
@@ -57,16 +63,19 @@ class ReportInputs:
 
 def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     """The candidate run, comparison and baseline run from 1-3 files."""
-    kinds = [file_kind(p) for p in paths]
-    comparisons = [p for p, k in zip(paths, kinds, strict=True) if k == "comparison"]
-    runs = [load_results(p) for p, k in zip(paths, kinds, strict=True) if k == "results"]
+    read = [_read(p) for p in paths]
+    kinds = [k for k, _ in read]
+    comparisons = [(p, doc) for p, (k, doc) in zip(paths, read, strict=True) if k == "comparison"]
+    with gc_paused():
+        runs = [parse_results(doc, str(p)) for p, (k, doc) in zip(paths, read, strict=True) if k == "results"]
     if len(comparisons) > 1 or len(runs) > 2:
         raise UsageError(
             "give one results file, two (baseline then candidate), or one comparison file "
             "(optionally with the results files it compared)."
         )
     if comparisons:
-        comparison = load_comparison(comparisons[0])
+        with gc_paused():
+            comparison = parse_comparison(comparisons[0][1], str(comparisons[0][0]))
         base, cand = _sides(comparison, runs)
         return ReportInputs(cand, comparison, base)
     if len(runs) == 2:

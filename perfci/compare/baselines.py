@@ -11,14 +11,14 @@ Runner class (resolved in api/settings.py), first found wins: `--runner`, `$PERF
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError, UsageError
-from perfci.model import CaseStatus, RunResult
-from perfci.schema import dump_results, load_results
+from perfci.model import CaseStatus, GitInfo, RunResult
+from perfci.schema import RESULTS, dump_results, gc_paused, load_results
 
 BASELINE_DIR = Path("baselines")
 RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -43,7 +43,7 @@ def latest_results(runs_dir: Path = Path(".perfci") / "runs") -> Path:
 
 
 def accept(
-    run: RunResult, reason: str, source: str, runner: str, previous: RunResult | None, now: str = ""
+    run: RunResult, reason: str, source: str, runner: str, previous: RunResult | Previous | None, now: str = ""
 ) -> RunResult:
     """The run as a baseline, with its acceptance record (pure)."""
     if not reason.strip():
@@ -64,15 +64,35 @@ def accept(
     return replace(run, settings={**run.settings, "baseline": record})
 
 
-def update_baseline(results: Path, reason: str, runner: str, folder: Path = BASELINE_DIR) -> tuple[Path, RunResult]:
-    run = load_results(results)
+@dataclass(frozen=True)
+class Previous:
+    """What a baseline update records of the baseline it replaces."""
+
+    run_id: str
+    git: GitInfo | None
+
+
+def previous_baseline(path: Path) -> Previous | None:
+    """The baseline at `path`, read and validated but not decoded (its id and commit are all that is kept);
+    None when there is none or it is broken (a broken old baseline is replaced, not an obstacle)."""
+    if not path.exists():
+        return None
+    try:
+        with gc_paused():
+            doc = RESULTS.read(path)
+    except ResultsFormatError:
+        return None
+    git = doc["git"]
+    return Previous(doc["run_id"], GitInfo(**git) if git else None)
+
+
+def update_baseline(
+    results: Path, reason: str, runner: str, folder: Path = BASELINE_DIR, run: RunResult | None = None
+) -> tuple[Path, RunResult]:
+    """`results` (already loaded as `run`, when given) as the baseline of `runner`."""
+    run = run if run is not None else load_results(results)
     path = baseline_path(runner, folder)
-    previous = None
-    if path.exists():
-        try:
-            previous = load_results(path)
-        except ResultsFormatError:
-            previous = None  # a broken old baseline is replaced, not an obstacle
+    previous = previous_baseline(path)
     accepted = accept(run, reason, str(results), runner, previous)
     dump_results(accepted, path)
     return path, accepted

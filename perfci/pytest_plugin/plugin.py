@@ -43,9 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare with a perfci results file; a regression fails the session (exit 1)",
     )
     group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
-    group.addoption(
-        "--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round"
-    )
+    group.addoption("--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round")
     group.addoption(
         "--perfci-threshold", metavar="F", type=float, default=None, help="practical threshold (0.05 = 5%%)"
     )
@@ -168,7 +166,7 @@ class Perf:
         *,
         name: str | None = None,
         flops: float | None = None,
-        bytes: float | None = None,  # noqa: A002 - the word the results format uses
+        bytes: float | None = None,  # the word the results format uses
     ) -> CaseResult | None:
         """Measure `fn`; `name` tells apart several measurements in one test; `flops`/`bytes` per call give
         FLOP/s and bandwidth. With --perfci-disable, `fn` is called once and None returned."""

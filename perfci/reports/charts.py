@@ -146,10 +146,16 @@ def _throttled(value: Any) -> list[str]:
     return out
 
 
+def _has_gpu_series(tel: dict[str, Any]) -> bool:
+    nested = tel.get("gpu")
+    gpu: dict[str, Any] = nested if isinstance(nested, dict) else tel
+    return any(k in gpu for k in (*GPU_SERIES, "throttle", "throttle_reasons"))
+
+
 def telemetry(run: RunResult | None, idx: _Index) -> dict[str, Any] | None:
     """GPU clocks, power, temperature and throttle flags per sample block, in round order across the run."""
-    if run is None:
-        return None
+    if run is None or not any(_has_gpu_series(r.telemetry) for c in run.cases for r in c.rounds):
+        return None  # a CPU run: nothing to draw (checked first: sorting every round of a large run costs)
     blocks = sorted(
         ((r.index, pos, c.id, r.telemetry) for pos, c in enumerate(run.cases) for r in c.rounds),
         key=lambda b: (b[0], b[1]),

@@ -52,6 +52,10 @@ def asset(name: str) -> str:
     return resources.files("perfci.reports").joinpath(f"templates/{name}").read_text("utf-8")
 
 
+# Rows of the cases table per page (table.js): a table of thousands of rows sorts, filters and lays out only one
+# page; the rows after the first come hidden, so the browser does not lay them out while the page loads.
+PAGE_ROWS = 200
+
 PLOTLY_BUNDLE = "plotly-basic.min.js"  # plotly.js-basic-dist-min 4.1.1 from npm; update: docs/reports.md
 
 
@@ -65,12 +69,36 @@ def plotly_js() -> str | None:
     return text.replace("</script", "<\\/script")
 
 
+SHORT_PARAMS = 40  # a parameter list up to this many characters never wraps inside
+
+
+def case_breaks(case_id: str) -> Markup:
+    """A case id, escaped, with line-break opportunities (`<wbr>`) before `[` and `@` only; a parameter list of up
+    to SHORT_PARAMS characters is kept on one line, a longer one may also wrap after its commas."""
+    head, at, device = case_id.rpartition("@")
+    if not head:
+        head, at, device = case_id, "", ""
+    name, bracket, params = head.partition("[")
+    out = Markup.escape(name)
+    if bracket:
+        plist = bracket + params
+        if len(plist) <= SHORT_PARAMS:
+            out += Markup('<wbr><span class="nw">{}</span>').format(plist)
+        else:
+            out += Markup("<wbr>") + Markup(",<wbr>").join(Markup.escape(p) for p in plist.split(","))
+    if at:
+        out += Markup("<wbr>@") + Markup.escape(device)
+    return Markup(out)
+
+
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("perfci.reports", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
         undefined=jinja2.StrictUndefined,
     )
+    env.filters["case_breaks"] = case_breaks
+    return env
 
 
 def _verdict_class(text: str) -> str:
@@ -119,6 +147,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "table_js": Markup(asset("table.js")),
         "script": Markup(asset("report.js")),
         "max_samples": MAX_SAMPLES,
+        "page_rows": PAGE_ROWS,
     }
 
 

@@ -27,7 +27,7 @@ from markupsafe import Markup
 from perfci.compare.history_noise import NoiseEstimate
 from perfci.metrics.registry import metric_direction
 from perfci.reports.charts import r4, time_unit
-from perfci.reports.html import asset, environment, plotly_js, script_json
+from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.trend import Fingerprints, Trend, environment_changes
 
@@ -147,6 +147,7 @@ def render_trend(
             counts=[(s, n) for s, n in counts.items() if n],
             direction=metric_direction(metric).value,
             max_points=MAX_POINTS,
+            page_rows=PAGE_ROWS,
             data=script_json(trend_data(items, metric, env)),
             plotly=Markup(js) if js else None,
             css=Markup(asset("report.css")),

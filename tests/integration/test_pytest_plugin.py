@@ -1,7 +1,8 @@
 """The pytest plugin (perfci/pytest_plugin) through pytester: the `perf` fixture writes a perfci results file
 naming the test, `--perfci-compare` fails the session on an injected slowdown, and pytest-benchmark works
 beside it. Each session runs in a subprocess, as pytest runs it (the plugin loaded from its entry point; an
-in-process run would drop the numpy modules it imported, which cannot be loaded twice). Small budgets and a 50x slowdown keep it fast and deterministic on a busy 2-core machine."""
+in-process run would drop the numpy modules it imported, which cannot be loaded twice). Small budgets and a 50x
+slowdown keep it fast and deterministic on a busy 2-core machine."""
 
 from __future__ import annotations
 

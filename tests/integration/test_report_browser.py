@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from perfci.model import Comparison, RunResult
-from perfci.reports.html import render_html
+from perfci.reports.html import PAGE_ROWS, render_html
 from tests.report_fixtures import HOSTILE, suite_comparison
 
 pytestmark = pytest.mark.integration
@@ -206,7 +206,7 @@ def test_500_case_comparison_renders_fast(
             times.append(page.ready_s)
             print(f"500-case comparison: ready {page.ready_s:.2f} s, all charts {page.all_s:.2f} s, {page.timings}")
             assert page.problems == [] and page.network() == []
-            assert len(page.column(1)) == len(comp.rows)
+            assert len(page.column(1)) == min(PAGE_ROWS, len(comp.rows))  # one page of the table
         finally:
             page.close()
         if page.ready_s < RENDER_LIMIT_S:
@@ -270,5 +270,98 @@ def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
         page.page.evaluate("window.scrollTo(0, 0)")
         page.page.screenshot(path=str(artifacts_dir() / "report-trend.png"), full_page=True)
         assert page.problems == [] and page.network() == []
+    finally:
+        page.close()
+
+
+def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tmp_path: Path) -> None:
+    """The run report's case column under pressure (11 columns, a 900 px window): a short parameter list stays on
+    one line, a long id wraps only between its parts, and the column keeps its minimum width."""
+    from dataclasses import replace
+
+    from perfci.model import CaseSpec
+    from tests.conftest import make_case, make_run
+
+    specs = [
+        CaseSpec("default.a_rather_long_workload_name_for_layout", {"n": 384, "dtype": "float32"}, "cpu"),
+        CaseSpec("models.transformer_block", {f"p{i}": f"value{i}" for i in range(8)}, "cuda:0"),
+    ]
+    cases = [replace(make_case(f"c{i}", 1e-3), spec=s) for i, s in enumerate(specs)]
+    page = Page(browser, _write(tmp_path, "layout.html", make_run(cases), None, None))
+    try:
+        page.page.set_viewport_size({"width": 900, "height": 900})
+        spans = page.page.eval_on_selector_all(
+            "#cases td.case .nw", "els => els.map(e => [e.textContent, e.getClientRects().length])"
+        )
+        assert spans == [["[n=384,dtype=float32]", 1]]  # the short list: one line box, never split
+        widths = page.page.eval_on_selector_all(
+            "#cases td.case",
+            "tds => tds.map(td => [td.getBoundingClientRect().width,"
+            " parseFloat(getComputedStyle(td).fontSize), td.getClientRects().length])",
+        )
+        for width, font_px, _ in widths:
+            assert width >= 40 * font_px * 0.5  # min-width: 40ch of a monospace font (a ch is about 0.6 em)
+        # the long list wraps, but only at its break opportunities: every piece between them is on one line
+        pieces = page.page.evaluate(
+            """() => {
+              const td = [...document.querySelectorAll('#cases td.case')].find(t => t.textContent.includes('p7'));
+              const out = [];
+              for (const node of td.childNodes) {
+                if (node.nodeType !== Node.TEXT_NODE) continue;
+                const r = document.createRange(); r.selectNodeContents(node);
+                const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+                out.push([node.textContent, tops.size]);
+              }
+              return out;
+            }"""
+        )
+        assert len(pieces) >= 8 and all(lines == 1 for _, lines in pieces), pieces
+        page.page.screenshot(path=str(artifacts_dir() / "report-case-column.png"), full_page=False)
+    finally:
+        page.close()
+
+
+def test_large_table_is_paged_sorted_and_filtered_across_pages(browser: Any, tmp_path: Path) -> None:
+    """Issue #21: a comparison of many rows shows one page; the pager walks every row, sorting and filtering work
+    on all rows (not only the page), and the page opens and sorts quickly."""
+    base, cand, comp = suite_comparison(600)
+    assert len(comp.rows) > 3 * PAGE_ROWS
+    page = Page(browser, _write(tmp_path, "paged.html", cand, comp, base))
+    try:
+        assert page.problems == [] and page.network() == []
+        assert len(page.column(1)) == PAGE_ROWS and page.column(0)[0] == "regression"
+        assert page.page.inner_text("#pager").count(f"rows 1\u2013{PAGE_ROWS} of {len(comp.rows)}") == 1
+        seen: list[str] = []
+        while True:  # every row, page by page, each once
+            seen += [f"{c}|{m}" for c, m in zip(page.column(1), page.column(2), strict=True)]
+            nxt = page.page.locator("#pager button", has_text="next")
+            if nxt.is_disabled():
+                break
+            nxt.click()
+        assert sorted(seen) == sorted(f"{r.case_id}|{r.metric}" for r in comp.rows)
+        # sorting orders all rows: the first page after sorting by change holds the smallest changes of all
+        start = time.perf_counter()
+        page.page.locator("#cases th", has_text="change").click()
+        assert time.perf_counter() - start < 2.0
+        shown = [
+            float(v)
+            for v in page.page.eval_on_selector_all(
+                "#cases tbody tr:not([hidden])", "rows => rows.map(r => r.cells[3].dataset.v).filter(v => v !== '')"
+            )
+        ]
+        every = sorted(float(f"{r.ratio:.6g}") for r in comp.rows if r.ratio is not None)
+        assert shown == every[: len(shown)] and len(shown) == PAGE_ROWS
+        # filtering looks at every row, and goes back to the first page
+        page.page.select_option("#verdict-filter", "regression")
+        assert set(page.column(0)) == {"regression"}
+        assert len(page.column(0)) == sum(1 for r in comp.rows if r.verdict.value == "regression")
+        page.page.select_option("#verdict-filter", "")
+        page.page.fill("#filter", "kernels.k[n=599]")
+        assert page.column(1) and all("n=599" in c for c in page.column(1))
+        page.page.fill("#filter", "")
+        # all rows on one page, on request
+        page.page.select_option("#pager select", "Infinity")
+        assert len(page.column(1)) == len(comp.rows)
+        assert page.problems == []
     finally:
         page.close()

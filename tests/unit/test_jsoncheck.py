@@ -175,8 +175,9 @@ def test_keywords_it_cannot_compile_are_refused_at_compile_time(schema: dict[str
 
 
 def test_recursive_references_compile() -> None:
-    tree = {"$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
-                               "additionalProperties": False}}, "$ref": "#/$defs/node"}  # fmt: skip
+    kids = {"type": "array", "items": {"$ref": "#/$defs/node"}}
+    node = {"type": "object", "properties": {"kids": kids}, "additionalProperties": False}
+    tree = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
     check = compile_schema(tree)
     assert check({"kids": [{"kids": []}, {}]})
     assert not check({"kids": [{"kids": [{"other": 1}]}]})

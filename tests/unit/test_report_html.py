@@ -65,8 +65,9 @@ def test_every_case_appears_most_urgent_first(small: tuple[str, Comparison]) -> 
     verdicts = re.findall(r'<tr data-verdict="(\w+)">', body)
     assert len(verdicts) == len(comp.rows)
     assert verdicts == sorted(verdicts, key=lambda v: VERDICT_ORDER.index(Verdict(v)))
+    text = re.sub(r'<wbr>|<span class="nw">|</span>', "", body)  # the case column's break opportunities
     for r in comp.rows:
-        assert r.case_id.replace("<", "&lt;").replace(">", "&gt;") in body
+        assert r.case_id.replace("<", "&lt;").replace(">", "&gt;") in text
 
 
 def test_sort_rows_largest_change_first_within_a_verdict() -> None:
@@ -169,3 +170,20 @@ def test_run_only_report_shows_the_speed_reference_column_only_when_measured() -
     ratio = with_ref.metric("latency.vs_reference")
     assert ratio is not None and f">{ratio.value:.3g} x (" in html
     assert "vs reference</th>" not in render_html(make_run([case]), None)
+
+
+def test_case_ids_break_only_at_brackets_commas_and_at() -> None:
+    from perfci.reports.html import case_breaks
+
+    short = str(case_breaks("default.matmul[n=384,dtype=float32]@cpu"))
+    assert short == 'default.matmul<wbr><span class="nw">[n=384,dtype=float32]</span><wbr>@cpu'
+    long_params = ",".join(f"p{i}=value{i}" for i in range(6))
+    assert (
+        str(case_breaks(f"m.x[{long_params}]@cuda:0"))
+        == "m.x<wbr>[" + ",<wbr>".join(f"p{i}=value{i}" for i in range(6)) + "]<wbr>@cuda:0"
+    )
+    assert str(case_breaks("plain")) == "plain"
+    hostile = str(case_breaks(f"a{HOSTILE}[x=<b>]@cpu"))
+    assert "<script>" not in hostile and "<b>" not in hostile and "&lt;script&gt;" in hostile
+    html = render_html(make_run([make_case("k", 1e-3)]), None)
+    assert '<td class="case">t.k<wbr><span class="nw">[n=8]</span><wbr>@cpu</td>' in html

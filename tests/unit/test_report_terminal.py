@@ -1,10 +1,13 @@
-"""Terminal tables: the same verdicts, most urgent first, and a bounded table for big suites."""
+"""Terminal tables: the same verdicts, most urgent first, and a summary for big suites."""
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 
-from perfci.reports.terminal import comparison_table, verdict_line
+from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.reports.terminal import SUMMARY_ABOVE, comparison_table, verdict_line
 from tests.report_fixtures import suite_comparison
 
 
@@ -14,12 +17,58 @@ def _text(table: object) -> str:
     return console.export_text()
 
 
+def _case_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "@cpu" in line]
+
+
 def test_comparison_table_urgent_first_and_limited() -> None:
-    _, cand, comp = suite_comparison(60)
+    _, cand, comp = suite_comparison(12)
+    assert len(comp.rows) <= SUMMARY_ABOVE  # a small comparison: every row
     text = _text(comparison_table(comp, limit=5))
-    lines = [line for line in text.splitlines() if "@cpu" in line]
+    lines = _case_lines(text)
     assert len(lines) == 5
-    assert "regression" in lines[0] and "error" in lines[2]
+    assert "regression" in lines[0] and "error" in lines[1]
     assert f"... and {len(comp.rows) - 5:,} more rows (see report.html)" in text
-    assert len([line for line in _text(comparison_table(comp)).splitlines() if "@cpu" in line]) == len(comp.rows)
-    assert verdict_line(comp, cand).startswith("FAIL: 2 regressions, 2 errors, 2 inconclusive")
+    assert len(_case_lines(_text(comparison_table(comp)))) == len(comp.rows)
+    assert verdict_line(comp, cand).startswith("FAIL: 1 regression, 1 error, 1 inconclusive")
+
+
+def test_large_comparison_lists_every_row_not_unchanged_then_counts() -> None:
+    _, _, comp = suite_comparison(200)
+    assert len(comp.rows) > SUMMARY_ABOVE
+    text = _text(comparison_table(comp))
+    lines = _case_lines(text)
+    listed = [r for r in comp.rows if r.verdict is not Verdict.UNCHANGED]
+    assert len(lines) == len(listed) and not any("unchanged" in line for line in lines)
+    assert "regression" in lines[0]
+    unchanged = len(comp.rows) - len(listed)
+    assert (
+        f"{len(comp.rows):,} rows: 4 regressions, 4 errors, 4 inconclusive, 4 improvements, {unchanged:,} unchanged"
+        in text
+    )
+    assert f"the {unchanged:,} unchanged are not listed" in text and "--format json" in text
+    # with a limit too: the rows cut are counted, and so is every verdict
+    limited = _text(comparison_table(comp, limit=3))
+    assert len(_case_lines(limited)) == 3
+    assert f"... and {len(listed) - 3:,} more rows (see report.html)" in limited
+    assert f"{len(comp.rows):,} rows:" in limited
+
+
+def test_summary_threshold_is_a_parameter() -> None:
+    _, _, comp = suite_comparison(12)
+    text = _text(comparison_table(comp, summary_above=5))
+    assert len(_case_lines(text)) == sum(1 for r in comp.rows if r.verdict is not Verdict.UNCHANGED)
+
+
+def test_a_20000_row_comparison_renders_quickly() -> None:
+    """Unchanged rows are not rendered at all: a huge comparison with a few changes prints a few rows."""
+    rows = tuple(
+        MetricComparison(f"k.case[n={i}]@cpu", "latency.median", Verdict.REGRESSION if i % 1000 == 0 else
+                         Verdict.UNCHANGED, "s", 1e-3, 1e-3, 1.0, 0.99, 1.01, 0.03)
+        for i in range(20_000)
+    )  # fmt: skip
+    start = time.perf_counter()
+    text = _text(comparison_table(Comparison("a", "b", rows)))
+    assert time.perf_counter() - start < 5.0
+    assert len(_case_lines(text)) == 20
+    assert "20,000 rows: 20 regressions, 19,980 unchanged" in text

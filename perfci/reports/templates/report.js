@@ -19,7 +19,8 @@
   /* ---- table: sort on header click, filter by text and verdict (table.js) ---- */
   var tbody = document.getElementById("cases").tBodies[0];
   var rows = window.perfciTable(document.getElementById("cases"), document.getElementById("filter"),
-                                document.getElementById("verdict-filter"), document.getElementById("shown"));
+                                document.getElementById("verdict-filter"), document.getElementById("shown"),
+                                document.getElementById("pager"));
   var tableMs = Math.round(performance.now() - t0);
 
   /* ---- charts ---- */

@@ -5,7 +5,8 @@
   var data = JSON.parse(document.getElementById("perfci-data").textContent);
   var table = document.getElementById("cases");
   var rows = window.perfciTable(table, document.getElementById("filter"),
-                                document.getElementById("verdict-filter"), document.getElementById("shown"));
+                                document.getElementById("verdict-filter"), document.getElementById("shown"),
+                                document.getElementById("pager"));
   var select = document.getElementById("series-case");
   var byKey = {};
   data.cases.forEach(function (c, i) { byKey[c.runner + "\u0000" + c.id] = i; });
