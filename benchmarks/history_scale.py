@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import insert
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale import synthetic_run  # the same synthetic results files as the compare benchmark
 
 FILES = 20
+START = datetime(2025, 1, 1)
 
 
 def run_cli(*args: str, stdout: Path | None = None) -> tuple[float, float]:
@@ -92,7 +94,7 @@ def build_store(url: str, cases: int, runners: int, n_runs: int, seed: int = 0) 
     with store.engine.begin() as conn:
         for r in range(runners):
             for j in range(n_runs):
-                stamp = f"2026-{1 + j // 28 % 12:02d}-{1 + j % 28:02d}T{r:02d}:{j % 60:02d}:00Z"
+                stamp = (START + timedelta(days=j, hours=r)).strftime("%Y-%m-%dT%H:%M:%SZ")  # one run a day
                 pk = conn.execute(
                     insert(runs).values(run_id=f"run-{j:04d}", runner=f"runner-{r}", commit=f"{j:07x}c0ffee",
                                         branch="main", dirty=False, started_at=stamp, finished_at=stamp,

@@ -50,18 +50,22 @@ class Shape:
 
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-WORKLOADS = (
-    ("kernels.matmul", lambda i: {"m": 64 * (1 + i % 16), "n": 64 * (1 + i // 16 % 16), "dtype": "float32"}),
-    ("kernels.softmax", lambda i: {"rows": 2 ** (i % 12), "cols": 128 * (1 + i // 12 % 8)}),
-    ("models.mlp", lambda i: {"batch": 2 ** (i % 7), "hidden": 256 * (1 + i // 7 % 4), "runtime": "eager"}),
-    ("ops.copy", lambda i: {"bytes": 4096 * (1 + i)}),
+# Workload families and their parameter grids (16 points each); a suite of n cases holds n / 16 workloads, like
+# a large suite of many workload files with small grids each (ids unique without any counter parameter).
+FAMILIES = (
+    ("kernels.matmul", lambda k: {"m": 64 * 2 ** (k % 4), "n": 64 * 2 ** (k // 4), "dtype": "float32"}),
+    ("kernels.softmax", lambda k: {"rows": 2 ** (4 + k % 4), "cols": 128 * 2 ** (k // 4)}),
+    ("models.mlp", lambda k: {"batch": 2 ** (k % 4), "hidden": 256 * (1 + k // 4), "runtime": "eager"}),
+    ("ops.copy", lambda k: {"bytes": 4096 * 4 ** (k % 4), "stride": 1 + k // 4}),
 )
+GRID = 16
 
 
 def _spec(i: int) -> CaseSpec:
-    workload, params = WORKLOADS[i % len(WORKLOADS)]
-    # every id unique: the case number goes into the last parameter
-    return CaseSpec(workload, {**params(i // len(WORKLOADS)), "case": i}, "cpu", source=f"{workload}.py")
+    group, k = divmod(i, GRID)
+    family, params = FAMILIES[group % len(FAMILIES)]
+    workload = f"{family}_{group // len(FAMILIES)}"
+    return CaseSpec(workload, params(k), "cpu", source=f"{workload.split('.')[0]}/{workload}.py")
 
 
 def _rounds(

@@ -8,6 +8,7 @@ found, and the key). The accepted keys are documented in docs/workloads.md ("Con
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import tomllib
 from collections.abc import Callable, Collection, Mapping
@@ -43,6 +44,7 @@ class Config:
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
     gpu_mode: str | None = None  # CUDA cases' timing mode: hot | cold | graph | sustained (profilers/cuda_timing.py)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
+    fail_on: str | None = None  # what fails the gate: "regression" (default) or "slower" (also below-threshold)
 
 
 def configured_threshold(thresholds: Mapping[str, Mapping[str, float]], case_id: str, metric: str) -> float | None:
@@ -149,7 +151,10 @@ class _Where:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number (TOML has `nan` and `inf`: refused wherever a number is read)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
 
 
 def _str_list(w: _Where, key: str, value: object) -> tuple[str, ...]:
@@ -159,7 +164,7 @@ def _str_list(w: _Where, key: str, value: object) -> tuple[str, ...]:
 
 
 def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_zero: bool = False) -> Any:
-    ok = isinstance(value, int) and not isinstance(value, bool) if integer else _is_number(value)
+    ok = _is_number(value) and (isinstance(value, int) if integer else True)
     if not ok or (value < 0 if allow_zero else value <= 0):  # type: ignore[operator]
         kind = "an integer" if integer else "a number"
         sign = ">= 0" if allow_zero else "> 0"
@@ -255,6 +260,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
     "gpu_mode": lambda w, v: _text(w, "gpu_mode", v),
     "history_noise": lambda w, v: _flag(w, "history_noise", v),
+    "fail_on": lambda w, v: _text(w, "fail_on", v),
 }
 
 

@@ -26,7 +26,9 @@ class CaseStatus(StrEnum):
 class Verdict(StrEnum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
-    UNCHANGED = "unchanged"
+    SLOWER = "slower"  # a change established (interval excludes no change) but below the practical threshold
+    FASTER = "faster"
+    UNCHANGED = "unchanged"  # equivalence established: the interval lies inside +- the practical threshold
     INCONCLUSIVE = "inconclusive"
     NEW = "new"
     MISSING = "missing"
@@ -178,6 +180,9 @@ class MetricComparison:
     n_baseline: int | None = None  # rounds (unpaired) or pairs (paired) behind the estimate
     n_candidate: int | None = None
     expected: str = ""  # reason of a declared expected change that covers this regression (gate passes)
+    # Added for issue #20: minimum detectable change (fraction, 0.011 = 1.1%) at 80% power, one-sided at 1 - alpha,
+    # for this row's standard error and number of pairs/rounds; None for rows without statistics
+    mdc: float | None = None
 
 
 @dataclass(frozen=True)
@@ -198,5 +203,11 @@ class Comparison:
 
     @property
     def failing(self) -> tuple[MetricComparison, ...]:
-        """Regressions not covered by a declared expected change: these fail the gate."""
-        return tuple(r for r in self.regressions if not r.expected)
+        """Regressions not covered by a declared expected change: these fail the gate. `slower` rows fail it
+        only when the settings say so (`fail_on = "slower"`, see `failing_on`)."""
+        return self.failing_on(str(self.settings.get("fail_on", "regression")))
+
+    def failing_on(self, fail_on: str = "regression") -> tuple[MetricComparison, ...]:
+        """The rows that fail a gate set to `fail_on` ("regression", or "slower": also `slower` rows)."""
+        fails = (Verdict.REGRESSION, Verdict.SLOWER) if fail_on == "slower" else (Verdict.REGRESSION,)
+        return tuple(r for r in self.rows if r.verdict in fails and not r.expected)

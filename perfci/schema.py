@@ -19,6 +19,7 @@ import copy
 import gc
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -72,6 +73,9 @@ class DocumentFormat:
     # "schema_version", a migration changes only the content
     migrations: Mapping[int, Migration] = field(default_factory=dict)
     oldest: int = 1  # the oldest version this perfci reads
+    # versions whose migration changes no nested content (an identity, or top-level keys only): a document of such
+    # a version is not deep-copied before migrating (a large results file would pay seconds for the copy)
+    shallow: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if not 1 <= self.oldest <= self.version:
@@ -114,7 +118,7 @@ class DocumentFormat:
                 f"{source}: {self.kind} schema_version {version} is not supported (this perfci reads {reads}).",
                 hint=f"upgrade perfci to read newer {self.kind} files" if version > self.version else None,
             )
-        if version < self.version:
+        if any(v not in self.shallow for v in range(version, self.version)):
             doc = copy.deepcopy(doc)
         while version < self.version:
             doc = {**self.migrations[version](doc), "schema_version": version + 1}
@@ -134,7 +138,7 @@ class DocumentFormat:
 
         error = best_match(self._validator.iter_errors(doc))
         if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path) or "<top>"
+            where = "/".join(map(_place, error.absolute_path)) or "<top>"
             raise ResultsFormatError(f"{source}: invalid {self.kind} file at {where}: {error.message}")
 
     @cached_property
@@ -172,13 +176,137 @@ def read_json_document(path: Path, kind: str) -> Any:
         raise ResultsFormatError(f"{path}: {kind} file not found.") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{path}: cannot read {kind} file ({exc}).") from None
+    return parse_json_text(text, str(path), kind)
+
+
+def _place(key: object) -> str:
+    """A key or index as a step of a JSON path in a one-line message (control characters escaped)."""
+    return repr(key)[1:-1] if isinstance(key, str) else str(key)
+
+
+class _NonFinite(ValueError):
+    """A NaN, an infinity, or a number beyond the range of a float, met while parsing."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _checked_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _NonFinite(literal if len(literal) < 40 else literal[:37] + "...")
+    return value
+
+
+def _checked_int(literal: str) -> int:
+    if len(literal) > 300:  # beyond any float: no count, size or time perfci reads is that large
+        raise _NonFinite(literal[:37] + "...")
+    return int(literal)
+
+
+# A number literal that parses to an infinity (or an integer beyond a float) has an exponent of 3 or more digits
+# or 300 digits in a row. Only a text that holds one is parsed with the checking parsers above: the C scanner's
+# own float parser is much faster for the millions of samples of a large file.
+# Matching that pattern with a regular expression costs over a second for a 5,000-case file (a match is tried at
+# every digit); `_may_hold_huge_number` finds a superset of it with C string methods in a tenth of that: digits
+# become "0" and "E" "e", then a 300-digit run, or a digit, "e", an optional "+" and three digits. The exponent
+# must follow a digit, as in a number: a string such as a run id "...-base20000" does not count.
+_HUGE_NUMBER = re.compile(r"[0-9][eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")  # what is looked for (tests)
+_DIGITS_AND_E = bytes.maketrans(b"123456789E", b"000000000e")
+_BIG_EXPONENT = re.compile(rb"0e\+?000")  # on translated text: a literal prefix, found fast
+
+
+def _may_hold_huge_number(text: str) -> bool:
+    """True for every text that `_HUGE_NUMBER` matches (and rarely for another: that only costs time)."""
+    data = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AND_E)
+    return _BIG_EXPONENT.search(data) is not None or b"0" * 300 in data
+
+
+class _Marker:
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+def _mark_float(literal: str) -> Any:
+    value = float(literal)
+    return value if math.isfinite(value) else _Marker(literal)
+
+
+def _non_finite_place(text: str) -> str:
+    """The JSON path (`cases/0/rounds/1/samples/3`) of the first non-finite number in `text` (parsed again with
+    markers; only an erroneous file pays for it)."""
     try:
-        return json.loads(text)
+        doc = json.loads(
+            text,
+            parse_constant=_Marker,
+            parse_float=_mark_float,
+            parse_int=lambda s: _Marker(s) if len(s) > 300 else int(s),
+        )
+    except (ValueError, RecursionError):
+        return "<unknown>"
+    stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _Marker):
+            return "/".join(where) or "<top>"
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend(reversed([(v, (*where, _place(k))) for k, v in items]))
+    return "<unknown>"
+
+
+def parse_json_text(text: str, source: str, kind: str) -> Any:
+    """JSON text parsed; every way it can be unparsable, and any NaN, infinity or number beyond a float's range
+    (which Python's json module would accept), is one ResultsFormatError naming `source` and the place."""
+    huge = _may_hold_huge_number(text)
+    try:
+        if huge:
+            doc = json.loads(text, parse_constant=_refuse_constant, parse_float=_checked_float, parse_int=_checked_int)
+        else:
+            doc = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFinite as exc:
+        raise ResultsFormatError(
+            f"{source}: invalid {kind} file at {_non_finite_place(text)}: {exc} is not a finite number.",
+            hint="perfci reads only finite numbers",
+        ) from None
     except json.JSONDecodeError as exc:
         raise ResultsFormatError(
-            f"{path}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            f"{source}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "it may be truncated.",
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits; nesting deeper than the stack
+        raise ResultsFormatError(f"{source}: {kind} file cannot be parsed ({str(exc)[:200]}).") from None
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        _refuse_lone_surrogates(doc, source, kind)
+    return doc
+
+
+# `\ud800`: JSON can escape half of a UTF-16 pair alone, which no UTF-8 file, report or database can then hold
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(doc: Any, source: str, kind: str) -> None:
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
+    where = "<unknown>"
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                where = "/".join(path) or "<top>"
+                break
+        elif isinstance(node, dict):
+            stack.extend((v, (*path, _place(k))) for k, v in node.items())
+            stack.extend((k, (*path, _place(k))) for k in node)
+        elif isinstance(node, list):
+            stack.extend((v, (*path, str(i))) for i, v in enumerate(node))
+    raise ResultsFormatError(f"{source}: invalid {kind} file at {where}: a string holds a lone UTF-16 surrogate.")
 
 
 def write_json_document(doc: dict[str, Any], path: Path) -> None:
@@ -189,10 +317,19 @@ def write_json_document(doc: dict[str, Any], path: Path) -> None:
     tmp.replace(path)
 
 
-# The results format. Version 1 is the first: no migrations yet.
+# The results format. Version 2 (issue #20) allows the optional `note` of a metric, which version 1 files of
+# perfci 0.x already carried without a version bump; a version 1 file reads unchanged (an identity migration).
 SCHEMA_NAME = "perfci.results"
-SCHEMA_VERSION = 1
-RESULTS = DocumentFormat(SCHEMA_NAME, "results", SCHEMA_VERSION, shipped_schemas("results"))
+SCHEMA_VERSION = 2
+
+
+def _results_v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc
+
+
+RESULTS = DocumentFormat(
+    SCHEMA_NAME, "results", SCHEMA_VERSION, shipped_schemas("results"), {1: _results_v1_to_v2}, shallow=frozenset({1})
+)
 
 
 def json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:

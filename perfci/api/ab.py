@@ -3,6 +3,7 @@ not settle (`perfci run --confirm`), both through compare/ab.py's lockstep pairs
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -22,10 +23,12 @@ from perfci.api.settings import Settings
 from perfci.api.shards import Shard
 from perfci.compare.ab import ABOutcome, ABSettings, run_ab
 from perfci.compare.confirm import merge_confirmation
+from perfci.compare.environments import probe
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DecisionSettings
-from perfci.compare.revisions import checked_out, map_path, repo_root
+from perfci.compare.revisions import Side, checked_out, map_path, repo_root
 from perfci.engine.runner import ProgressFn, RunSettings
+from perfci.errors import UsageError
 from perfci.model import Comparison, RunResult
 from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
@@ -58,7 +61,7 @@ def side_sources(settings: Settings, sources: Sources, repo: Path, root: Path) -
 
 def run_revisions(
     settings: Settings,
-    base_rev: str,
+    base_rev: str | None,
     head_rev: str | None,
     sources: Sources,
     ab_settings: ABSettings,
@@ -66,8 +69,10 @@ def run_revisions(
     env: Mapping[str, str],
     keep: Callable[[str], bool],
     progress: ProgressFn | None = None,
+    pythons: tuple[Path | None, Path | None] = (None, None),
 ) -> ABOutcome:
-    """Check both revisions out (head None: the working tree as it is) and run the A/B over the kept cases."""
+    """Check both revisions out (head None: the working tree as it is) and run the A/B over the kept cases; with
+    an interpreter (or venv folder) for either side, both sides' environments are probed first."""
     repo = repo_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="perfci-ab-") as tmp:
         work = Path(tmp)
@@ -75,13 +80,22 @@ def run_revisions(
             checked_out(repo, "base", base_rev, work, dict(env)) as a,
             checked_out(repo, "head", head_rev, work, dict(env)) as b,
         ):
+            if pythons != (None, None):
+                a = with_environment(a, pythons[0], "--base-python")
+                b = with_environment(b, pythons[1], "--head-python")
             both = (side_sources(settings, sources, repo, a.root), side_sources(settings, sources, repo, b.root))
             return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
 
 
+def with_environment(side: Side, python: Path | None, option: str) -> Side:
+    """The side with its workers' interpreter probed (this interpreter when none is named)."""
+    named = python if python is not None else Path(sys.executable)
+    return replace(side, environment=probe(named, option, side.env, side.root))
+
+
 @dataclass(frozen=True)
 class ABRequest:
-    base_rev: str
+    base_rev: str | None  # None: the working tree on both sides (an A/B of environments only)
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
     pairs: int = 8
@@ -100,6 +114,8 @@ class ABRequest:
     expected: Path | None = None
     shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
     gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
+    base_python: Path | None = None  # interpreter or venv folder of the base side's workers (default: this one)
+    head_python: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,11 @@ def ab(
     check_out_dir: Callable[[Path], None] | None = None,
 ) -> ABResult:
     """`perfci ab`: both revisions measured in lockstep pairs; the comparison's files written to the out folder."""
+    if req.base_rev is None and req.base_python is None and req.head_python is None:
+        raise UsageError(
+            "perfci ab needs a base revision, or two environments to compare.",
+            hint="perfci ab BASE [HEAD], or perfci ab --base-python PATH --head-python PATH",
+        )
     patterns = compile_patterns(req.sources.patterns)
     out_dir = req.out or default_ab_out()
     if check_out_dir is not None:
@@ -150,7 +171,10 @@ def ab(
         in_shard = req.shard is None or req.shard.holds(case_id)
         return in_shard and (not patterns or matches_any(patterns, case_id))
 
-    outcome = run_revisions(settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress)
+    pythons = (req.base_python, req.head_python)
+    outcome = run_revisions(
+        settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress, pythons
+    )
     comparison = with_expected(outcome.comparison, req.expected)
     written = write_outputs(Outputs(out_dir, req.junit), comparison, outcome.head, outcome.base)
     return ABResult(outcome, comparison, out_dir, written)

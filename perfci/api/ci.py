@@ -55,6 +55,13 @@ class CIRequest:
     rounds: int | None = None
     step_summary: Path | None = None  # default $GITHUB_STEP_SUMMARY
     github_output: Path | None = None  # default $GITHUB_OUTPUT
+    # A/B of environments (docs/ci.md, "Gating library upgrades"): each side's interpreter or venv folder
+    base_python: Path | None = None
+    head_python: Path | None = None
+
+    @property
+    def environments(self) -> bool:
+        return self.base_python is not None or self.head_python is not None
 
 
 @dataclass(frozen=True)
@@ -109,8 +116,10 @@ def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIP
     pull_request = where.event in ("pull_request", "pull_request_target", "merge_group")
     mode = req.mode
     if mode == "auto":
-        mode = "ab" if (req.base or (pull_request and where.base_ref)) else "baseline"
+        mode = "ab" if (req.base or (pull_request and where.base_ref) or req.environments) else "baseline"
     if mode == "ab":
+        if req.environments and not req.base:  # the same revision (the working tree) in both environments
+            return CIPlan("ab", None, False, where)
         if not where.base_ref:
             raise UsageError(
                 "perfci ci: an A/B needs a base revision, and none is known.",
@@ -133,10 +142,9 @@ def run_ci(
     plan = plan or plan_ci(settings, req)
     decision = DecisionOptions(threshold=req.threshold)
     if plan.mode == "ab":
-        assert plan.base_rev is not None
         ab_req = ABRequest(
             plan.base_rev, None, req.sources, req.pairs, req.extra, req.looks, req.budget_s, req.sample_budget_s,
-            decision=decision, out=req.out, shard=req.shard,
+            decision=decision, out=req.out, shard=req.shard, base_python=req.base_python, head_python=req.head_python,
         )  # fmt: skip
         result = ab(settings, ab_req, env, progress, check_out_dir)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
@@ -199,6 +207,11 @@ def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[
             elif r.verdict is Verdict.INCONCLUSIVE:
                 message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled; {r.note}"
                 lines.append(workflow_command("warning", message, f"perfci inconclusive: {r.case_id}"))
+            elif r.verdict is Verdict.SLOWER:  # below the threshold: an error only with fail_on = "slower"
+                gating = outcome.comparison.settings.get("fail_on") == "slower" and not r.expected
+                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval}, below the threshold; see {report}"
+                kind = fail_kind if gating else "warning"
+                lines.append(workflow_command(kind, message, f"perfci slower: {r.case_id}"))
         lines += [workflow_command("warning", w, "perfci") for w in outcome.comparison.warnings]
     else:
         for c in outcome.run.cases:
@@ -224,6 +237,7 @@ def counts(outcome: CIOutcome) -> dict[str, int]:
         "regressions": cases(Verdict.REGRESSION),
         "improvements": cases(Verdict.IMPROVEMENT),
         "inconclusive": cases(Verdict.INCONCLUSIVE),
+        "slower": cases(Verdict.SLOWER),
         "errors": len(failed),
     }
 

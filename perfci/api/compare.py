@@ -44,6 +44,7 @@ class DecisionOptions:
     metrics: tuple[str, ...] = ()
     job_noise: float | None = None
     catch: float = 0.75
+    fail_on: str | None = None  # --fail-on (None: configuration, then "regression")
 
 
 def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSettings:
@@ -66,6 +67,7 @@ def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSett
         metrics=tuple(opts.metrics or DEFAULT_METRICS),
         thresholds=dict(settings.cfg.thresholds),
         job_noise=opts.job_noise,
+        fail_on=settings.fail_on(opts.fail_on),
     )
 
 

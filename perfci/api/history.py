@@ -19,7 +19,8 @@ from perfci.reports.trend import trend_markdown
 from perfci.reports.trend_html import write_trend_html
 from perfci.schema import load_results
 from perfci.store.history import HistoryStore, RunFilter, RunInfo
-from perfci.store.trend import Shift, Trend, environment_changes, trends
+from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak
+from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends
 
 
 def open_store(settings: Settings, db: str | None) -> HistoryStore:
@@ -60,6 +61,7 @@ def measurements_frame(settings: Settings, db: str | None, where: RunFilter | No
 
 
 HistoryFilter = RunFilter  # for callers above the store (the CLI): runner, branch, since, until
+TREND_WINDOW = DEFAULT_WINDOW  # runs: the default window of the movers (`perfci trend --window`)
 
 
 class ExportFormat(StrEnum):
@@ -103,6 +105,7 @@ class TrendQuery:
     runner: str | None = None
     patterns: list[str] | None = None
     min_effect: float = 0.03
+    window: int = DEFAULT_WINDOW  # runs: the movers overview covers change points within each series' latest ones
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ class TrendView:
             for e in estimate_noise(self.store, r, metric, patterns, items=self.items).values()
         }
         fingerprints = {r: self.store.run_fingerprints(r) for r in runners}
-        write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints)
+        peaks = pct_of_peak(self.store, self.items)
+        write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints, self.query.window, peaks)
 
     def markdown(self, report: Path | None) -> str:
         return trend_markdown(self.items, self.environment(), report=str(report) if report else None)
@@ -138,6 +142,16 @@ class TrendView:
         environment change seen at that run (or None)."""
         env = self.environment()
         return [(t, s, env.get((t.runner, s.run_id))) for t in self.items if (s := t.worse_within(runs)) is not None]
+
+    def drifting(self, runs: int) -> list[tuple[Trend, Drift]]:
+        """The trend gate's second half: cases whose slowdowns below the threshold (`min_effect`) since their last
+        change point add up past it, the latest of them within their latest `runs` runs (store/trend.drift)."""
+        out = []
+        for t in self.items:
+            d = drift(t, self.query.min_effect)
+            if d is not None and d.steps[-1].index >= len(t.points) - runs:
+                out.append((t, d))
+        return out
 
 
 def trend_view(settings: Settings, db: str | None, query: TrendQuery) -> TrendView:

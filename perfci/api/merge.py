@@ -26,7 +26,7 @@ from perfci.reports.markdown import write_markdown
 from perfci.schema import dump_results, load_results
 
 # settings that legitimately differ between the shards of one run
-_PER_JOB_SETTINGS = ("complete", "shard", "merged_from")
+_PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@ and the run(s) and comparison to render from them."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import gc_paused, parse_results
+from perfci.schema import gc_paused, parse_json_text, parse_results
 
 
 def file_kind(path: Path) -> str:
@@ -27,12 +26,13 @@ def file_kind(path: Path) -> str:
 def _read(path: Path) -> tuple[str, Any]:
     """The file's kind and its parsed document: each file is read and parsed once."""
     try:
-        with gc_paused():
-            doc: Any = json.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: file not found.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
+    with gc_paused():
+        doc: Any = parse_json_text(text, str(path), "JSON")
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema == RESULTS_SCHEMA:
         return "results", doc

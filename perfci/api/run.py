@@ -20,13 +20,15 @@ from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.saved import dump_comparison
-from perfci.engine.runner import ProgressFn, Runner, RunSettings
+from perfci.engine.resume import WORKLOADS_KEY, check_resumable, workloads_digest
+from perfci.engine.runner import ProgressFn, Runner, RunSettings, git_info
 from perfci.errors import UsageError
 from perfci.model import CaseSpec, Comparison, RunResult
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
+from perfci.reports.sweeps import best_configurations
 from perfci.schema import load_results, run_to_dict
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
@@ -59,6 +61,8 @@ class RunRequest:
     db: str | None = None
     shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
     gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
+    fail_on: str | None = None  # --fail-on: regression | slower (None: configuration, then regression)
+    resume: bool = False  # --resume: continue the interrupted results.json in `out` (perfci/engine/resume.py)
 
 
 def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
@@ -89,6 +93,24 @@ class Planned:
     baseline: RunResult | None
     decision: DecisionSettings
     noise: HistoryNoise | None  # the learned cross-job noise, when --history-noise
+    workloads: str = ""  # content hash of the workload files (settings["workloads"], perfci/engine/resume.py)
+    resume_from: RunResult | None = None  # --resume: the interrupted run in out_dir (None: measure from the start)
+
+    def results_settings(self) -> dict[str, Any]:
+        """What the results file's settings will hold, less `complete` and the resume notes."""
+        return {**self.settings.as_dict(), WORKLOADS_KEY: self.workloads}
+
+
+def _resumable(planned: Planned) -> RunResult | None:
+    """--resume: the interrupted results.json in the output folder, checked (perfci/engine/resume.py); None when
+    there is none (nothing was written before the interruption: the run starts from the beginning)."""
+    path = planned.out_dir / "results.json"
+    if not path.exists():
+        return None
+    partial = load_results(path)
+    ids = [s.id for s in planned.choice.cases]
+    check_resumable(path, partial, planned.results_settings(), ids, fingerprint(), git_info(Path.cwd()))
+    return partial
 
 
 def plan_run(settings: Settings, req: RunRequest) -> Planned:
@@ -99,11 +121,14 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
             "no cases to run: no workloads found, or the filters (-k, --suite, --device) left none.",
             hint="see what would run with 'perfci list' (add --all for the cases left out)",
         )
+    workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     if req.shard is not None:
         kept = [s for s in choice.cases if req.shard.holds(s.id)]
         if not kept:
             raise empty_shard_error(req.shard, len(choice.cases))
         choice = replace(choice, cases=kept)
+    if req.resume and req.out is None:
+        raise UsageError("--resume needs --out: the folder of the interrupted run.")
     rs = run_settings(settings, req)
     runner = settings.runner_class(req.runner, fingerprint())
     base_path = req.baseline or baseline_path(runner)
@@ -115,8 +140,11 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         threshold=req.threshold,
         thresholds=dict(settings.cfg.thresholds),
         job_noise_lookup=lookup,
+        fail_on=settings.fail_on(req.fail_on),
     )
-    return Planned(choice, req.out or default_run_out(), rs, runner, base_path, baseline, decision, lookup)
+    out = req.out or default_run_out()
+    planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads)
+    return replace(planned, resume_from=_resumable(planned)) if req.resume else planned
 
 
 @dataclass(frozen=True)
@@ -131,13 +159,15 @@ class RunOutcome:
         return gate(self.comparison, self.result)
 
     def results_document(self) -> dict[str, Any]:
-        """The run as its results.json document (what `--format json` prints)."""
-        return run_to_dict(self.result)
+        """What `--format json` prints: the run as its results.json document, plus `sweeps`, the best
+        configuration of each workload whose parameters sweep (perfci/reports/sweeps.py; not part of the file)."""
+        return {**run_to_dict(self.result), "sweeps": best_configurations(self.result)}
 
 
 def measure(planned: Planned, specs: list[CaseSpec], progress: ProgressFn | None = None) -> RunResult:
-    runner = Runner(planned.settings, planned.out_dir, progress)
-    return runner.run(specs)
+    extra = {WORKLOADS_KEY: planned.workloads}
+    runner = Runner(planned.settings, planned.out_dir, progress, extra_settings=extra)
+    return runner.run(specs, planned.resume_from)
 
 
 def finish_run(

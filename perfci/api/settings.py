@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from perfci.compare.baselines import check_runner_name
+from perfci.compare.policy import FAIL_ON
 from perfci.config import Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
@@ -105,6 +106,15 @@ class Settings:
             where = "--gpu-mode" if flag is not None else f"{self.cfg.source}: key gpu_mode"
             raise UsageError(f"{where}: unknown GPU timing mode {mode!r}.", hint=f"use one of {', '.join(GPU_MODES)}")
         return mode
+
+    def fail_on(self, flag: str | None) -> str:
+        """`--fail-on` > config `fail_on` > regression: what fails the gate ("slower": also the established
+        slowdowns below the threshold)."""
+        value = first(flag, self.cfg.fail_on, FAIL_ON[0])
+        if value not in FAIL_ON:
+            where = "--fail-on" if flag is not None else f"{self.cfg.source}: key fail_on"
+            raise UsageError(f"{where}: unknown value {value!r}.", hint=f"use one of {', '.join(FAIL_ON)}")
+        return value
 
     def devices(self, flag: list[str] | None) -> tuple[str, ...]:
         """`--device` > config `devices` > () (every device present)."""

@@ -15,6 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.api.settings import Settings, load_project_config
@@ -53,7 +54,8 @@ def consoles() -> tuple[Console, Console]:
 
 def fail(exc: PerfciError) -> NoReturn:
     _, err = consoles()
-    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True, soft_wrap=True)
+    # the message is text, not markup: a case id such as `w[n=400]@cpu` must not be read as a style tag
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
     if exc.hint:
         err.print(f"hint: {exc.hint}", highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)

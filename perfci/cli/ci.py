@@ -51,6 +51,12 @@ Rounds = Annotated[int | None, typer.Option(min=1, help="Baseline mode: rounds [
 Summary = Annotated[Path | None, typer.Option(help="Append the Markdown summary here [default: $GITHUB_STEP_SUMMARY].")]
 Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts here [default: $GITHUB_OUTPUT].")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]
+BasePython = Annotated[
+    Path | None, typer.Option("--base-python", help="A/B: interpreter or venv folder of the base side's workers.")
+]
+HeadPython = Annotated[
+    Path | None, typer.Option("--head-python", help="A/B: interpreter or venv folder of the head side's workers.")
+]
 
 
 @app.command("ci")
@@ -60,17 +66,18 @@ def ci_command(
     db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = 8, extra: Extra = 6,
     looks: Looks = 3, budget: Budget = 900.0, sample_budget: SampleBudget = None, rounds: Rounds = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
+    base_python: BasePython = None, head_python: HeadPython = None,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
         mode, base, Sources(paths, suites, patterns), out, runner, threshold, db, report_only, shard, pairs, extra,
-        looks, budget, sample_budget, rounds, step_summary, github_output,
+        looks, budget, sample_budget, rounds, step_summary, github_output, base_python, head_python,
     )  # fmt: skip
 
     def body() -> int:
         settings = project_settings(config)
         plan = plan_ci(settings, req)
-        note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest)}")
+        note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest, req.environments)}")
         planned_pairs = pairs + extra * (looks - 1) if plan.mode == "ab" else None
         bar, update = progress_bar("starting", prefix="A/B " if plan.mode == "ab" else "",
                                    budget_s=budget if plan.mode == "ab" else None,
@@ -83,7 +90,10 @@ def ci_command(
     guard(body)
 
 
-def describe(mode: str, base_rev: str | None, ingest: bool) -> str:
+def describe(mode: str, base_rev: str | None, ingest: bool, environments: bool = False) -> str:
+    if mode == "ab" and environments:
+        base = base_rev or "the working tree"
+        return f"A/B of {base} in the base environment against the working tree in the head environment"
     if mode == "ab":
         return f"A/B of {base_rev} (base) against the working tree (head)"
     return "a run, compared with baselines/<runner>.json when it exists" + (

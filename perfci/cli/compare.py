@@ -69,11 +69,29 @@ Html = Annotated[Path | None, typer.Option(help="Also write an HTML report here.
 Junit = Annotated[Path | None, typer.Option(help="Write JUnit XML here.")]
 Expected = Annotated[Path | None, typer.Option(help=f"Expected-changes file (default ./{EXPECTED_FILE}).")]
 ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")]
+FailOn = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="What fails the gate: 'regression' (default) or 'slower' (also established slowdowns below the "
+        "threshold). Config: fail_on.",
+    ),
+]
 Fmt = Annotated[OutputFormat, typer.Option("--format")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]
 Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
 AllowMismatch = Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")]
-BaseRev = Annotated[str, typer.Argument(help="Base revision (commit, branch, tag).")]
+BaseRev = Annotated[
+    str | None, typer.Argument(help="Base revision (commit, branch, tag); optional with --base/--head-python.")
+]
+BasePython = Annotated[
+    Path | None,
+    typer.Option("--base-python", help="Interpreter or virtual environment folder of the base side's workers."),
+]
+HeadPython = Annotated[
+    Path | None,
+    typer.Option("--head-python", help="Interpreter or virtual environment folder of the head side's workers."),
+]
 HeadRev = Annotated[str | None, typer.Argument(help="Head revision (default: the working tree as it is).")]
 PathOpt = Annotated[list[Path] | None, typer.Option("--path", help="Workload file or folder (repeatable).")]
 PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
@@ -118,11 +136,11 @@ def compare(
     catch: Catch = 0.75, job_noise: JobNoise = None, history_noise: HistoryNoiseOpt = None, db: DbOpt = None,
     metric: Metrics = None, allow_mismatch: AllowMismatch = False, out: Out = None, html: Html = None,
     junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZero = False,
-    fmt: Fmt = OutputFormat.table, store_baseline: StoreBaseline = None,
+    fmt: Fmt = OutputFormat.table, store_baseline: StoreBaseline = None, fail_on: FailOn = None,
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
-    decision = DecisionOptions(threshold, confidence, family, tuple(metric or ()), job_noise, catch)
+    decision = DecisionOptions(threshold, confidence, family, tuple(metric or ()), job_noise, catch, fail_on)
     req = CompareRequest(baseline, candidate, runner, decision, history_noise, db, allow_mismatch, expected,
                          Outputs(out, junit, html), store_baseline)  # fmt: skip
 
@@ -137,19 +155,22 @@ def compare(
 
 @app.command("ab")
 def ab_command(
-    base_rev: BaseRev, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
+    base_rev: BaseRev = None, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
     suites: SuiteOpt = None, pairs: Pairs = 8, extra: Extra = 6, looks: Looks = 3, budget: Budget = 900.0,
     sample_budget: SampleBudget = None, threads: Threads = None, cpus: Cpus = None, timeout: Timeout = None,
     seed: Seed = 0, build: Build = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
     config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table, shard: ShardOpt = None,
-    gpu_mode: GpuModeOpt = None,
+    gpu_mode: GpuModeOpt = None, base_python: BasePython = None, head_python: HeadPython = None,
+    fail_on: FailOn = None,
 ) -> None:  # fmt: skip
-    """Same-machine A/B of two git revisions in lockstep pairs (the recommended PR gate)."""
+    """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
+    environments (--base-python, --head-python: a library upgrade), or both at once."""
     req = ABRequest(
         base_rev, head_rev, Sources(paths, suites, patterns), pairs, extra, looks, budget, sample_budget, threads,
-        cpus, timeout, seed, build, DecisionOptions(threshold, confidence, family, tuple(metric or ()), None, catch),
-        out, junit, expected, shard, gpu_mode,
+        cpus, timeout, seed, build,
+        DecisionOptions(threshold, confidence, family, tuple(metric or ()), None, catch, fail_on),
+        out, junit, expected, shard, gpu_mode, base_python, head_python,
     )  # fmt: skip
 
     def body() -> int:
@@ -167,8 +188,12 @@ def ab_command(
 
 def print_ab(result: ABResult, fmt: OutputFormat) -> None:
     outcome = result.outcome
-    print_outcome(result.comparison, outcome.head, result.written, fmt)
     meta = result.comparison.settings.get("ab", {})
+    envs = meta.get("environments")
+    if envs:
+        note(f"environments: base {envs['base']['python']} -> head {envs['head']['python']}")
+        note(result.comparison.warnings[0])
+    print_outcome(result.comparison, outcome.head, result.written, fmt)
     note(
         f"A/B: {outcome.pairs_run} pairs in {outcome.looks_run} of {meta.get('looks_planned')} looks, "
         f"{outcome.elapsed_s:.0f} s; results: {result.out_dir / 'base'}, {result.out_dir / 'head'}"

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from perfci.api.history import (
+    TREND_WINDOW,
     ExportFormat,
     HistoryFilter,
     TrendQuery,
@@ -37,6 +38,9 @@ Html = Annotated[
 Markdown = Annotated[
     Path | None,
     typer.Option(help="Also write a Markdown summary here ('-' for stdout): the cases that got worse, with commits."),
+]
+Window = Annotated[
+    int, typer.Option(min=1, help="Runs: the movers (table and HTML) are change points within each series' latest N.")
 ]
 Branch = Annotated[str | None, typer.Option(help="Only runs of this git branch.")]
 Since = Annotated[str | None, typer.Option(help="Only runs started at or after this ISO date/time (2026-11-01).")]
@@ -94,13 +98,13 @@ def trend(
     db: DbOpt = None,
     metric: Annotated[str, typer.Option(help="Metric to follow.")] = LATENCY,
     runner: Runner = None, k: Pattern = None, min_effect: MinEffect = 0.03, html: Html = None,
-    markdown: Markdown = None, check: Check = None, fmt: Fmt = OutputFormat.table,
+    markdown: Markdown = None, check: Check = None, fmt: Fmt = OutputFormat.table, window: Window = TREND_WINDOW,
 ) -> None:  # fmt: skip
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
 
     def body() -> int:
-        view = trend_view(project_settings(), db, TrendQuery(metric, runner, k, min_effect))
-        emit(fmt, lambda: trends_json(view.items), lambda: trend_table(view.items))
+        view = trend_view(project_settings(), db, TrendQuery(metric, runner, k, min_effect, window))
+        emit(fmt, lambda: trends_json(view.items), lambda: trend_table(view.items, window))
         if html is not None:
             view.write_html(html)
             note(f"trend report: {html}")
@@ -114,7 +118,8 @@ def trend(
 
 
 def trend_gate(view: TrendView, check: int) -> int:
-    """`trend --check N`: name each case that got worse within its latest N runs; exit 1 when any did."""
+    """`trend --check N`: name each case that got worse within its latest N runs, and each whose slowdowns below
+    the threshold since its last change point add up past it (with the runs that contributed); exit 1 when any."""
     worse = view.worse_within(check)
     for t, s, upgrade in worse:
         note(
@@ -122,8 +127,16 @@ def trend_gate(view: TrendView, check: int) -> int:
             f"(commit {(s.commit or '?')[:10]}, {s.started_at[:10]}"
             + (f"; environment changed there: {upgrade})" if upgrade else ")")
         )
-    note(f"{'FAIL' if worse else 'PASS'}: {len(worse)} case(s) got worse within their latest {check} runs")
-    return 1 if worse else 0
+    drifting = view.drifting(check)
+    for t, d in drifting:
+        steps = ", ".join(f"{s.run_id} ({(s.commit or '?')[:10]}) {format_ratio(s.ratio)}" for s in d.steps)
+        note(f"{t.runner} {t.case_id}: {t.metric} {format_ratio(d.total)} in steps below the threshold: {steps}")
+    failed = len(worse) + len(drifting)
+    note(
+        f"{'FAIL' if failed else 'PASS'}: {len(worse)} case(s) got worse within their latest {check} runs, "
+        f"{len(drifting)} drifted past the threshold in smaller steps"
+    )
+    return 1 if failed else 0
 
 
 @history_app.command("noise")

@@ -27,7 +27,7 @@ from perfci.cli.app import (
     project_settings,
     writable_folder,
 )
-from perfci.cli.compare import print_unsettled_hint
+from perfci.cli.compare import FailOn, print_unsettled_hint
 from perfci.compare.gate import ExitCode
 from perfci.model import RunResult
 from perfci.profilers.fingerprint import fingerprint, runner_name
@@ -96,6 +96,14 @@ ConfirmOpt = Annotated[
     bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")
 ]
 ExitZeroOpt = Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue the interrupted run in --out: measure only the rounds its results.json lacks (refused when "
+        "the runner, settings, git commit, cases or workload files differ).",
+    ),
+]
 
 
 def note_other_devices(choice: CaseChoice) -> None:
@@ -115,14 +123,15 @@ def run(
     memory_limit: MemoryOpt = None, speed_reference: SpeedRefOpt = None, baseline: BaselineOpt = None,
     runner: RunnerOpt = None, threshold: ThresholdOpt = None, confirm: ConfirmOpt = False,
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
-    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None,
+    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOn = None,
+    resume: ResumeOpt = False,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
     req = RunRequest(
         paths=paths, patterns=patterns, suites=suites, devices=devices, out=out, rounds=rounds, threads=threads,
         cpus=cpus, seed=seed, timeout_s=timeout, budget_s=budget, memory_limit=memory_limit,
         speed_reference=speed_reference, baseline=baseline, runner=runner, threshold=threshold, confirm=confirm,
-        history_noise=history_noise, db=db, shard=shard, gpu_mode=gpu_mode,
+        history_noise=history_noise, db=db, shard=shard, gpu_mode=gpu_mode, fail_on=fail_on, resume=resume,
     )  # fmt: skip
 
     def body() -> int:
@@ -130,12 +139,23 @@ def run(
         planned = plan_run(settings, req)  # the baseline and the store are checked before measuring
         note_other_devices(planned.choice)
         writable_folder(planned.out_dir, "--out")  # after the inputs are checked, before measuring
+        if resume:
+            note_resume(planned)
         result = measure_with_progress(planned)
         outcome = finish_run(settings, req, planned, result, settings.env, note)
         print_run(outcome, fmt)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)
+
+
+def note_resume(planned: Planned) -> None:
+    partial = planned.resume_from
+    if partial is None:
+        note(f"note: --resume: no results in {planned.out_dir}; measuring from the start.")
+    else:
+        kept = sum(len(c.rounds) for c in partial.cases)
+        note(f"resuming run {partial.run_id}: {kept} round(s) kept from {planned.out_dir / 'results.json'}.")
 
 
 def measure_with_progress(planned: Planned) -> RunResult:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from perfci.compare.confirm import unsettled
+from perfci.compare.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.compare.decide import compare_runs
+from perfci.compare.environments import changes_line, describe, environment_changes
 from perfci.compare.policy import DecisionSettings, practical_threshold
 from perfci.compare.revisions import Side, build
 from perfci.engine.lockstep import run_lockstep_pair
@@ -83,19 +84,21 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
 
 
 def needs_more(row: MetricComparison, theta: float | None = None) -> bool:
-    """Worth more pairs: `inconclusive`; or `unchanged` with the estimate at least half-way to the threshold on
-    the worse side (so a change near theta is decided on more data rather than at the first look); or, given the
-    practical threshold `theta`, `unchanged` with an interval that still reaches past theta on the worse side (a
-    noisy case whose estimate happens to sit near 0 is not settled: a change of theta would look the same). Only
-    which cases get more pairs depends on this; the error rate is held by splitting alpha over the planned looks."""
+    """Worth more pairs: `inconclusive`; or `unchanged`/`slower` with the estimate at least half-way to the
+    threshold on the worse side (so a change near theta is decided between `slower` and `regression` on more data
+    rather than at the first look); or, given the practical threshold `theta`, `unchanged`/`slower`/`faster` with
+    an interval that still reaches past theta on the worse side (a `slower` row that may yet be a regression).
+    Only which cases get more pairs depends on this; the error rate is held by splitting alpha over the planned
+    looks."""
     if not metric_def(row.metric).timed or row.ratio is None:
         return False
     if row.verdict is Verdict.INCONCLUSIVE:
         return True
-    if row.verdict is not Verdict.UNCHANGED or row.threshold is None:
+    if row.verdict not in SETTLED_IF_BOUNDED or row.threshold is None:
         return False
     worse = math.log(row.ratio) if row.direction is Direction.LOWER else -math.log(row.ratio)
-    return worse >= 0.5 * math.log1p(row.threshold) or (theta is not None and unsettled(row, theta))
+    near = row.verdict is not Verdict.FASTER and worse >= 0.5 * math.log1p(row.threshold)
+    return near or (theta is not None and unsettled(row, theta))
 
 
 def _theta(decision: DecisionSettings, row: MetricComparison) -> float:
@@ -107,22 +110,27 @@ def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str
 
 
 def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str | None:
-    """After the last look: a warning naming the cases that are `unchanged` on a timed metric while their
-    interval still allows a change past the practical threshold (too noisy for the pairs the budget allowed)."""
+    """After the last look: a warning naming the cases that are `unchanged`/`slower`/`faster` on a timed metric
+    while their interval still allows a change past the practical threshold (too noisy for the pairs the budget
+    allowed)."""
     cases = sorted(
         {
             r.case_id
             for r in comparison.rows
-            if r.verdict is Verdict.UNCHANGED and metric_def(r.metric).timed and unsettled(r, _theta(decision, r))
+            if r.verdict in SETTLED_IF_BOUNDED and metric_def(r.metric).timed and unsettled(r, _theta(decision, r))
         }
     )
     if not cases:
         return None
     shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
     return (
-        f"{len(cases)} unchanged case(s) not settled at the practical threshold (their intervals still allow a "
-        f"larger change): {shown}; more pairs settle them (--looks, --extra, --budget)"
+        f"{len(cases)} unchanged/slower/faster case(s) not settled at the practical threshold (their intervals "
+        f"still allow a larger change): {shown}; more pairs settle them (--looks, --extra, --budget)"
     )
+
+
+def _fingerprint(side: Side) -> dict[str, Any] | None:
+    return side.environment.fingerprint if side.environment is not None else None
 
 
 def _with_git(run: RunResult, side: Side) -> RunResult:
@@ -172,13 +180,13 @@ def run_ab(
     if settings.build_command:
         for side in (base, head):
             build(side, settings.build_command, out_dir / "logs" / f"build-{side.name}.log")
-    specs_a = [s for s in list_cases(base, sources[0]) if select is None or select(s.id)]
-    specs_b = [s for s in list_cases(head, sources[1]) if select is None or select(s.id)]
+    specs_a = [s for s in list_cases(base, sources[0], base.python) if select is None or select(s.id)]
+    specs_b = [s for s in list_cases(head, sources[1], head.python) if select is None or select(s.id)]
     if not specs_a and not specs_b:
         raise WorkloadDefinitionError("no cases to compare on either revision.")
     run_settings = replace(settings.run, seed=settings.seed)
-    runner_a = Runner(run_settings, out_dir / "base", progress, worker_env=base.env)
-    runner_b = Runner(run_settings, out_dir / "head", progress, worker_env=head.env)
+    runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base))
+    runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head))
     planned = settings.pairs + settings.extra * (settings.looks - 1)
     runner_a.start(specs_a, planned)
     runner_b.start(specs_b, planned)
@@ -219,6 +227,10 @@ def run_ab(
         "build_command": settings.build_command,
         "seed": settings.seed,
     }
+    if base.environment is not None and head.environment is not None:
+        changes = environment_changes(base.environment, head.environment)
+        meta["environments"] = {**describe(base.environment, head.environment), "changes": [list(c) for c in changes]}
+        comparison = replace(comparison, warnings=(changes_line(changes), *comparison.warnings))
     comparison = replace(comparison, settings={**comparison.settings, "ab": meta})
     elapsed = clock() - start
     return ABOutcome(comparison, run_a, run_b, paired.next_index, looks, elapsed)

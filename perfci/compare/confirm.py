@@ -6,10 +6,9 @@ commit>` against the working tree, and their rows are replaced by the paired ver
 Rows of other cases are kept.
 
 A case is flagged when one of its timed metrics is not settled at the practical threshold theta: `regression`,
-`inconclusive`, or `unchanged` with an interval that still reaches past theta on the worse side. The last kind
-is `unchanged` only at the coarser effective threshold that cross-job noise forces on the unpaired rule
-(theta_eff, up to ~50% on a shared CPU runner): a real 10% slowdown whose job happened to run fast reads
-`unchanged` there, and leaving it out would let it through unconfirmed.
+`inconclusive`, or `unchanged`/`slower`/`faster` with an interval that still reaches past theta on the worse side
+(for `unchanged` that needs a threshold other than the one it was decided at; `slower` can: an established small
+slowdown whose interval still allows a regression).
 """
 
 from __future__ import annotations
@@ -21,13 +20,14 @@ from perfci.metrics.registry import COMPARABLE, LATENCY, metric_def
 from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
+SETTLED_IF_BOUNDED = (Verdict.UNCHANGED, Verdict.SLOWER, Verdict.FASTER)  # settled when the worse edge is inside theta
 
 
 def unsettled(row: MetricComparison, theta: float) -> bool:
     """Whether `row` leaves a change of more than `theta` on the worse side possible (module docstring)."""
     if row.verdict in FLAGGED:
         return True
-    if row.verdict is not Verdict.UNCHANGED:
+    if row.verdict not in SETTLED_IF_BOUNDED:
         return False
     higher = row.direction is Direction.HIGHER
     edge = row.ratio_high if not higher else (1.0 / row.ratio_low if row.ratio_low else None)  # worst change allowed

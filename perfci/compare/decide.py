@@ -23,7 +23,7 @@ from perfci.errors import UsageError
 from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, implausible, metric_def, round_values
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
-from perfci.stats.decision import decide, tolerance_verdict
+from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import median
 
@@ -51,7 +51,7 @@ def _timed_row(
     else:
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
     higher = mdef.direction.value == "higher"
-    d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch)
+    d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch, settings.slower_min)
     low, high = est.interval(1.0 - 2.0 * alpha)
     note = "" if not math.isnan(est.se) else "too few rounds to estimate the noise"
     worse = -math.log(est.ratio) if higher else math.log(est.ratio)
@@ -79,6 +79,7 @@ def _timed_row(
         noise=_nan_none(est.se),
         n_baseline=est.n_baseline,
         n_candidate=est.n_candidate,
+        mdc=_nan_none(min_detectable(est, alpha)),
     )
 
 

@@ -11,8 +11,8 @@ speed (or memory) for something else pass the gate, with a note.
     max_change = 0.10                # the largest worsening accepted, as a fraction (0.10 = 10% slower)
     reason = "exact softmax instead of the approximation (#123)"
 
-A `regression` row that matches an entry and whose estimated change is within `max_change` keeps its verdict
-but gets `expected = reason`, and the gate passes it. A regression beyond `max_change` still fails, with a note.
+A `regression` (or `slower`) row that matches an entry and whose estimated change is within `max_change` keeps its
+verdict but gets `expected = reason`, and the gate passes it. A regression beyond `max_change` still fails, with a note.
 Remove the entry once the new numbers are the baseline.
 """
 
@@ -27,6 +27,8 @@ from perfci.model import Comparison, Direction, MetricComparison, Verdict
 from perfci.patterns import case_pattern
 
 EXPECTED_FILE = "perfci-expected.toml"
+_WORSE = (Verdict.REGRESSION, Verdict.SLOWER)  # the verdicts that can fail the gate (slower: with fail_on)
+MAX_CHANGE = 1000.0  # the largest max_change read (a 100,000% worsening): anything beyond is a typo, or inf
 VERSION = 1
 
 
@@ -47,14 +49,14 @@ def _entry(raw: object, where: str) -> ExpectedChange:
         raise ConfigError(f"{where}: each [[change]] must be a table.")
     unknown = set(raw) - {"case", "metric", "max_change", "reason"}
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}.")
     case, reason = raw.get("case"), raw.get("reason")
     metric, max_change = raw.get("metric", "latency"), raw.get("max_change")
     if not isinstance(case, str) or not isinstance(metric, str):
         raise ConfigError(f"{where}: 'case' and 'metric' must be strings.")
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigError(f"{where}: 'reason' is required: say why the change is expected.")
-    if isinstance(max_change, bool) or not isinstance(max_change, int | float) or max_change <= 0:
+    if isinstance(max_change, bool) or not isinstance(max_change, int | float) or not 0 < max_change <= MAX_CHANGE:
         raise ConfigError(f"{where}: 'max_change' must be a positive fraction (0.10 = 10%).")
     try:
         case_pattern(case)
@@ -72,7 +74,7 @@ def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
         raise ConfigError(f"{source}: 'version = {VERSION}' is required (found {doc.get('version')!r}).")
     unknown = set(doc) - {"version", "change"}
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}.")
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}.")
     changes = doc.get("change", [])
     if not isinstance(changes, list):
         raise ConfigError(f"{source}: 'change' must be an array of tables ([[change]]).")
@@ -94,12 +96,12 @@ def _worsening(row: MetricComparison) -> float | None:
 
 
 def apply_expected(comparison: Comparison, changes: tuple[ExpectedChange, ...]) -> Comparison:
-    """Mark regressions covered by a declared expected change (see the module docstring)."""
+    """Mark regressions and slower rows covered by a declared expected change (see the module docstring)."""
     if not changes:
         return comparison
     rows = []
     for row in comparison.rows:
-        entry = next((c for c in changes if c.covers(row)), None) if row.verdict is Verdict.REGRESSION else None
+        entry = next((c for c in changes if c.covers(row)), None) if row.verdict in _WORSE else None
         worse = _worsening(row) if entry else None
         if entry is not None and worse is not None and worse <= entry.max_change:
             row = replace(row, expected=entry.reason)

@@ -15,8 +15,8 @@ class ExitCode(IntEnum):
 
 
 def gate(comparison: Comparison | None, run: RunResult | None = None, fail_on_error: bool = True) -> ExitCode:
-    """1 on any regression not covered by a declared expected change; else 3 when workloads failed (if
-    `fail_on_error`); else 0."""
+    """1 on any regression not covered by a declared expected change (and, when the comparison's settings say
+    `fail_on = "slower"`, on any such `slower` row); else 3 when workloads failed (if `fail_on_error`); else 0."""
     if comparison is not None and comparison.failing:
         return ExitCode.REGRESSION
     errored = run is not None and any(c.status is CaseStatus.ERROR for c in run.cases)

@@ -22,8 +22,10 @@ from typing import Any
 
 from perfci.config import configured_threshold
 from perfci.metrics.registry import DEFAULT_COMPARED, LATENCY, VS_REFERENCE, MetricDef
+from perfci.stats.decision import MIN_FRACTION
 
 DEFAULT_METRICS = DEFAULT_COMPARED
+FAIL_ON = ("regression", "slower")  # what may fail the gate: regressions only (default), or slower rows too
 CPU_THETA = 0.03
 GPU_THETA = 0.01
 MEMORY_THETA = 0.01
@@ -57,6 +59,10 @@ class DecisionSettings:
     # answer keeps the default
     job_noise_lookup: Callable[[str, str], float | None] | None = None
     memory_slack_bytes: float = MEMORY_SLACK_BYTES
+    # issue #20: `slower`/`faster` need an estimate of at least this share of theta (stats/decision.py); the gate
+    # fails on `regression` rows, or also on `slower` rows with fail_on = "slower"
+    slower_min: float = MIN_FRACTION
+    fail_on: str = "regression"
 
     def alpha(self, n_cases: int = 1) -> float:
         a = (1.0 - self.confidence) / max(1, self.looks)
@@ -77,6 +83,8 @@ class DecisionSettings:
             "trim": self.trim,
             "metrics": list(self.metrics),
             "thresholds": self.thresholds,
+            "slower_min": self.slower_min,
+            "fail_on": self.fail_on,
         }
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import perfci
+from perfci.compare.environments import Environment
 from perfci.errors import InfrastructureError, UsageError
 
 GIT_TIMEOUT_S = 120.0
@@ -34,10 +35,16 @@ class Side:
     root: Path  # folder with the revision's files
     worktree: bool  # True when `root` is a temporary worktree perfci made
     env: dict[str, str] = field(default_factory=dict)
+    environment: Environment | None = None  # the interpreter its workers run (`--base-python`/`--head-python`)
+
+    @property
+    def python(self) -> str | None:
+        return self.environment.python if self.environment is not None else None
 
     @property
     def label(self) -> str:
-        return f"{self.rev} ({self.commit[:12]})" if self.commit else self.rev
+        rev = f"{self.rev} ({self.commit[:12]})" if self.commit else self.rev
+        return f"{rev} in {self.environment.label}" if self.environment is not None else rev
 
 
 def git(repo: Path, *args: str) -> str:

@@ -29,7 +29,7 @@ from perfci.model import (
     RunResult,
     Verdict,
 )
-from perfci.stats.decision import decide, tolerance_verdict
+from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.rolling import rolling_log_ratio
 from perfci.store.history import HistoryStore, Point, RunInfo
 
@@ -124,7 +124,8 @@ def _timed_row(
 ) -> MetricComparison:  # fmt: skip
     logs = _logs(pts)
     est = rolling_log_ratio(logs, cand, job_noise(settings, case_id, mdef.name))
-    d = decide(est, theta, alpha, mdef.direction.value == "higher", settings.noise_factor, settings.catch)
+    higher = mdef.direction.value == "higher"
+    d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch, settings.slower_min)
     low, high = est.interval(1.0 - 2.0 * alpha)
     return MetricComparison(
         case_id=case_id, metric=mdef.name, verdict=Verdict(d.verdict), unit=mdef.unit,
@@ -133,6 +134,7 @@ def _timed_row(
         note=f"rolling baseline: {len(pts)} run(s)" if not math.isnan(est.se) else "too few runs or rounds",
         direction=mdef.direction, method="unpaired", confidence=1.0 - alpha, bound=nan_none(d.bound),
         noise=nan_none(est.se), n_baseline=est.n_baseline, n_candidate=est.n_candidate,
+        mdc=nan_none(min_detectable(est, alpha)),
     )  # fmt: skip
 
 

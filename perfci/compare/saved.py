@@ -5,18 +5,18 @@
 the versioned document `COMPARISON` (perfci/schema.py: format check, migrations from older versions, validation
 against `perfci/schemas/comparison-v<N>.schema.json`); any problem is a `ResultsFormatError` (exit code 2).
 
-Format, version 1 (documented in docs/compare.md):
+Format, version 2 (documented in docs/compare.md):
 
     {
-      "schema": "perfci.comparison", "schema_version": 1,
+      "schema": "perfci.comparison", "schema_version": 2,
       "created_at": "2026-11-30T01:00:00.000000Z",          # UTC ISO-8601
       "mode": "paired" | "unpaired",                        # same-machine A/B, or two separate result files
       "baseline":  {"label": str, "run_id": str|null, "git": {...}|null, "fingerprint": {...}|null},
       "candidate": {"label": str, "run_id": str|null, "git": {...}|null, "fingerprint": {...}|null},
       "verdict": {"gate": "pass"|"fail", "counts": {"regression": 1, "unchanged": 12, ...}},
       "rows": [ {                                           # one per case and metric (MetricComparison)
-          "case_id": str, "metric": str, "verdict": "regression"|"improvement"|"unchanged"|"inconclusive"
-                                                            |"new"|"missing"|"error",
+          "case_id": str, "metric": str, "verdict": "regression"|"improvement"|"slower"|"faster"|"unchanged"
+                                                            |"inconclusive"|"new"|"missing"|"error",
           "unit": str, "baseline": num|null, "candidate": num|null,
           "ratio": num|null,                                # candidate / baseline
           "ratio_low": num|null, "ratio_high": num|null,    # two-sided interval of the ratio at `confidence`
@@ -25,14 +25,19 @@ Format, version 1 (documented in docs/compare.md):
           "noise": num|null,                                # standard error of log(ratio)
           "direction": "lower"|"higher", "method": "paired"|"unpaired"|"tolerance"|"",
           "confidence": num|null, "n_baseline": int|null, "n_candidate": int|null,
-          "note": str, "expected": str                      # expected: reason of a declared expected change
+          "note": str, "expected": str,                     # expected: reason of a declared expected change
+          "mdc": num|null                                   # minimum detectable change at 80% power (fraction)
       } ],
       "warnings": [str],                                    # e.g. fingerprint mismatches
       "settings": {...}                                     # decision settings (alpha, looks, thresholds)
     }
 
 Non-finite numbers are written as null. The gate in "verdict" counts only regressions not covered by a declared
-expected change.
+expected change (and `slower` rows too when settings.fail_on is "slower").
+
+Version 1 (perfci before issue #20) had no `slower`/`faster` verdicts and no `mdc`, and its `unchanged` meant "no
+change of the threshold was seen", not "equivalence established". It migrates to version 2 with its rows as they
+were and a warning that says so.
 """
 
 from __future__ import annotations
@@ -45,10 +50,24 @@ from typing import Any
 from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
 from perfci.schema import DocumentFormat, gc_paused, json_safe, shallow_dict, shipped_schemas, write_json_document
 
-# Version 1 is the first: no migrations yet.
 SCHEMA_NAME = "perfci.comparison"
-SCHEMA_VERSION = 1
-COMPARISON = DocumentFormat(SCHEMA_NAME, "comparison", SCHEMA_VERSION, shipped_schemas("comparison"))
+SCHEMA_VERSION = 2
+V1_WARNING = (
+    "saved by an older perfci (comparison version 1): its 'unchanged' means no change of the threshold was seen, "
+    "not that equivalence was established; small established changes were not named (slower/faster), and no "
+    "minimum detectable change was recorded"
+)
+
+
+def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Rows as they were (v1's verdicts are a subset of v2's); a warning that the older vocabulary applies."""
+    warnings = doc.get("warnings")
+    return {**doc, "warnings": [*warnings, V1_WARNING]} if isinstance(warnings, list) else doc
+
+
+COMPARISON = DocumentFormat(
+    SCHEMA_NAME, "comparison", SCHEMA_VERSION, shipped_schemas("comparison"), {1: _v1_to_v2}, shallow=frozenset({1})
+)
 
 
 def run_side(run: RunResult | None) -> dict[str, Any]:

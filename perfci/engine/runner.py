@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 
 from perfci.engine.protocol import Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
+from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, run_worker
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
@@ -117,6 +118,9 @@ class _CaseState:
     flops: float | None = None
     bytes: float | None = None
 
+    def has_round(self, index: int) -> bool:
+        return any(r.index == index for r in self.rounds)
+
     def result(self, peaks: dict[str, Any] | None = None) -> CaseResult:
         if self.errors and all(e.kind == "skipped" for e in self.errors):
             status = CaseStatus.SKIPPED
@@ -147,14 +151,22 @@ class Runner:
     progress: ProgressFn | None = None
     worker_env: dict[str, str] | None = None
     worker_python: str | None = None
+    worker_fingerprint: dict[str, Any] | None = None  # the workers' interpreter's, when it is not this one's
+    # written into the results' settings beside `settings` (e.g. the workloads' content hash, engine/resume.py)
+    extra_settings: dict[str, Any] = field(default_factory=dict)
     states: dict[str, _CaseState] = field(default_factory=dict)
     done: int = 0
     total: int = 0
     _header: tuple[str, dict[str, Any], GitInfo | None] | None = None
     _run_id: str = ""
 
-    def run(self, specs: list[CaseSpec]) -> RunResult:
-        self.start(specs)
+    def run(self, specs: list[CaseSpec], resume_from: RunResult | None = None) -> RunResult:
+        """The whole run; with `resume_from` (an interrupted run of the same cases and settings, checked by
+        engine/resume.py), only the rounds it lacks are measured."""
+        if resume_from is None:
+            self.start(specs)
+        else:
+            self.resume(specs, resume_from)
         for index in range(self.settings.rounds):
             self.run_round(index)
         return self.finish()
@@ -162,7 +174,7 @@ class Runner:
     def start(self, specs: list[CaseSpec], rounds: int | None = None) -> None:
         self.states = {s.id: _CaseState(s) for s in specs}
         self.done, self.total = 0, len(specs) * (rounds or self.settings.rounds)
-        fp = fingerprint()
+        fp = dict(self.worker_fingerprint) if self.worker_fingerprint is not None else fingerprint()
         if self.settings.peaks_cache is not None:
             devices = sorted({s.device.split(":")[0] for s in specs})
             fp["peaks"] = {
@@ -174,10 +186,29 @@ class Runner:
         self._header = (utc_now(), fp, git_info(Path.cwd()))
         self._run_id = new_run_id()
 
+    def resume(self, specs: list[CaseSpec], partial: RunResult) -> None:
+        """Continue `partial`: its run id, start, fingerprint (with the runner peaks) and git are kept, and so are
+        its cases' rounds and errors, in its case order (which the round order is shuffled from)."""
+        by_id = {s.id: s for s in specs}
+        self.states = {
+            c.spec.id: _CaseState(by_id[c.spec.id], list(c.rounds), list(c.errors), c.flops, c.bytes)
+            for c in partial.cases
+        }
+        self.done = rounds_in(partial)
+        self.total = len(self.states) * self.settings.rounds
+        self._header = (partial.started_at, dict(partial.fingerprint), partial.git)
+        self._run_id = partial.run_id
+        if partial.settings.get("complete") is False:
+            self.extra_settings = {**self.extra_settings, RESUMED_KEY: resume_note(partial, utc_now())}
+        elif RESUMED_KEY in partial.settings:
+            self.extra_settings = {**self.extra_settings, RESUMED_KEY: partial.settings[RESUMED_KEY]}
+
     def todo(self, index: int, only: list[str] | None = None) -> list[CaseSpec]:
-        """The still-healthy cases of round `index` (or those of them in `only`), in the round's shuffled order."""
+        """The still-healthy cases of round `index` (or those of them in `only`) that lack that round (a resumed
+        run has some), in the round's shuffled order."""
         specs = [st.spec for st in self.states.values() if only is None or st.spec.id in only]
-        return [s for s in _round_order(specs, self.settings.seed, index) if not self.states[s.id].errors]
+        order = _round_order(specs, self.settings.seed, index)
+        return [s for s in order if not self.states[s.id].errors and not self.states[s.id].has_round(index)]
 
     def lockstep_worker(self, todo: list[CaseSpec], index: int, finished: list[str], tag: str) -> WorkerProcess:
         """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here."""
@@ -281,7 +312,7 @@ class Runner:
             finished_at=utc_now(),
             fingerprint=fp,
             git=git,
-            settings={**self.settings.as_dict(), "complete": final},
+            settings={**self.settings.as_dict(), **self.extra_settings, "complete": final},
             cases=tuple(
                 st.result(fp.get("peaks", {}).get(st.spec.device.split(":")[0])) for st in self.states.values()
             ),

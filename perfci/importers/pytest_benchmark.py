@@ -10,36 +10,73 @@ Case id: `<test module stem>.<test name>[params]@cpu`.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError
 from perfci.metrics import case_metrics
 from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
+from perfci.schema import RESULTS, parse_json_text, run_to_dict
 
 
 def _param_value(v: object) -> ParamValue:
     return v if isinstance(v, str | int | float | bool) else json.dumps(v)
 
 
-def _case(bench: dict[str, Any], source: str, index: int) -> CaseResult:
-    fullname = str(bench.get("fullname") or bench.get("name") or f"benchmark{index}")
-    module = Path(fullname.split("::", 1)[0]).stem if "::" in fullname else "pytest_benchmark"
-    name = str(bench.get("name", fullname)).split("[", 1)[0]
-    params = {k: _param_value(v) for k, v in (bench.get("params") or {}).items()}
-    stats = bench.get("stats") or {}
+def _table(value: object, source: str, where: str) -> dict[str, Any]:
+    """An optional JSON object (absent or null: empty); anything else is refused, naming the place."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ResultsFormatError(f"{source}: invalid pytest-benchmark file at {where}: not an object.")
+    return value
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _samples(stats: dict[str, Any], source: str, where: str, fullname: str) -> tuple[float, ...]:
+    """The raw timings (seconds per call) times the iterations: seconds per sample, each finite and > 0."""
     data = stats.get("data")
     if not data:
         raise ResultsFormatError(
             f"{source}: benchmark {fullname!r} has no raw timings (stats.data).",
             hint="run pytest with --benchmark-save-data",
         )
-    iterations = int(stats.get("iterations") or 1)
+    if not isinstance(data, list):
+        raise ResultsFormatError(f"{source}: invalid pytest-benchmark file at {where}/data: not a list.")
+    iterations = stats.get("iterations") or 1
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 2**53:
+        raise ResultsFormatError(
+            f"{source}: invalid pytest-benchmark file at {where}/iterations: {iterations!r} is not a positive integer."
+        )
+    samples = []
+    for j, d in enumerate(data):
+        value = float(d) * iterations if isinstance(d, int | float) and not isinstance(d, bool) else math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise ResultsFormatError(
+                f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r} is not a finite time > 0."
+            )
+        samples.append(value)
+    return tuple(samples)
+
+
+def _case(bench: object, source: str, index: int) -> CaseResult:
+    bench = _table(bench, source, f"benchmarks/{index}")
+    fullname = str(bench.get("fullname") or bench.get("name") or f"benchmark{index}")
+    module = Path(fullname.split("::", 1)[0]).stem if "::" in fullname else "pytest_benchmark"
+    name = str(bench.get("name", fullname)).split("[", 1)[0]
+    raw_params = _table(bench.get("params"), source, f"benchmarks/{index}/params")
+    params = {str(k): _param_value(v) for k, v in raw_params.items()}
+    stats = _table(bench.get("stats"), source, f"benchmarks/{index}/stats")
+    samples = _samples(stats, source, f"benchmarks/{index}/stats", fullname)
     rnd = Round(
         index=0,
         pid=0,
-        iterations=iterations,
-        samples=tuple(float(d) * iterations for d in data),
+        iterations=stats.get("iterations") or 1,
+        samples=samples,
         warmup_s=0.0,
         stop_reason="imported",
         threads=0,
@@ -50,29 +87,38 @@ def _case(bench: dict[str, Any], source: str, index: int) -> CaseResult:
 
 
 def import_pytest_benchmark(path: Path) -> RunResult:
+    """The file as a perfci run; anything unreadable, malformed or non-finite is one ResultsFormatError."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFormatError(f"{path}: cannot read ({exc}).") from None
-    except json.JSONDecodeError as exc:
-        raise ResultsFormatError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}).") from None
+    doc = parse_json_text(text, str(path), "pytest-benchmark")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ResultsFormatError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list).")
-    commit = doc.get("commit_info") or {}
+    commit = _table(doc.get("commit_info"), str(path), "commit_info")
+    machine = _table(doc.get("machine_info"), str(path), "machine_info")
+    cpu = machine.get("cpu")
     when = str(doc.get("datetime") or "1970-01-01T00:00:00")
     stamp = when.replace("+00:00", "")[:26]
     stamp = stamp if stamp.endswith("Z") else stamp + "Z"
     cases = tuple(_case(b, str(path), i) for i, b in enumerate(doc["benchmarks"]))
-    return RunResult(
+    dirty = commit.get("dirty")
+    run = RunResult(
         run_id=f"pytest-benchmark-{path.stem}",
         started_at=stamp,
         finished_at=stamp,
         fingerprint={
             "imported_from": "pytest-benchmark",
-            "machine_info": doc.get("machine_info") or {},
-            "cpu_model": (doc.get("machine_info") or {}).get("cpu", {}).get("brand_raw"),
+            "machine_info": machine,
+            "cpu_model": _text(cpu.get("brand_raw")) if isinstance(cpu, dict) else None,
         },
-        git=GitInfo(commit.get("id"), commit.get("branch"), commit.get("dirty")) if commit else None,
-        settings={"imported": True, "pytest_benchmark_version": doc.get("version")},
+        git=(
+            GitInfo(_text(commit.get("id")), _text(commit.get("branch")), dirty if isinstance(dirty, bool) else None)
+            if commit
+            else None
+        ),
+        settings={"imported": True, "pytest_benchmark_version": _text(doc.get("version"))},
         cases=cases,
     )
+    RESULTS.load(run_to_dict(run), str(path))  # what is written must be a valid results file
+    return run

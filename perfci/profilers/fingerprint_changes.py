@@ -18,7 +18,7 @@ SOFTWARE_KEYS = ("python", "os", "gpu_driver", "cuda_driver")
 
 def _gpu_names(fp: dict[str, Any]) -> list[str] | None:
     gpus = fp.get("gpus")
-    if gpus is None:
+    if not isinstance(gpus, list):  # a fingerprint is free-form in a results file: anything else is not compared
         return None
     return [str(g.get("name", "?")) if isinstance(g, dict) else str(g) for g in gpus]
 
@@ -35,7 +35,8 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[
     hardware = [c for k in HARDWARE_KEYS for c in _changed(k, before.get(k), after.get(k))]
     hardware += _changed("gpus", _gpu_names(before), _gpu_names(after))
     software = [c for k in SOFTWARE_KEYS for c in _changed(k, before.get(k), after.get(k))]
-    libs_a, libs_b = before.get("libraries") or {}, after.get("libraries") or {}
+    libs_a, libs_b = before.get("libraries"), after.get("libraries")
+    libs_a, libs_b = (libs if isinstance(libs, dict) else {} for libs in (libs_a, libs_b))
     for name in sorted(set(libs_a) & set(libs_b)):
         software += _changed(name, libs_a[name], libs_b[name])
     return hardware, software

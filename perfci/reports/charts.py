@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfci.metrics import round_medians
-from perfci.metrics.registry import FLOPS, MEMORY_DEVICE, MEMORY_HOST
+from perfci.metrics.registry import FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.model import CaseResult, CaseStatus, RunResult, Verdict
+from perfci.reports.sweeps import Sweep, find_sweeps, swept_values
 from perfci.reports.tables import ReportInput, device_peaks
 from perfci.reports.verdicts import sort_rows
 
@@ -201,6 +202,68 @@ def memory(inp: ReportInput, idx: _Index) -> list[list[Any]] | None:
     return rows or None
 
 
+MAX_SWEEP_CHARTS = 300  # one chart per sweep and swept parameter, picked from a list: bounded for huge suites
+
+
+def _sweep_side(sweep: Sweep | None, name: str, xs: list[str], lines: dict[str, int], scale: float) -> list[Any]:
+    """Per line, the [value, low, high] at each x (None where the combination was not measured or failed)."""
+    grid: list[list[list[float | None] | None]] = [[None] * len(xs) for _ in lines]
+    if sweep is None:
+        return grid
+    pos = {x: i for i, x in enumerate(xs)}
+    for c in sweep.cases:
+        h = sweep.value(c)
+        if h is None or name not in c.spec.params:
+            continue
+        key = _others(c, name)
+        if key in lines:
+            low, high = (h.low / scale if h.low is not None else None), (h.high / scale if h.high is not None else None)
+            grid[lines[key]][pos[str(c.spec.params[name])]] = [r4(h.value / scale), r4(low), r4(high)]
+    return grid
+
+
+def _others(case: CaseResult, name: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.spec.params.items() if k != name) or "all"
+
+
+def _where(sweep: Sweep | None, name: str, xs: list[str], lines: dict[str, int]) -> list[int] | None:
+    best = sweep.best if sweep is not None else None
+    if best is None or name not in best.spec.params:
+        return None
+    return [lines[_others(best, name)], xs.index(str(best.spec.params[name]))]
+
+
+def sweep_charts(inp: ReportInput, idx: _Index) -> list[dict[str, Any]] | None:
+    """One chart per sweep (reports/sweeps.py) and swept parameter: the headline metric against the parameter, a
+    line per combination of the other parameters, both sides in a comparison, and each side's best marked."""
+    if inp.candidate is None:
+        return None
+    base_sweeps = {s.key: s for s in find_sweeps(inp.baseline)} if inp.baseline is not None else {}
+    out: list[dict[str, Any]] = []
+    for sweep in find_sweeps(inp.candidate):
+        base = base_sweeps.get(sweep.key)
+        if base is not None and (base.metric, base.batch) != (sweep.metric, sweep.batch):
+            base = None
+        values = [h.value for c in sweep.cases if (h := sweep.value(c)) is not None]
+        unit, scale = time_unit(min(values)) if sweep.metric == LATENCY and values else (sweep.unit, 1.0)
+        for name in sweep.swept:
+            cases = [*sweep.cases, *(base.cases if base else ())]
+            xs = [str(v) for v in swept_values(cases, name)]
+            keys = dict.fromkeys(_others(c, name) for c in cases if name in c.spec.params)
+            lines = {k: i for i, k in enumerate(keys)}
+            best = sweep.best
+            out.append({
+                "w": sweep.key, "p": name, "m": sweep.metric, "u": unit, "lower": sweep.lower_is_better, "x": xs,
+                "k": list(lines), "n": _sweep_side(sweep, name, xs, lines, scale),
+                "b": _sweep_side(base, name, xs, lines, scale) if base is not None else None,
+                "bn": _where(sweep, name, xs, lines), "bb": _where(base, name, xs, lines),
+                "c": idx(best.id) if best is not None else None,
+            })  # fmt: skip
+            if len(out) >= MAX_SWEEP_CHARTS:
+                return out
+    return out or None
+
+
 def chart_data(inp: ReportInput, max_samples: int = MAX_SAMPLES) -> dict[str, Any]:
     idx = _Index()
     data = {
@@ -209,5 +272,6 @@ def chart_data(inp: ReportInput, max_samples: int = MAX_SAMPLES) -> dict[str, An
         "roof": roofline(inp, idx),
         "telemetry": telemetry(inp.candidate, idx),
         "memory": memory(inp, idx),
+        "sweep": sweep_charts(inp, idx),
     }
     return {"cases": idx.ids, **data}

@@ -34,7 +34,7 @@ from perfci.reports.tables import (
     side_fingerprint,
     side_info,
 )
-from perfci.reports.verdicts import VERDICT_ORDER, headline, verdict_counts
+from perfci.reports.verdicts import VERDICT_ORDER, headline, sensitivity, verdict_counts
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -105,6 +105,15 @@ def _verdict_class(text: str) -> str:
     return text.split(":", 1)[0].lower() if text[:4] in ("FAIL", "PASS", "ERRO") else "measured"
 
 
+def _sensitivity_text(comparison: Comparison | None) -> str:
+    """The sensitivity sentence ("This A/B could detect changes of 1.1% or more in 14 of 15 cases"), or ''."""
+    sens = sensitivity(comparison) if comparison is not None else None
+    if sens is None:
+        return ""
+    text = sens.sentence()
+    return f"{text[0].upper()}{text[1:]} (80% power; the detects column gives each row's minimum detectable change)."
+
+
 def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
     run, comparison, base = inp.candidate, inp.comparison, inp.baseline
     verdict = headline(comparison, run)
@@ -132,6 +141,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "sides": [side_info(labels[0], base, saved_base), side_info(labels[1], run, saved_cand)],
         "mismatches": fingerprint_mismatches(fp_base, fp_cand) if fp_base and fp_cand else [],
         "warnings": list(comparison.warnings) if comparison else [],
+        "sensitivity": _sensitivity_text(comparison),
         "fingerprint": fingerprint_summary(fp_cand) if fp_cand else [],
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,

@@ -1,11 +1,13 @@
 """JUnit XML from a comparison: each case is a test case; a regression is a failure.
 
 Mapping (one `<testcase classname="perfci.<suite or 'cases'>" name="<case id>">` per case):
-- any regression not covered by a declared expected change -> `<failure type="regression">`;
+- any regression not covered by a declared expected change -> `<failure type="regression">`; with
+  fail_on = "slower" (the comparison's settings), a `slower` row likewise -> `<failure type="slower">`;
 - an `error` verdict -> `<error type="error">`;
 - `inconclusive` (and nothing worse) -> `<skipped>` with the reason, so CI shows it without failing;
 - `missing` -> `<skipped message="missing in candidate">`;
-- everything else passes. Every row of the case is listed in `<system-out>`.
+- everything else passes (`slower`/`faster` below the threshold, `unchanged`, `improvement`, `new`). Every row
+  of the case is listed in `<system-out>`, with its verdict and its minimum detectable change ("detects").
 The document follows the common Jenkins/Ant JUnit schema that CI systems and pytest's parser read.
 """
 
@@ -27,17 +29,19 @@ def _line(r: MetricComparison) -> str:
     threshold = f", threshold {r.threshold * 100:.1f}%" if r.threshold is not None else ""
     extra = f" ({r.note})" if r.note else ""
     expected = f" [expected: {r.expected}]" if r.expected else ""
-    return f"{r.metric}: {r.verdict.value} {_pct(r.ratio)}{interval}{threshold}{extra}{expected}"
+    detects = f", detects {r.mdc * 100:.2g}%" if r.mdc is not None else ""
+    return f"{r.metric}: {r.verdict.value} {_pct(r.ratio)}{interval}{threshold}{detects}{extra}{expected}"
 
 
-def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison]) -> str:
+def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison], fails: tuple[Verdict, ...]) -> str:
     tc = ET.SubElement(suite, "testcase", classname="perfci.cases", name=case_id, time="0")
-    failing = [r for r in rows if r.verdict is Verdict.REGRESSION and not r.expected]
+    failing = [r for r in rows if r.verdict in fails and not r.expected]
     errors = [r for r in rows if r.verdict is Verdict.ERROR]
     skipped = [r for r in rows if r.verdict in (Verdict.INCONCLUSIVE, Verdict.MISSING)]
     outcome = "passed"
     if failing:
-        el = ET.SubElement(tc, "failure", type="regression", message="; ".join(_line(r) for r in failing))
+        kind = "regression" if any(r.verdict is Verdict.REGRESSION for r in failing) else "slower"
+        el = ET.SubElement(tc, "failure", type=kind, message="; ".join(_line(r) for r in failing))
         el.text = "\n".join(_line(r) for r in failing)
         outcome = "failure"
     elif errors:
@@ -68,8 +72,10 @@ def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
     for w in comparison.warnings:
         ET.SubElement(props, "property", name="warning", value=w)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0, "passed": 0}
+    slower = comparison.settings.get("fail_on") == "slower"
+    fails = (Verdict.REGRESSION, Verdict.SLOWER) if slower else (Verdict.REGRESSION,)
     for case_id, rows in _by_case(comparison.rows).items():
-        counts[_testcase(suite, case_id, rows)] += 1
+        counts[_testcase(suite, case_id, rows, fails)] += 1
         counts["tests"] += 1
     for el in (root, suite):
         el.set("tests", str(counts["tests"]))

@@ -1,8 +1,10 @@
 """Markdown summary for pull-request comments and the CI step summary (GitHub-flavoured Markdown).
 
-The verdict line, a short table of the cases that need a look (regressions, errors, inconclusive, missing) or,
-for a run without a comparison, of its errors and of each measured case (median, interval, own memory), and a
-pointer to the HTML report. It stays under `budget` characters for any suite size (GitHub refuses
+The verdict line, what the comparison could detect (the minimum detectable change most timed rows reach), a
+short table of the cases that need a look (regressions, errors, inconclusive, missing), a short "below the
+threshold" table of the `slower` rows (established slowdowns smaller than the threshold), or, for a run without a
+comparison, of its errors and of each measured case (median, interval, own memory), and a pointer to the HTML
+report. It stays under `budget` characters for any suite size (GitHub refuses
 comments over 65,536 characters): rows beyond `max_rows` or the budget are counted in a truncation line.
 
 Every string that came from a results file (case ids, labels, notes) is written as a code span: Markdown,
@@ -18,16 +20,17 @@ from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, R
 from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
-from perfci.reports.verdicts import expected_reason, headline, sort_rows
+from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
 
 GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_BUDGET = 60_000
 DEFAULT_MAX_ROWS = 50
 LISTED = (Verdict.REGRESSION, Verdict.ERROR, Verdict.INCONCLUSIVE, Verdict.MISSING)
 _HEAD = (
-    "| verdict | case | metric | change | interval | baseline | candidate |\n"
-    "| --- | --- | --- | --: | --: | --: | --: |"
+    "| verdict | case | metric | change | interval | detects | baseline | candidate |\n"
+    "| --- | --- | --- | --: | --: | --: | --: | --: |"
 )
+MAX_SLOWER_ROWS = 10  # the "below the threshold" section is short: the largest slowdowns, the rest counted
 _RUN_HEAD = "| case | median | interval | memory (host) | memory (device) |\n| --- | --: | --: | --: | --: |"
 
 
@@ -59,6 +62,7 @@ def _row(r: MetricComparison) -> str:
         code(r.metric, 40),
         format_ratio(r.ratio),
         interval,
+        format_mdc(r.mdc),
         format_value(r.baseline, r.unit),
         format_value(r.candidate, r.unit),
     ]
@@ -117,13 +121,19 @@ def render_markdown(
             lines.append(f"\n**Runner fingerprint mismatch**: {keys}{more} differ between baseline and candidate.")
         for w in comparison.warnings[:5]:
             lines.append(f"\n> warning: {code(w, 300)}")
-        listed = [r for r in sort_rows(comparison.rows) if r.verdict in LISTED]
+        lines += _sensitivity_lines(comparison)
+        ordered = sort_rows(comparison.rows)
+        listed = [r for r in ordered if r.verdict in LISTED]
         _table(lines, [_row(r) for r in listed], "cases", report, budget, max_rows)
-        improved = sum(1 for r in comparison.rows if r.verdict is Verdict.IMPROVEMENT)
         if not listed:
             lines.append("\nNo regressions, errors or inconclusive cases.")
-        if improved:
-            lines.append(f"\n{improved:,} improvement(s): see {report}.")
+        _below_threshold(lines, [r for r in ordered if r.verdict is Verdict.SLOWER], comparison, report, budget)
+        improved = sum(1 for r in comparison.rows if r.verdict is Verdict.IMPROVEMENT)
+        faster = sum(1 for r in comparison.rows if r.verdict is Verdict.FASTER)
+        if improved or faster:
+            parts = [f"{improved:,} improvement(s)"] if improved else []
+            parts += [f"{faster:,} faster below the threshold"] if faster else []
+            lines.append(f"\n{', '.join(parts)}: see {report}.")
     elif run is not None:
         failed = [c for c in run.cases if c.status is CaseStatus.ERROR]
         rows = [
@@ -143,6 +153,34 @@ def render_markdown(
     lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
     text = "\n".join(lines) + "\n"
     return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"
+
+
+def _sensitivity_lines(comparison: Comparison) -> list[str]:
+    """The sensitivity sentence ("This A/B could detect changes of 1.1% or more in 14 of 15 cases") and the
+    least sensitive case."""
+    sens = sensitivity(comparison)
+    if sens is None:
+        return []
+    line = f"\n{sens.sentence()[0].upper()}{sens.sentence()[1:]} (80% power, one-sided at the confidence used)."
+    if sens.covered < sens.timed and sens.least.mdc is not None:
+        line += f" Least sensitive: {code(sens.least.case_id, 120)} ({format_mdc(sens.least.mdc)})."
+    return [line]
+
+
+def _below_threshold(
+    lines: list[str], slower: list[MetricComparison], comparison: Comparison, report: str, budget: int
+) -> None:
+    """The `slower` rows: established slowdowns smaller than the threshold, which do not fail the gate unless
+    fail_on = "slower" (then they are failing and said so)."""
+    if not slower:
+        return
+    gating = comparison.settings.get("fail_on") == "slower"
+    lines.append("\n#### Below the threshold")
+    lines.append(
+        f"\n{len(slower):,} established slowdown(s) smaller than the practical threshold"
+        + (" (they fail this gate: fail_on = slower)." if gating else "; they do not fail the gate, but they add up.")
+    )
+    _table(lines, [_row(r) for r in slower], "slower cases", report, budget, MAX_SLOWER_ROWS)
 
 
 def _implausible_lines(run: RunResult | None, max_rows: int) -> list[str]:

@@ -27,7 +27,7 @@ from perfci.metrics.registry import (
 )
 from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
 from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
-from perfci.reports.verdicts import expected_reason, sort_rows, verdict_rank
+from perfci.reports.verdicts import expected_reason, format_mdc, sort_rows, verdict_rank
 
 # Cases of one model run through several runtimes differ only by this parameter (eager|compile|ort|...).
 RUNTIME_PARAM = "runtime"
@@ -79,6 +79,8 @@ def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
                 "interval": f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}"
                 if r.ratio_low is not None and r.ratio_high is not None
                 else "-",
+                "mdc": format_mdc(r.mdc),
+                "mdc_v": _num(r.mdc),
                 "baseline": format_value(r.baseline, r.unit),
                 "baseline_v": _num(r.baseline),
                 "candidate": format_value(r.candidate, r.unit),

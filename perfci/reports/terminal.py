@@ -7,13 +7,15 @@ from rich.table import Table
 from rich.text import Text
 
 from perfci.metrics.registry import BANDWIDTH, LATENCY, ROUND_CV, VS_REFERENCE
-from perfci.model import CaseStatus, Comparison, RunResult, Verdict
+from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
-from perfci.reports.verdicts import count_phrase, headline, sort_rows, verdict_counts
+from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts
 
 VERDICT_STYLE = {
     Verdict.REGRESSION: "bold red",
     Verdict.IMPROVEMENT: "green",
+    Verdict.SLOWER: "red",
+    Verdict.FASTER: "green",
     Verdict.UNCHANGED: "",
     Verdict.INCONCLUSIVE: "yellow",
     Verdict.NEW: "cyan",
@@ -58,6 +60,10 @@ def run_table(run: RunResult) -> Table:
 # A comparison of more rows than this is summarised in the terminal: the rows that are not `unchanged`, then the
 # counts. The full table is in `--format json` and the HTML report.
 SUMMARY_ABOVE = 50
+# ... of which every row that fails the gate or errored, and at most this many others (inconclusive, new, missing,
+# improvements, most urgent first): an unpaired comparison of 5,000 noisy cases is 5,000 inconclusive rows, and a
+# terminal (or a CI log) cannot use them; rich would take seconds to lay them out
+SUMMARY_OTHER_ROWS = 100
 
 
 def comparison_table(comparison: Comparison, limit: int | None = None, summary_above: int = SUMMARY_ABOVE) -> Table:
@@ -65,16 +71,16 @@ def comparison_table(comparison: Comparison, limit: int | None = None, summary_a
     and a caption counts every verdict. With `limit`, at most that many rows, and the caption counts the rest."""
     rows = sort_rows(comparison.rows)
     summarised = len(rows) > summary_above
-    listed = [r for r in rows if r.verdict is not Verdict.UNCHANGED] if summarised else rows
+    listed = _summary_rows(comparison, rows) if summarised else rows
     shown = listed if limit is None else listed[:limit]
     table = Table(
         title=f"{comparison.baseline_label} -> {comparison.candidate_label}",
         title_justify="left",
-        caption=_caption(comparison, len(listed) - len(shown), summarised),
+        caption=_caption(comparison, len(listed) - len(shown), len(rows) - len(listed) if summarised else None),
         caption_justify="left",
     )
     table.add_column("case", overflow="fold")
-    for col in ("metric", "baseline", "candidate", "change", "99% interval", "verdict"):
+    for col in ("metric", "baseline", "candidate", "change", "99% interval", "detects", "verdict"):
         table.add_column(col)
     for row in shown:
         interval = (
@@ -91,21 +97,46 @@ def comparison_table(comparison: Comparison, limit: int | None = None, summary_a
             format_value(row.candidate, row.unit),
             format_ratio(row.ratio),
             interval,
+            format_mdc(row.mdc),
             verdict,
         )
     return table
 
 
-def _caption(comparison: Comparison, cut: int, summarised: bool) -> str | None:
-    """What the table leaves out: rows cut by the limit, and (summarised) the counts of every verdict."""
+def _summary_rows(comparison: Comparison, rows: list[MetricComparison]) -> list[MetricComparison]:
+    """The rows a summary lists, in `rows`' order: every row failing the gate or errored, then up to
+    SUMMARY_OTHER_ROWS of the others that are not `unchanged`."""
+    must = {id(r) for r in comparison.failing} | {id(r) for r in rows if r.verdict is Verdict.ERROR}
+    listed, others = [], 0
+    for r in rows:
+        if id(r) in must:
+            listed.append(r)
+        elif r.verdict is not Verdict.UNCHANGED:
+            others += 1
+            if others <= SUMMARY_OTHER_ROWS:
+                listed.append(r)
+    return listed
+
+
+def _caption(comparison: Comparison, cut: int, left_out: int | None) -> str | None:
+    """What the table leaves out: rows cut by the limit, and (summarised) the counts of every verdict; then what
+    the comparison could detect ("detects": the minimum detectable change of each row, 80% power)."""
     lines = [f"... and {cut:,} more rows (see report.html)"] if cut else []
-    if summarised:
+    sens = sensitivity(comparison)
+    if left_out is not None:  # summarised
         counts = verdict_counts(comparison)
         phrases = ", ".join(count_phrase(n, v) for v, n in counts.items() if n)
-        lines.append(
-            f"{len(comparison.rows):,} rows: {phrases}; the {counts[Verdict.UNCHANGED]:,} unchanged are not listed "
-            "(every row: --format json, report.html)"
-        )
+        unchanged = counts[Verdict.UNCHANGED]
+        more = left_out - unchanged
+        parts = [
+            f"the {unchanged:,} unchanged" if unchanged else "",
+            f"{more:,} more that do not fail the gate" if more else "",
+        ]
+        what = " and ".join(p for p in parts if p) or "none"
+        lines.append(f"{len(comparison.rows):,} rows: {phrases}; not listed: {what} (every row: --format json, "
+                     "report.html)")  # fmt: skip
+    if sens is not None:
+        lines.append(f"detects: minimum detectable change (80% power); {sens.sentence()}")
     return "\n".join(lines) or None
 
 

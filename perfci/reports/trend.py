@@ -12,7 +12,10 @@ from rich.text import Text
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
+from perfci.store.movers import DEFAULT_WINDOW, movers
 from perfci.store.trend import Trend
+
+MAX_TABLE_ROWS = 40  # terminal rows: the worst cases; the full list is in --format json and --html
 
 
 def _value(t: Trend) -> str:
@@ -22,8 +25,30 @@ def _value(t: Trend) -> str:
     return format_value(t.points[-1].value, t.points[-1].unit)
 
 
-def trend_table(items: list[Trend]) -> Table:
-    table = Table(title="perfci trend", title_justify="left")
+def _severity(t: Trend) -> tuple[int, float, str, str]:
+    """Worse since the last change point first (biggest change first), then better, then steady."""
+    rank = {"slower": 0, "faster": 1, "steady": 2}[t.status()]
+    last = t.shifts[-1].ratio if t.shifts else 1.0
+    return (rank, -abs(math.log(last)) if last > 0 else 0.0, t.runner, t.case_id)
+
+
+def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS) -> Table:
+    """The terminal view, bounded for a fleet: the counts and movers in the title, then at most `max_rows` rows,
+    worst first (all of them, in runner and case order, when they fit)."""
+    statuses = [t.status() for t in items]
+    worse, better = movers(items, window)
+    title = (
+        f"perfci trend: {len(items)} case(s), {statuses.count('slower')} worse, {statuses.count('faster')} better, "
+        f"{statuses.count('steady')} steady; in the latest {window} runs {len(worse)} regression(s), "
+        f"{len(better)} improvement(s)"
+    )
+    shown = items if len(items) <= max_rows else sorted(items, key=_severity)[:max_rows]
+    caption = (
+        f"the {max_rows} worst of {len(items)} rows; all of them: --format json or --html FILE"
+        if len(shown) < len(items)
+        else None
+    )
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("runner")
     table.add_column("case", overflow="fold")
     table.add_column("metric")
@@ -31,7 +56,7 @@ def trend_table(items: list[Trend]) -> Table:
     table.add_column("runs", justify="right")
     table.add_column("latest")
     table.add_column("change points (run, commit: change)")
-    for t in items:
+    for t in shown:
         shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts) or "none"
         status = t.status()
         style = {"slower": "bold red", "faster": "green"}.get(status, "")

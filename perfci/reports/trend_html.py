@@ -1,6 +1,8 @@
 """Trend report: one self-contained HTML page over the history store, for people who follow a suite over time.
 
-Per runner class ("per hardware") and case: where the metric stands, which runs and commits moved it (change
+First the lead's overview: the biggest movers within the latest `window` runs (store/movers.py: change points
+with their commit ranges and sizes) and a matrix of cases by runner class (latest value, status, % of peak). Then,
+per runner class ("per hardware") and case: where the metric stands, which runs and commits moved it (change
 points, store/trend.py), how much separate runs differ there (the learned cross-job noise,
 compare/history_noise.py), what changed in the runner's environment where a change point starts (a driver or
 library upgrade can move a metric as much as a commit), and a chart of the series with each run's interval, the
@@ -8,7 +10,9 @@ regimes between change points, the commits that started them and the environment
 as the run report (html.py): autoescaped templates, chart data as one escaped JSON blob, plotly.js embedded once,
 nothing fetched.
 
-Data layout (compact: runs are stored once per runner, cases refer to them by position):
+Bounded for a fleet: the page carries the series of at most MAX_CHARTS cases (the movers and the cases with
+change points first); every case is a table row. Data layout (compact: runs are stored once per runner, cases refer
+to them by position):
   {"metric", "max_points", "runners": {name: {"runs": [[run_id, commit, date], ...], "env": [[x, text], ...]}},
    "cases": [{"id", "runner", "unit", "x": [run positions], "y", "lo", "hi",
               "regimes": [[first_x, last_x, geometric mean], ...], "shifts": [[x, ratio, commit], ...]}]}
@@ -25,13 +29,16 @@ from typing import Any
 from markupsafe import Markup
 
 from perfci.compare.history_noise import NoiseEstimate
-from perfci.metrics.registry import metric_direction
+from perfci.metrics.registry import FLOPS_PCT_PEAK, metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
 from perfci.reports.units import format_ratio, format_value
+from perfci.store.movers import DEFAULT_WINDOW, Mover, movers
 from perfci.store.trend import Fingerprints, Trend, environment_changes
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
+MAX_CHARTS = 250  # series carried for charts: every case up to this, else the movers and changed cases first
+MAX_MOVERS = 15  # rows per list in the movers overview (regressions, improvements)
 
 
 def trend_rows(
@@ -72,6 +79,57 @@ def trend_rows(
         keyed.append(((rank, -severity, t.runner, t.case_id), row))
     keyed.sort(key=lambda kr: kr[0])
     return [row for _, row in keyed]
+
+
+def charted(items: list[Trend], rows: list[dict[str, Any]], moved: list[Mover]) -> list[Trend]:
+    """The trends whose series the page carries: all of them when there are at most MAX_CHARTS, else the movers
+    (biggest first), then the other cases with change points in the table's order (worst first). A steady case of
+    a big suite is a table row without a chart: that keeps the page bounded at a million points."""
+    if len(items) <= MAX_CHARTS:
+        return items
+    by_key = {(t.runner, t.case_id): t for t in items}
+    keys = [(m.runner, m.case_id) for m in moved] + [(r["runner"], r["case"]) for r in rows if r["shifts"]]
+    return [by_key[k] for k in dict.fromkeys(keys)][:MAX_CHARTS]
+
+
+def mover_rows(moved: list[Mover], unit_of: Mapping[tuple[str, str], str]) -> list[dict[str, Any]]:
+    """The movers overview's rows (at most MAX_MOVERS)."""
+    out = []
+    for m in moved[:MAX_MOVERS]:
+        unit = unit_of.get((m.runner, m.case_id), "")
+        out.append(
+            {
+                "runner": m.runner, "case": m.case_id, "change": format_ratio(m.shift.ratio),
+                "change_v": m.shift.ratio, "from": (m.from_commit or "?")[:10], "to": (m.to_commit or "?")[:10],
+                "before": format_value(m.shift.before, unit), "after": format_value(m.shift.after, unit),
+                "when": m.shift.started_at[:10], "ago": m.runs_ago,
+            }
+        )  # fmt: skip
+    return out
+
+
+def matrix_rows(
+    items: list[Trend], runners: list[str], peaks: Mapping[tuple[str, str], tuple[float, str]]
+) -> list[dict[str, Any]]:
+    """The cross-runner matrix: one row per case, one cell per runner class (latest value, status, % of peak where
+    the runner's peaks were known); the row's status is its worst cell's. Rows worst first, then by case."""
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for t in items:
+        unit = t.points[-1].unit if t.points else ""
+        peak = peaks.get((t.runner, t.case_id))
+        cells.setdefault(t.case_id, {})[t.runner] = {
+            "latest": format_value(t.latest, unit),
+            "status": t.status(),
+            "pct": f"{peak[0]:.0f}% {'FLOP/s' if peak[1] == FLOPS_PCT_PEAK else 'BW'}" if peak else "",
+            "pct_v": peak[0] if peak else None,
+        }
+    rank = {"slower": 0, "faster": 1, "steady": 2}
+    out = []
+    for case, by_runner in cells.items():
+        worst = min((c["status"] for c in by_runner.values()), key=rank.__getitem__)
+        out.append({"case": case, "status": worst, "rank": rank[worst], "cells": [by_runner.get(r) for r in runners]})
+    out.sort(key=lambda r: (r["rank"], r["case"]))
+    return out
 
 
 def trend_data(
@@ -123,12 +181,16 @@ def trend_data(
 
 def render_trend(
     items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
-    fingerprints: Fingerprints | None = None,
+    fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
+    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None,
 ) -> str:  # fmt: skip
     env = environment_changes(fingerprints or {})
     rows = trend_rows(items, noise, env)
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("slower", "faster", "steady")}
     runners = sorted({t.runner for t in items})
+    worse, better = movers(items, window)
+    units = {(t.runner, t.case_id): t.points[-1].unit for t in items if t.points}
+    charts = charted(items, rows, worse[:MAX_MOVERS] + better[:MAX_MOVERS])
     title = (
         f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['slower']} worse and {counts['faster']} better "
         f"since their last change point, {counts['steady']} steady"
@@ -145,10 +207,18 @@ def render_trend(
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             rows=rows,
             counts=[(s, n) for s, n in counts.items() if n],
+            window=window,
+            worse=mover_rows(worse, units),
+            better=mover_rows(better, units),
+            n_worse=len(worse),
+            n_better=len(better),
+            max_movers=MAX_MOVERS,
+            matrix=matrix_rows(items, runners, peaks or {}),
+            charted=len(charts),
             direction=metric_direction(metric).value,
             max_points=MAX_POINTS,
             page_rows=PAGE_ROWS,
-            data=script_json(trend_data(items, metric, env)),
+            data=script_json(trend_data(charts, metric, env)),
             plotly=Markup(js) if js else None,
             css=Markup(asset("report.css")),
             table_js=Markup(asset("table.js")),
@@ -159,7 +229,8 @@ def render_trend(
 
 def write_trend_html(
     path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
-    fingerprints: Fingerprints | None = None,
+    fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
+    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None,
 ) -> None:  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_trend(items, noise, metric, source, fingerprints), "utf-8")
+    path.write_text(render_trend(items, noise, metric, source, fingerprints, window, peaks), "utf-8")

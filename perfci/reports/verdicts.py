@@ -1,8 +1,10 @@
-"""Verdict ordering, counts and the one-line headline shared by every report format."""
+"""Verdict ordering, counts, the one-line headline and the sensitivity line shared by every report format."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 
@@ -12,8 +14,10 @@ VERDICT_ORDER: tuple[Verdict, ...] = (
     Verdict.ERROR,
     Verdict.INCONCLUSIVE,
     Verdict.MISSING,
+    Verdict.SLOWER,
     Verdict.NEW,
     Verdict.IMPROVEMENT,
+    Verdict.FASTER,
     Verdict.UNCHANGED,
 )
 
@@ -59,7 +63,7 @@ def headline(comparison: Comparison | None, run: RunResult | None = None) -> str
         return f"measured {ok} case(s), {len(errors)} error(s); no baseline to compare with"
     counts = verdict_counts(comparison)
     expected = sum(1 for r in comparison.rows if r.verdict is Verdict.REGRESSION and expected_reason(r))
-    if counts[Verdict.REGRESSION] > expected:
+    if comparison.failing:  # regressions not expected; `slower` rows too with fail_on = "slower"
         head = "FAIL"
     elif counts[Verdict.ERROR] or errors:
         head = "ERROR"
@@ -69,3 +73,43 @@ def headline(comparison: Comparison | None, run: RunResult | None = None) -> str
     if expected:
         parts[0] += f" ({expected:,} expected)"
     return f"{head}: " + (", ".join(parts) if parts else "nothing compared")
+
+
+def format_mdc(mdc: float | None) -> str:
+    """A minimum detectable change as text ("1.1%"); "-" for a row without one."""
+    if mdc is None or not math.isfinite(mdc):
+        return "-"
+    return f"{mdc * 100:.2g}%" if mdc < 0.1 else f"{mdc * 100:.0f}%"
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """What a comparison could detect: changes of `mdc` or more (80% power) in `covered` of its `timed` rows."""
+
+    mdc: float
+    covered: int
+    timed: int
+    paired: bool
+    least: MetricComparison  # the row with the largest minimum detectable change
+
+    def sentence(self) -> str:
+        what = "this A/B" if self.paired else "this comparison"
+        rows = "case" if self.timed == 1 else "cases"
+        n = f"{self.covered:,} of {self.timed:,} {rows}"
+        return f"{what} could detect changes of {format_mdc(self.mdc)} or more in {n}"
+
+
+SENSITIVITY_SHARE = 0.9  # the sentence quotes the minimum detectable change that this share of timed rows reach
+
+
+def sensitivity(comparison: Comparison) -> Sensitivity | None:
+    """The minimum detectable change that 90% of the timed rows (those with one) reach, or None without any.
+    By default a case has one timed row (latency), so the sentence says "cases"."""
+    rows = [r for r in comparison.rows if r.mdc is not None and math.isfinite(r.mdc)]
+    if not rows:
+        return None
+    ordered = sorted(rows, key=lambda r: r.mdc or 0.0)
+    covered = max(1, math.ceil(SENSITIVITY_SHARE * len(ordered)))
+    mdc = ordered[covered - 1].mdc or 0.0
+    covered = sum(1 for r in ordered if (r.mdc or 0.0) <= mdc)
+    return Sensitivity(mdc, covered, len(ordered), comparison.mode == "paired", ordered[-1])

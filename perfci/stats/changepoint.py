@@ -105,7 +105,8 @@ def ar1_phi(logs: Sequence[float], min_size: int = 3, max_phi: float = 0.95) -> 
     split = _mean_split(logs, min_size)
     k = split[0] if split else len(logs)
     parts = (logs[:k], logs[k:])
-    resid = [x - sum(p) / len(p) for p in parts if p for x in p]
+    means = [sum(p) / len(p) if p else 0.0 for p in parts]  # once per part (was once per value: quadratic)
+    resid = [x - mu for p, mu in zip(parts, means, strict=True) for x in p]
     den = sum(r * r for r in resid)
     if len(resid) < 3 or den <= 1e-24:
         return 0.0

@@ -13,9 +13,20 @@ a loss for a higher-is-better one), se its standard error, alpha the one-sided e
   "estimate at least theta" rule). The noise term keeps the cut-off at 3 se or more whatever `catch` is.
 - regression:   the one-sided (1 - alpha) lower bound of b is above 0 AND b >= cut
 - improvement:  the same with the sign turned
-- inconclusive: |b| >= min(cut, log(1 + theta)) but the above does not hold (too noisy to tell: more data
-                would decide), or the standard error cannot be estimated (fewer than two pairs/rounds)
-- unchanged:    otherwise (no change of at least theta was seen; the interval says how sure)
+- slower:       the one-sided (1 - alpha) lower bound of b is above 0 (a change is established), b is below
+                log(1 + theta) (and not a regression), and b >= log(1 + min_fraction * theta): below the threshold
+                but real and large enough to name. The floor (default theta / 3: 1% on CPU) keeps the
+                small systematic differences that an A/A comparison with many pairs can establish (warm-up order,
+                memory layout; see docs/compare.md) from being called slower.
+- faster:       the same with the sign turned
+- unchanged:    equivalence established: the two-sided (1 - 2 alpha) interval of b lies inside
+                (-log(1 + theta), log(1 + theta))
+- inconclusive: everything else: too noisy to tell (more data would decide), an estimate at or past theta that
+                is not established, or no standard error (fewer than two pairs/rounds)
+
+`min_detectable` gives the minimum detectable change of an estimate: the true change that this test (one-sided
+at alpha) detects with 80% power, (t_{1-alpha} + t_{power}) * se on the log scale, t quantiles at the estimate's
+degrees of freedom.
 
 `tolerance_verdict` is the rule for near-deterministic metrics (memory): compare ranges over rounds.
 """
@@ -33,6 +44,10 @@ REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
+SLOWER = "slower"
+FASTER = "faster"
+MIN_FRACTION = 1.0 / 3.0  # slower/faster need an estimate of at least this share of theta (module docstring)
+POWER = 0.8
 
 
 @dataclass(frozen=True)
@@ -65,12 +80,15 @@ def decide(
     higher_is_better: bool = False,
     noise_factor: float = 3.0,
     catch: float = 0.5,
+    min_fraction: float = MIN_FRACTION,
 ) -> Decision:
     """Classify one estimate (see the module docstring for the rule)."""
     if theta < 0 or not 0 < alpha < 1:
         raise ValueError("theta must be >= 0 and alpha in (0, 1)")
     if not 0.5 <= catch < 1:
         raise ValueError("catch must be in [0.5, 1)")
+    if not 0 <= min_fraction <= 1:
+        raise ValueError("min_fraction must be in [0, 1]")
     sign = -1.0 if higher_is_better else 1.0
     b = sign * est.log_ratio
     practical = math.log1p(theta)
@@ -83,13 +101,28 @@ def decide(
     worse_low = b - t * est.se  # lower bound of "worseness"
     worse_high = b + t * est.se
     worse_bound = math.exp(sign * worse_low)  # the ratio at the bound, in the metric's own orientation
+    better_bound = math.exp(sign * worse_high)
     if worse_low > 0 and b >= needed:
         return Decision(REGRESSION, worse_bound, theta_eff, cut)
     if worse_high < 0 and -b >= needed:
-        return Decision(IMPROVEMENT, math.exp(sign * worse_high), theta_eff, cut)
-    if abs(b) >= min(practical, needed) and b != 0.0:
-        return Decision(INCONCLUSIVE, worse_bound, theta_eff, cut)
-    return Decision(UNCHANGED, worse_bound, theta_eff, cut)
+        return Decision(IMPROVEMENT, better_bound, theta_eff, cut)
+    floor = math.log1p(min_fraction * theta)
+    if worse_low > 0 and floor <= b < practical:
+        return Decision(SLOWER, worse_bound, theta_eff, cut)
+    if worse_high < 0 and floor <= -b < practical:
+        return Decision(FASTER, better_bound, theta_eff, cut)
+    if -practical <= worse_low and worse_high <= practical:
+        return Decision(UNCHANGED, worse_bound, theta_eff, cut)
+    return Decision(INCONCLUSIVE, worse_bound, theta_eff, cut)
+
+
+def min_detectable(est: LogRatio, alpha: float, power: float = POWER) -> float:
+    """The minimum detectable change (fraction, 0.011 = 1.1%): the true change that a one-sided test at `alpha`
+    on this estimate's standard error and degrees of freedom detects with probability `power`; nan without a
+    standard error."""
+    if math.isnan(est.se) or not 0 < alpha < 1 or not 0 < power < 1:
+        return math.nan
+    return math.expm1((est.t_quantile(1.0 - alpha) + est.t_quantile(power)) * est.se)
 
 
 def tolerance_verdict(

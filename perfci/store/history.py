@@ -10,19 +10,38 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Select, create_engine, delete, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+    SQLAlchemyError,
+)
 
-from perfci.errors import InfrastructureError, UsageError
+from perfci.errors import InfrastructureError, ResultsFormatError, UsageError
 from perfci.metrics.registry import COMPARABLE, round_values
 from perfci.model import CaseResult, CaseStatus, RunResult
-from perfci.store.tables import ADDED_IN_2, STORE_VERSION, measurements, metadata, runs, store_meta
+from perfci.store.tables import (
+    ADDED_IN_2,
+    INDEXES_3,
+    STORE_VERSION,
+    measurements,
+    metadata,
+    runs,
+    store_meta,
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,11 @@ def measurement_rows(run: RunResult, run_pk: int) -> list[dict[str, Any]]:
         if c.status is not CaseStatus.OK:
             continue
         for m in c.metrics:
+            if not all(math.isfinite(v) for v in (m.value, m.low, m.high) if v is not None):
+                raise ResultsFormatError(
+                    f"run {run.run_id}: case {c.id}, metric {m.name}: a value is not a finite number "
+                    f"({m.value}, interval {m.low}..{m.high}); the history store takes only finite numbers."
+                )
             rows.append(
                 {
                     "run": run_pk, "case_id": c.id, "metric": m.name, "unit": m.unit, "direction": m.direction.value,
@@ -119,15 +143,33 @@ def default_url(root: Path) -> str:
     return f"sqlite:///{root / '.perfci' / 'history.db'}"
 
 
+# Concurrent writers (several CI jobs ingesting into one store): SQLite lets one writer at a time hold the lock,
+# and the others wait for it up to SQLITE_BUSY_TIMEOUT_S (its busy handler). A process that meets another one's
+# half-made tables or lock retries with back-off, up to RETRIES times (docs/reliability.md).
+SQLITE_BUSY_TIMEOUT_S = 60.0
+RETRIES = 8
+
+
+def _another_writer(exc: SQLAlchemyError) -> bool:
+    """Whether an error is what another process writing at the same moment causes: a lock, or tables, a row or
+    a key it made a moment before."""
+    words = str(exc.orig if isinstance(exc, DBAPIError) else exc).lower()
+    return any(w in words for w in ("locked", "busy", "already exists", "duplicate", "unique"))
+
+
+def _back_off(attempt: int) -> None:
+    time.sleep(min(2.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+
+
 class HistoryStore:
     def __init__(self, url: str) -> None:
         self.label = self._safe(url)  # for reports and messages: the URL without a password
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(url, future=True)
-            metadata.create_all(self.engine)
-            self._check_version()
+            connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
+            self.engine: Engine = create_engine(url, future=True, connect_args=connect_args)
+            self._create()
         except ArgumentError:
             raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
         except ImportError as exc:  # a URL whose database driver is not installed (mysql://, postgresql:// = psycopg2)
@@ -151,6 +193,33 @@ class HistoryStore:
             return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
         return url
 
+    def _create(self) -> None:
+        """The tables made where missing and the version checked, retried while another process does the same."""
+        for attempt in range(RETRIES):
+            try:
+                metadata.create_all(self.engine)
+                self._check_version()
+                return
+            except (OperationalError, IntegrityError, ProgrammingError) as exc:
+                if attempt == RETRIES - 1 or not _another_writer(exc):
+                    raise
+                _back_off(attempt)
+
+    def _lock_for_write(self, conn: Connection) -> None:
+        """SQLite: take the write lock when the transaction begins (BEGIN IMMEDIATE), waiting and retrying while
+        another process holds it. A transaction that only took the lock at its first insert could not wait for
+        it (SQLite refuses at once a reader that wants to become a writer while another one writes)."""
+        if conn.dialect.name != "sqlite":
+            return
+        for attempt in range(RETRIES):
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as exc:
+                if attempt == RETRIES - 1 or not _another_writer(exc):
+                    raise
+                _back_off(attempt)
+
     def _version(self) -> int | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(store_meta.c.value).where(store_meta.c.key == "store_version")).first()
@@ -166,8 +235,11 @@ class HistoryStore:
                 f"the history store has version {version}; this perfci reads up to {STORE_VERSION}.",
                 hint="upgrade perfci",
             )
-        elif version < 2:
-            self._upgrade_to_2()
+        else:
+            if version < 2:
+                self._upgrade_to_2()
+            if version < 3:
+                self._upgrade_to_3()
 
     def _upgrade_to_2(self) -> None:
         """Add the version-2 columns in one transaction. Two jobs may upgrade a shared store at once: the one
@@ -180,6 +252,18 @@ class HistoryStore:
         except SQLAlchemyError as exc:
             if (self._version() or 0) < 2:
                 raise InfrastructureError(f"could not upgrade the history store to version 2: {exc}") from None
+
+    def _upgrade_to_3(self) -> None:
+        """Index the trend's lookup path (tables.py), in one transaction; idempotent, so two jobs upgrading a
+        shared store at once both succeed. A large store takes a while once (about 20 s per 10 million rows)."""
+        try:
+            with self.engine.begin() as conn:
+                for statement in INDEXES_3:
+                    conn.execute(text(statement))
+                conn.execute(update(store_meta).where(store_meta.c.key == "store_version").values(value="3"))
+        except SQLAlchemyError as exc:
+            if (self._version() or 0) < 3:
+                raise InfrastructureError(f"could not upgrade the history store to version 3: {exc}") from None
 
     def ingest(self, run: RunResult, runner: str) -> bool:
         """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""
@@ -199,15 +283,17 @@ class HistoryStore:
                 continue
             stored.add((runner, run.run_id))  # the same run twice in one call is stored once
             git = run.git
+            # another process may store the same run at the same moment: its row wins, this one is skipped
+            dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
             inserted = conn.execute(
-                insert(runs).values(
+                dialect_insert(runs).values(
                     run_id=run.run_id, runner=runner, commit=git.commit if git else None,
                     branch=git.branch if git else None, dirty=git.dirty if git else None, started_at=run.started_at,
                     finished_at=run.finished_at, fingerprint=json.dumps(run.fingerprint, sort_keys=True),
-                )
-            ).inserted_primary_key  # fmt: skip
+                ).on_conflict_do_nothing(index_elements=[runs.c.runner, runs.c.run_id]).returning(runs.c.id)
+            ).first()  # fmt: skip
             if inserted is None:
-                raise InfrastructureError("the history store did not return the new run's key")
+                continue
             rows += measurement_rows(run, inserted[0])
             added += 1
         if rows:
@@ -274,7 +360,11 @@ class HistoryStore:
         return self.all_series(runner, metric, case_id).get(case_id, [])
 
     def all_series(self, runner: str, metric: str, case_id: str | None = None) -> dict[str, list[Point]]:
-        """Case id -> its points of `metric` on `runner` in time order, in one query (all cases, or one)."""
+        """Case id -> its points of `metric` on `runner` in time order, in one query (all cases, or one).
+
+        The query walks the runner's runs in time order and looks each run's values of `metric` up through the
+        (run, metric, case) index; the rows are grouped by case here, which costs less than a sort in SQL. Cases
+        come out in name order."""
         q = (
             select(
                 measurements.c.case_id,
@@ -291,15 +381,18 @@ class HistoryStore:
             )
             .join(runs, measurements.c.run == runs.c.id)
             .where(runs.c.runner == runner, measurements.c.metric == metric)
-            .order_by(measurements.c.case_id, runs.c.started_at, runs.c.id)
+            .order_by(runs.c.started_at, runs.c.id)
         )
         if case_id is not None:
             q = q.where(measurements.c.case_id == case_id)
         out: dict[str, list[Point]] = {}
         with self.engine.connect() as conn:
             for case, *fields in conn.execute(q).tuples():  # positional: Point's field order is the query's
-                out.setdefault(case, []).append(Point(*fields))
-        return out
+                points = out.get(case)
+                if points is None:
+                    out[case] = points = []
+                points.append(Point(*fields))
+        return {case: out[case] for case in sorted(out)}
 
     def list_runs(self, where: RunFilter = RunFilter(), limit: int | None = None) -> list[RunInfo]:
         """Runs matching `where`, newest first (at most `limit`), each with its number of stored values."""
@@ -364,6 +457,7 @@ class HistoryStore:
         added = skipped = 0
         try:
             with self.engine.begin() as conn:
+                self._lock_for_write(conn)
                 batch: list[tuple[RunResult, str]] = []
                 size = 0
                 for run, runner in items:

@@ -1,8 +1,13 @@
-"""Table definitions of the history store (SQLAlchemy Core). Version 2; `store_meta` records it.
+"""Table definitions of the history store (SQLAlchemy Core). Version 3; `store_meta` records it.
 
 Version 2 added to `measurements` the round statistics of timed metrics (`rounds`, and the mean and sd of the
 log per-round values): what the cross-job noise learned from history needs (compare/history_noise.py). A
 version-1 store is upgraded in place when opened (`HistoryStore`); its old rows keep NULL there.
+
+Version 3 added the indexes of a trend's lookup path: a runner's runs in time order (`ix_runs_runner_started`),
+then one metric of each run (`ix_measurements_run_metric_case` on (run, metric, case_id); without it a trend read
+every metric's rows). The latter replaces the index on `run` alone (its prefix serves those lookups), so an insert
+maintains no more indexes than before.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -20,7 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-STORE_VERSION = 2
+STORE_VERSION = 3
 
 metadata = MetaData()
 
@@ -44,13 +50,14 @@ runs = Table(
     Column("finished_at", String(40), nullable=False),
     Column("fingerprint", Text, nullable=False),
     UniqueConstraint("runner", "run_id", name="uq_runs_runner_run"),
+    Index("ix_runs_runner_started", "runner", "started_at", "id"),  # version 3: a runner's runs in time order
 )
 
 measurements = Table(
     "measurements",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("run", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("case_id", String(500), nullable=False, index=True),
     Column("metric", String(100), nullable=False),
     Column("unit", String(32), nullable=False),
@@ -61,7 +68,15 @@ measurements = Table(
     Column("rounds", Integer),  # timed metrics: rounds with a value (version 2)
     Column("log_mean", Float),  # mean of the log per-round values (version 2)
     Column("log_sd", Float),  # sd of the log per-round values (version 2)
+    Index("ix_measurements_run_metric_case", "run", "metric", "case_id"),  # version 3
 )
 
 # Columns added after version 1, with their SQL types, for the in-place upgrade.
 ADDED_IN_2 = (("rounds", "INTEGER"), ("log_mean", "FLOAT"), ("log_sd", "FLOAT"))
+
+# Version 3: the indexes on the trend's lookup path, and the one they replace.
+INDEXES_3 = (
+    "CREATE INDEX IF NOT EXISTS ix_measurements_run_metric_case ON measurements (run, metric, case_id)",
+    "CREATE INDEX IF NOT EXISTS ix_runs_runner_started ON runs (runner, started_at, id)",
+    "DROP INDEX IF EXISTS ix_measurements_run",
+)

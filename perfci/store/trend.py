@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import geometric_mean
 from typing import Any
 
@@ -67,6 +67,49 @@ class Trend:
             return None
         last = self.shifts[-1]
         return last if last.index >= len(self.points) - runs else None
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Slowdowns below the threshold since a case's last change point that add up past it (issue #20): each step
+    alone is smaller than the threshold, so no change point is drawn, but together they are a regression."""
+
+    total: float  # the level now over the level at the last change point (ratio; > 1 is worse for lower-is-better)
+    steps: tuple[Shift, ...]  # the slowdown steps, each named by the run that started it, oldest first
+
+
+DRIFT_MIN_STEP = 1.0 / 3.0  # a step counts when at least this share of the threshold (as slower, stats/decision.py)
+
+
+def drift(trend: Trend, threshold: float, alpha: float = 0.01, min_step: float = DRIFT_MIN_STEP) -> Drift | None:
+    """The below-threshold drift of `trend` since its last change point, when its slowdowns add up to at least
+    `threshold` (net of speed-ups in between); else None.
+
+    The stretch since the last change point is searched again for change points (the same method) of at least
+    `min_step * threshold`; the level of each sub-stretch is its geometric mean, and the net change is the last
+    level over the first."""
+    start = trend.shifts[-1].index if trend.shifts else 0
+    points = list(trend.points[start:])
+    values = [p.value for p in points]
+    if len(values) < 6 or min(values) <= 0:
+        return None
+    cps = detect_change_points(values, alpha=alpha, min_effect=min_step * threshold)
+    if not cps:
+        return None
+    bounds = [0, *(cp.index for cp in cps), len(values)]
+    levels = [geometric_mean(values[a:b]) for a, b in itertools.pairwise(bounds)]
+    lower = metric_direction(trend.metric) is Direction.LOWER
+    oriented = [(after / before if lower else before / after) for before, after in itertools.pairwise(levels)]
+    total = levels[-1] / levels[0] if lower else levels[0] / levels[-1]
+    if total - 1.0 < threshold:
+        return None
+    steps = tuple(
+        _shift(points, replace(cp, before=before, after=after, ratio=after / before))
+        for cp, before, after, worse in zip(cps, levels[:-1], levels[1:], oriented, strict=True)
+        if worse > 1.0
+    )
+    steps = tuple(replace(s, index=s.index + start) for s in steps)
+    return Drift(total if lower else 1.0 / total, steps) if steps else None
 
 
 def _shift(points: list[Point], cp: ChangePoint) -> Shift:

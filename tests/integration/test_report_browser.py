@@ -274,6 +274,79 @@ def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
         page.close()
 
 
+def two_runner_store(tmp_path: Path) -> str:
+    """16 runs on two runner classes: on 'cpu-test' 'alpha' gets 25% slower from run 10 (commit c010); on
+    'gpu-test' 'beta' gets 30% faster from run 12 (commit c012), and the cases carry % of the runner's peak."""
+    from dataclasses import replace
+
+    from perfci.metrics.registry import BANDWIDTH_PCT_PEAK, metric_direction
+    from perfci.model import Metric
+    from perfci.store.history import HistoryStore
+    from tests.conftest import make_case
+    from tests.store_cases import history_runs
+
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    gpu = []
+    for i, run in enumerate(history_runs()):
+        pct = Metric(BANDWIDTH_PCT_PEAK, "%", metric_direction(BANDWIDTH_PCT_PEAK), 42.0 + i / 10)
+        cases = [
+            make_case("alpha", 1e-4, seed=50 + i),
+            make_case("beta", 4e-4, seed=50 + i, scale=0.7 if i >= 12 else 1),
+        ]
+        gpu.append(replace(run, cases=tuple(replace(c, metrics=(*c.metrics, pct)) for c in cases)))
+    store = HistoryStore(url)
+    store.ingest_many([(r, "cpu-test") for r in history_runs()] + [(r, "gpu-test") for r in gpu])
+    return url
+
+
+def test_trend_report_movers_and_cross_runner_matrix(browser: Any, tmp_path: Path) -> None:
+    """The lead's view of two runner classes: the biggest movers of the window with their commit ranges, and the
+    matrix of cases by runner class with latest value, status and % of peak; a matrix cell draws that series."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    path = tmp_path / "fleet.html"
+    res = CliRunner().invoke(app, ["trend", "--db", two_runner_store(tmp_path), "--html", str(path), "--window", "10"])
+    assert res.exit_code == 0, res.output
+    page = Page(browser, path)
+    try:
+        assert page.problems == [] and page.network() == []
+        p = page.page
+        assert p.inner_text("#movers-summary").startswith("1 regression(s) and 1 improvement(s)")
+        assert p.inner_text("#movers h2") == "Biggest movers in the last 10 runs"
+        worse = p.eval_on_selector_all("#movers-regression tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))")
+        assert [w[1:4] for w in worse] == [["cpu-test", "t.alpha[n=8]@cpu", "c009..c010"]]
+        assert worse[0][0].startswith("+2")
+        better = p.eval_on_selector_all("#movers-improvement tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))")
+        assert [b[1:4] for b in better] == [["gpu-test", "t.beta[n=8]@cpu", "c011..c012"]]
+        assert better[0][0].startswith("-3") or better[0][0].startswith("-2")
+        # the matrix: one row per case, a column per runner class, worst first
+        heads = p.eval_on_selector_all("#matrix thead th", "hs => hs.map(h => h.textContent)")
+        assert heads == ["status", "case", "cpu-test", "gpu-test"]
+        rows = p.eval_on_selector_all(
+            "#matrix tbody tr:not([hidden])", "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))"
+        )
+        assert [r[:2] for r in rows] == [["slower", "t.alpha[n=8]@cpu"], ["faster", "t.beta[n=8]@cpu"]]
+        alpha, beta = rows
+        assert "slower" in alpha[2] and "steady" in alpha[3] and "44% BW" in alpha[3] and "%" not in alpha[2]
+        assert "faster" in beta[3] and "steady" in beta[2]
+        # a cell draws that runner's series of the case
+        p.locator("#matrix td.cell").nth(3).click()
+        label = p.eval_on_selector("#series-case", "s => s.options[s.selectedIndex].text")
+        assert label == "t.beta[n=8]@cpu (gpu-test)"
+        assert "c012" in p.inner_text("#chart-series")
+        # the matrix filters by status like the cases table
+        p.select_option("#matrix-status", "faster")
+        assert p.eval_on_selector_all("#matrix tbody tr:not([hidden])", "rs => rs.length") == 1
+        p.select_option("#matrix-status", "")
+        p.evaluate("window.scrollTo(0, 0)")
+        p.screenshot(path=str(artifacts_dir() / "report-trend-fleet.png"), full_page=True)
+        assert page.problems == [] and page.network() == []
+    finally:
+        page.close()
+
+
 def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tmp_path: Path) -> None:
     """The run report's case column under pressure (11 columns, a 900 px window): a short parameter list stays on
     one line, a long id wraps only between its parts, and the column keeps its minimum width."""
@@ -365,3 +438,27 @@ def test_large_table_is_paged_sorted_and_filtered_across_pages(browser: Any, tmp
         assert page.problems == []
     finally:
         page.close()
+
+
+def test_sweep_charts_in_browser(browser: Any, tmp_path: Path) -> None:
+    """Sweep charts (perfci/reports/sweeps.py) for a comparison and a run: drawn, switchable, no console errors;
+    the star sits on the best configuration."""
+    base, cand, comp = suite_comparison(24)
+    for name, run, comparison, baseline in (
+        ("sweeps-cmp.html", cand, comp, base),
+        ("sweeps-run.html", cand, None, None),
+    ):
+        page = Page(browser, _write(tmp_path, name, run, comparison, baseline))
+        try:
+            assert page.problems == [] and page.network() == []
+            assert page.page.locator("#chart-sweep .main-svg").count() > 0
+            options = page.page.eval_on_selector_all("#sweep-pick option", "os => os.map(o => o.textContent)")
+            assert "kernels.k@cpu \u2014 by n" in options and "models.mlp@cpu \u2014 by runtime" in options
+            page.page.select_option("#sweep-pick", label="models.mlp@cpu \u2014 by runtime")
+            names = page.page.evaluate("document.getElementById('chart-sweep').data.map(t => t.name)")
+            assert any(n.startswith("best") for n in names)
+            assert any("baseline" in n for n in names) == (comparison is not None)
+            page.page.locator("#sweep-block").screenshot(path=str(artifacts_dir() / name.replace(".html", ".png")))
+            assert page.problems == []
+        finally:
+            page.close()

@@ -44,6 +44,15 @@ def test_outside_github_flags_decide() -> None:
         plan_ci(Settings({}), CIRequest(mode="ab"))
 
 
+def test_environments_make_an_ab_of_the_working_tree_without_a_base() -> None:
+    """`perfci ci --base-python locked --head-python upgraded` on a schedule: no base revision needed."""
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "schedule"}
+    req = CIRequest(base_python=Path("locked"), head_python=Path("upgraded"))
+    plan = plan_ci(Settings(env), req)
+    assert (plan.mode, plan.base_rev, plan.ingest) == ("ab", None, False)
+    assert plan_ci(Settings({}), CIRequest(base="v1.0", head_python=Path("up")), repo=Path("/")).base_rev == "v1.0"
+
+
 def test_workflow_command_escaping() -> None:
     assert escape_data("50%\r\nx::y") == "50%25%0D%0Ax::y"
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"

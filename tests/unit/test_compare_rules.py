@@ -38,7 +38,8 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     )
     base = replace(base, cases=(*base.cases, make_case("broken", 1e-3)))
     rows = _rows(compare_runs(base, cand, STEADY))
-    assert rows["same"].verdict is Verdict.UNCHANGED and rows["same"].method == "unpaired"
+    # 5 rounds a side at 1% noise: an interval of about +-6%, so equivalence at 3% is not established (issue #20)
+    assert rows["same"].verdict is Verdict.INCONCLUSIVE and rows["same"].method == "unpaired"
     assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].ratio == pytest.approx(1.3, rel=0.02)
     assert rows["fresh"].verdict is Verdict.NEW and rows["gone"].verdict is Verdict.MISSING
     assert rows["broken"].verdict is Verdict.ERROR and "SIGSEGV" in rows["broken"].note
@@ -250,7 +251,7 @@ def test_ab_warns_about_unchanged_cases_its_pairs_could_not_settle() -> None:
     decision = DecisionSettings(threshold=0.05)
     rows = (row("wide@cpu", 0.785, 1.261), row("tight@cpu", 0.99, 1.01), row("rss@cpu", 0.8, 1.3, "memory.peak_rss"))
     note = unsettled_warning(Comparison("base", "head", rows), decision)
-    assert note is not None and note.startswith("1 unchanged case(s) not settled at the practical threshold")
+    assert note is not None and note.startswith("1 unchanged/slower/faster case(s) not settled at the practical")
     assert "wide@cpu" in note and "tight@cpu" not in note and "rss@cpu" not in note  # memory is not timed
     assert unsettled_warning(Comparison("base", "head", rows[1:]), decision) is None
 

@@ -64,7 +64,7 @@ def test_case_names_cannot_break_the_table_or_inject_markup() -> None:
     comp = Comparison("main", "pr", (MetricComparison(evil, "latency.median", Verdict.REGRESSION, "s", 1.0, 2.0, 2.0),))
     md = render_markdown(None, comp)
     row = next(line for line in md.splitlines() if line.startswith("| regression"))
-    assert len(cells(row)) == 7
+    assert len(cells(row)) == 8
     span = cells(row)[1]
     assert span.startswith("``") and span.endswith("``")  # a code span: no markup, no mention, no link
     assert "a\\|b`c<img" in span

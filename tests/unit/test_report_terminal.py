@@ -7,7 +7,7 @@ import time
 from rich.console import Console
 
 from perfci.model import Comparison, MetricComparison, Verdict
-from perfci.reports.terminal import SUMMARY_ABOVE, comparison_table, verdict_line
+from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, verdict_line
 from tests.report_fixtures import suite_comparison
 
 
@@ -46,7 +46,8 @@ def test_large_comparison_lists_every_row_not_unchanged_then_counts() -> None:
         f"{len(comp.rows):,} rows: 4 regressions, 4 errors, 4 inconclusive, 4 improvements, {unchanged:,} unchanged"
         in text
     )
-    assert f"the {unchanged:,} unchanged are not listed" in text and "--format json" in text
+    flat = " ".join(text.split())  # the caption wraps where the table's width says
+    assert f"not listed: the {unchanged:,} unchanged (every row" in flat and "--format json" in flat
     # with a limit too: the rows cut are counted, and so is every verdict
     limited = _text(comparison_table(comp, limit=3))
     assert len(_case_lines(limited)) == 3
@@ -72,3 +73,23 @@ def test_a_20000_row_comparison_renders_quickly() -> None:
     assert time.perf_counter() - start < 5.0
     assert len(_case_lines(text)) == 20
     assert "20,000 rows: 20 regressions, 19,980 unchanged" in text
+
+
+def test_many_rows_that_do_not_fail_are_capped_but_failing_ones_never() -> None:
+    """5,000 inconclusive rows (an unpaired comparison of noisy cases) and 300 regressions: every regression and
+    error is listed, then the first SUMMARY_OTHER_ROWS of the rest; the caption counts what is left out."""
+
+    def row(i: int, verdict: Verdict) -> MetricComparison:
+        return MetricComparison(f"k.case[n={i}]@cpu", "latency.median", verdict, "s", 1e-3, 1.1e-3, 1.1, 0.9, 1.3)
+
+    rows = [row(i, Verdict.INCONCLUSIVE) for i in range(5000)] + [row(5000 + i, Verdict.REGRESSION) for i in range(300)]
+    rows += [row(6000 + i, Verdict.ERROR) for i in range(20)] + [row(7000 + i, Verdict.UNCHANGED) for i in range(50)]
+    comparison = Comparison("a", "b", tuple(rows))
+    start = time.perf_counter()
+    text = _text(comparison_table(comparison))
+    assert time.perf_counter() - start < 5.0
+    lines = _case_lines(text)
+    assert len(lines) == 300 + 20 + SUMMARY_OTHER_ROWS
+    assert sum("regression" in line for line in lines) == 300 and sum("error" in line for line in lines) == 20
+    flat = " ".join(text.split())
+    assert f"not listed: the 50 unchanged and {5000 - SUMMARY_OTHER_ROWS:,} more that do not fail the gate" in flat

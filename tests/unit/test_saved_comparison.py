@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from perfci.compare.saved import comparison_to_dict, dump_comparison, load_comparison, parse_comparison
+from perfci.compare.saved import V1_WARNING, comparison_to_dict, dump_comparison, load_comparison, parse_comparison
 from perfci.errors import ResultsFormatError
 from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
@@ -64,7 +65,7 @@ def test_round_trip(tmp_path: Path) -> None:
     original = _comparison()
     dump_comparison(original, path)
     doc = json.loads(path.read_text())
-    assert doc["schema"] == "perfci.comparison" and doc["schema_version"] == 1
+    assert doc["schema"] == "perfci.comparison" and doc["schema_version"] == 2
     assert doc["verdict"] == {"gate": "fail", "counts": {"regression": 1, "unchanged": 1, "new": 1}}
     loaded = load_comparison(path)
     assert loaded.rows[0] == original.rows[0]
@@ -106,12 +107,25 @@ def test_truncated_file(tmp_path: Path) -> None:
 
 
 def test_golden_v1_file_still_loads() -> None:
-    """tests/golden/comparison-v1.json was written by perfci before versioned documents were one mechanism."""
+    """tests/golden/comparison-v1.json was written by perfci before versioned documents were one mechanism. It
+    migrates to version 2 (issue #20): rows as they were, and a warning that its `unchanged` is the older word."""
     loaded = load_comparison(GOLDEN / "comparison-v1.json")
-    assert loaded == _comparison_as_saved()
-    assert comparison_to_dict(loaded, created_at="2026-11-30T01:00:00.000000Z") == json.loads(
-        (GOLDEN / "comparison-v1.json").read_text()
-    )
+    saved = _comparison_as_saved()
+    assert loaded == replace(saved, warnings=(*saved.warnings, V1_WARNING))
+    v1 = json.loads((GOLDEN / "comparison-v1.json").read_text())
+    v2 = {**v1, "schema_version": 2, "warnings": [*v1["warnings"], V1_WARNING]}
+    v2["rows"] = [{**r, "mdc": None} for r in v1["rows"]]
+    assert comparison_to_dict(loaded, created_at="2026-11-30T01:00:00.000000Z") == v2
+
+
+def test_golden_v2_file_loads() -> None:
+    """tests/golden/comparison-v2.json: the current version, with slower/faster rows and minimum detectable
+    changes."""
+    doc = json.loads((GOLDEN / "comparison-v2.json").read_text())
+    loaded = load_comparison(GOLDEN / "comparison-v2.json")
+    assert [r.verdict for r in loaded.rows] == [Verdict.SLOWER, Verdict.FASTER, Verdict.UNCHANGED]
+    assert [r.mdc for r in loaded.rows] == [0.011, 0.012, 0.009]
+    assert comparison_to_dict(loaded, created_at=doc["created_at"]) == doc
 
 
 def _comparison_as_saved() -> Comparison:

@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -133,12 +134,12 @@ def test_report_parses_each_file_once(tmp_path: Path, monkeypatch: pytest.Monkey
     parsed: list[int] = []
     real = json.loads
 
-    def loads(text: str) -> object:
+    def loads(text: str, **options: Any) -> object:
         if text.startswith('{\n "schema": "perfci.'):  # a document (not a shipped JSON Schema)
             parsed.append(1)
-        return real(text)
+        return real(text, **options)
 
-    monkeypatch.setattr(report_api.json, "loads", loads)
+    monkeypatch.setattr(json, "loads", loads)  # report_api parses through schema.parse_json_text
     inputs = report_api.load_inputs([tmp_path / "cmp.json", tmp_path / "b.json", tmp_path / "c.json"], 0.05)
     assert len(parsed) == 3
     assert inputs.comparison is not None and inputs.baseline == base and inputs.candidate == cand

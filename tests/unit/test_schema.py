@@ -80,10 +80,21 @@ def test_golden_v1_file_still_loads() -> None:
     assert run.cases and run.cases[0].rounds[0].samples
 
 
-def test_documented_schema_is_the_shipped_one() -> None:
-    docs = Path(__file__).parents[2] / "docs" / "results-v1.schema.json"
-    shipped = Path(__file__).parents[2] / "perfci" / "schemas" / "results-v1.schema.json"
+@pytest.mark.parametrize("version", [1, 2])
+def test_documented_schema_is_the_shipped_one(version: int) -> None:
+    docs = Path(__file__).parents[2] / "docs" / f"results-v{version}.schema.json"
+    shipped = Path(__file__).parents[2] / "perfci" / "schemas" / f"results-v{version}.schema.json"
     assert json.loads(docs.read_text()) == json.loads(shipped.read_text())
+
+
+def test_results_v1_migrates_to_v2_as_it_is() -> None:
+    """Version 2 (issue #20) only makes the metric's optional `note` part of the schema; a version 1 document
+    reads unchanged, without a deep copy (RESULTS.shallow), and the caller's document is left alone."""
+    v1 = json.loads((GOLDEN / "results-v1.json").read_text())
+    assert SCHEMA_VERSION == 2 and RESULTS.migrate(v1, "v1.json") == {**v1, "schema_version": 2}
+    assert v1["schema_version"] == 1
+    v1["cases"][0]["metrics"][0]["note"] = "above the measured peak"
+    assert parse_results(v1, "v1.json").cases[0].metrics[0].note == "above the measured peak"
 
 
 # The versioned-document mechanism (schema.DocumentFormat), on a made-up format at version 3.

@@ -71,8 +71,9 @@ def test_decision_rule_cases() -> None:
     # clear slowdown of 10%, tiny noise: regression
     d = decide(_est(math.log(1.10), 0.005), 0.03, 0.01)
     assert d.verdict == "regression" and d.bound > 1.0 and d.threshold == 0.03
-    # significant but below theta: unchanged (a 1% change nobody cares about)
-    assert decide(_est(math.log(1.01), 0.001), 0.03, 0.01).verdict == "unchanged"
+    # established but below theta (and at least theta / 3): slower (issue #20); below theta / 3: unchanged
+    assert decide(_est(math.log(1.01), 0.001), 0.03, 0.01).verdict == "slower"
+    assert decide(_est(math.log(1.005), 0.001), 0.03, 0.01).verdict == "unchanged"
     # estimate beyond theta, bound not above 1: inconclusive
     assert decide(_est(math.log(1.05), 0.03), 0.03, 0.01).verdict == "inconclusive"
     # improvement
@@ -129,12 +130,12 @@ def test_cutoff_hand_values() -> None:
 def test_catch_rule_flags_a_change_just_below_theta() -> None:
     est = _est(math.log(1.028), 0.004, dof=1000)  # +2.8%, lower bound far above 0
     plain = decide(est, 0.03, 0.005, catch=0.5)
-    assert plain.verdict == "unchanged"
+    assert plain.verdict == "slower"  # established, below theta
     d = decide(est, 0.03, 0.005, catch=0.75)
     assert d.verdict == "regression" and d.threshold == 0.03
     assert d.cutoff == pytest.approx(math.expm1(0.0295588 - 0.67449 * 0.004), abs=1e-6)
-    # the same just below the cut-off is unchanged; catch outside [0.5, 1) is refused
-    assert decide(_est(math.log(1.026), 0.004, dof=1000), 0.03, 0.005, catch=0.75).verdict == "unchanged"
+    # the same just below the cut-off is slower (not a regression); catch outside [0.5, 1) is refused
+    assert decide(_est(math.log(1.026), 0.004, dof=1000), 0.03, 0.005, catch=0.75).verdict == "slower"
     with pytest.raises(ValueError):
         decide(est, 0.03, 0.005, catch=0.4)
 

@@ -6,7 +6,7 @@
   var data = JSON.parse(document.getElementById("perfci-data").textContent);
   var ids = data.cases;
   var COLORS = { regression: "#b3261e", error: "#b3261e", inconclusive: "#c77c00", improvement: "#1b6e20",
-                 unchanged: "#5f6b7a", "new": "#5b3ea8", missing: "#5b3ea8" };
+                 unchanged: "#5f6b7a", "new": "#5b3ea8", missing: "#5b3ea8", slower: "#b3261e", faster: "#1b6e20" };
   var BASE = "#7f8c9d", CAND = "#1f5fbf";
   var CONFIG = { displaylogo: false, responsive: true };
   var LAZY_ABOVE = 100;  /* with more cases than this, charts are drawn as they scroll into view */
@@ -212,11 +212,61 @@
       yaxis: { title: { text: "MiB" } } });
   }
 
+  /* Sweeps: one chart at a time, picked from a list (a large suite has hundreds). */
+  var PALETTE = ["#1f5fbf", "#c77c00", "#1b6e20", "#b3261e", "#5b3ea8", "#00838f", "#7f8c9d", "#ad1457"];
+  function sweepChart(list) {
+    if (!list || !list.length) { return; }
+    var select = document.getElementById("sweep-pick");
+    list.forEach(function (s, i) {
+      var opt = document.createElement("option");
+      opt.value = String(i);
+      opt.textContent = s.w + " \u2014 by " + s.p;
+      select.appendChild(opt);
+    });
+    function side(s, grid, name, dash, li) {
+      var pts = grid[li];
+      var ok = pts.some(function (p) { return p !== null; });
+      if (!ok) { return null; }
+      var y = pts.map(function (p) { return p ? p[0] : null; });
+      return { type: "scatter", mode: "lines+markers", name: esc(short(s.k[li], 50)) + name, x: s.x, y: y,
+        line: { color: PALETTE[li % PALETTE.length], dash: dash }, marker: { size: 6 },
+        error_y: { type: "data", visible: true, thickness: 1, width: 3,
+          array: pts.map(function (p, i) { return p && p[2] != null ? p[2] - y[i] : null; }),
+          arrayminus: pts.map(function (p, i) { return p && p[1] != null ? y[i] - p[1] : null; }) },
+        hovertemplate: esc(s.p) + "=%{x}: %{y:.4g} " + esc(s.u) + "<extra>" + esc(short(s.k[li], 60)) + name + "</extra>" };
+    }
+    function star(s, grid, where, name, color) {
+      if (!where || !grid) { return null; }
+      var p = grid[where[0]][where[1]];
+      if (!p) { return null; }
+      return { type: "scatter", mode: "markers", name: "best" + name, x: [s.x[where[1]]], y: [p[0]],
+        marker: { symbol: "star", size: 16, color: color, line: { color: "#000", width: 1 } },
+        hovertemplate: "best: " + esc(s.p) + "=%{x}, " + esc(short(s.k[where[0]], 60)) + ": %{y:.4g} " + esc(s.u) + "<extra></extra>" };
+    }
+    function render() {
+      var s = list[Number(select.value) || 0], traces = [];
+      s.k.forEach(function (_, li) {
+        var n = side(s, s.n, s.b ? " (candidate)" : "", "solid", li);
+        if (n) { traces.push(n); }
+        if (s.b) { var b = side(s, s.b, " (baseline)", "dot", li); if (b) { traces.push(b); } }
+      });
+      [star(s, s.n, s.bn, s.b ? " (candidate)" : "", "#ffd54f"), star(s, s.b, s.bb, " (baseline)", "#cfd8dc")]
+        .forEach(function (t) { if (t) { traces.push(t); } });
+      draw("chart-sweep", traces, { height: 460, legend: { orientation: "h", y: -0.22 },
+        margin: { l: 60, r: 20, t: 20, b: 120 },
+        xaxis: { type: "category", title: { text: esc(s.p) } },
+        yaxis: { title: { text: esc(s.m) + " (" + esc(s.u) + ", " + (s.lower ? "lower" : "higher") + " is better)" },
+                 rangemode: "tozero" } });
+    }
+    select.addEventListener("change", render);
+    render();
+  }
+
   /* Charts are drawn when their block comes near the viewport (a 500-case page opens fast), or all at once
      by window.perfciDrawAll() (the browser test uses it). body[data-ready] is set once the first view is drawn. */
   var timings = window.perfciTimings = { table: tableMs };
   var charts = [["ratio", ratioChart], ["dist", distChart], ["roof", roofChart], ["telemetry", telemetryChart],
-                ["memory", memoryChart]];
+                ["memory", memoryChart], ["sweep", sweepChart]];
   function drawOne(c) {
     if (c.done) { return; }
     c.done = true;

@@ -10,10 +10,13 @@
   var select = document.getElementById("series-case");
   var byKey = {};
   data.cases.forEach(function (c, i) { byKey[c.runner + "\u0000" + c.id] = i; });
-  /* the selector follows the table's order (worst first) */
+  window.perfciTable(document.getElementById("matrix"), document.getElementById("matrix-filter"),
+                     document.getElementById("matrix-status"), document.getElementById("matrix-shown"),
+                     document.getElementById("matrix-pager"));
+  /* the selector follows the table's order (worst first); a big suite carries series for some cases only */
   var order = rows.map(function (tr) {
     return byKey[tr.cells[1].textContent + "\u0000" + tr.cells[2].textContent];
-  });
+  }).filter(function (i) { return i !== undefined; });
   order.forEach(function (i) {
     var opt = document.createElement("option");
     opt.value = String(i);
@@ -61,14 +64,27 @@
     drawn += 1;
   }
   select.addEventListener("change", render);
-  table.tBodies[0].addEventListener("click", function (e) {  /* a click on a case shows its series */
-    var td = e.target.closest("td.case");
-    if (!td) { return; }
-    var key = td.parentNode.cells[1].textContent + "\u0000" + td.textContent;
-    if (byKey[key] === undefined) { return; }
-    select.value = String(byKey[key]);
+  function show(runner, id) {  /* a click on a case shows its series, where the page carries it */
+    var i = byKey[runner + "\u0000" + id];
+    if (i === undefined) { return; }
+    select.value = String(i);
     render();
     document.getElementById("charts").scrollIntoView();
+  }
+  table.tBodies[0].addEventListener("click", function (e) {
+    var td = e.target.closest("td.case");
+    if (td) { show(td.parentNode.cells[1].textContent, td.textContent); }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("table.movers"), function (t) {
+    t.tBodies[0].addEventListener("click", function (e) {
+      var td = e.target.closest("td.case");
+      if (td) { show(td.parentNode.cells[1].textContent, td.textContent); }
+    });
+  });
+  var matrix = document.getElementById("matrix");
+  matrix.tBodies[0].addEventListener("click", function (e) {  /* a cell: that runner's series of the case */
+    var td = e.target.closest("td.cell");
+    if (td) { show(matrix.tHead.rows[0].cells[td.cellIndex].textContent, td.parentNode.cells[1].textContent); }
   });
   window.perfciDrawAll = function () { render(); return { drawn: drawn }; };
   render();
