@@ -90,9 +90,7 @@ def test_outliers_are_cleaned_and_steps_left_alone() -> None:
 def test_drifting_history_with_outliers_steps_found_and_few_false_points() -> None:
     """A small seeded version of benchmarks/changepoints.py (docs/history.md has the full table)."""
     rng = random.Random(7)
-    found = sum(
-        any(abs(p.index - 30) <= 3 for p in detect_change_points(drifting(rng, step=0.05))) for _ in range(100)
-    )
+    found = sum(any(abs(p.index - 30) <= 3 for p in detect_change_points(drifting(rng, step=0.05))) for _ in range(100))
     false = sum(len(detect_change_points(drifting(rng))) for _ in range(100))
     assert found >= 82  # 0.93 over 900 series in the benchmark; the plain mean-shift test finds 62 here
     assert false <= 60  # at most 1 per 100 runs (6,000 runs here); the benchmark measures 0.16
