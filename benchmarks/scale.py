@@ -26,12 +26,14 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,22 +136,27 @@ def synthetic_run(n: int, candidate: bool, seed: int = 0, shape: Shape | None = 
     )
 
 
-def perfci(*args: str, cwd: Path | None = None, stdout: Path | None = None) -> float:
-    """Wall time of one `perfci` CLI subprocess (comparisons run with --exit-zero: errors are planted)."""
+def perfci(*args: str, cwd: Path | None = None, stdout: Path | None = None) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one `perfci` CLI subprocess (comparisons run with --exit-zero:
+    errors are planted). On a shared machine the CPU time moves less than the wall time."""
     out = open(stdout, "w") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if stdout:
         out.close()
     if proc.returncode != 0:
         raise SystemExit(f"perfci {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def timed(fn: object, repeats: int) -> float:
-    assert callable(fn)
-    return statistics.median(fn() for _ in range(repeats))
+def timed(row: dict[str, float | None], name: str, fn: Callable[[], tuple[float, float]], repeats: int) -> None:
+    """The medians of `repeats` runs: wall time as `name`, CPU time as `name`_cpu."""
+    runs = [fn() for _ in range(repeats)]
+    row[name] = round(statistics.median(w for w, _ in runs), 3)
+    row[f"{name}_cpu"] = round(statistics.median(c for _, c in runs), 3)
 
 
 def browser_open(path: Path, repeats: int) -> float | None:
@@ -182,17 +189,14 @@ def measure(n: int, folder: Path, repeats: int, browser: bool, shape: Shape) -> 
     out, project = folder / f"out-{n}", folder / f"project-{n}"
     project.mkdir(exist_ok=True)
     row: dict[str, float | None] = {"cases": n, "file_mb": round(base.stat().st_size / 1e6, 1)}
-    row["compare_json_s"] = timed(lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
-                                                 stdout=folder / "compare.json"), repeats)  # fmt: skip
-    row["compare_out_s"] = timed(
-        lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)), repeats
-    )
-    row["report_s"] = timed(
-        lambda: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
-                       str(folder / "again.html"), "--quiet"), repeats)  # fmt: skip
-    row["baseline_update_s"] = timed(
-        lambda: perfci("baseline", "update", str(cand), "--runner", "scale", "--reason", "scale benchmark",
-                       cwd=project), repeats)  # fmt: skip
+    timed(row, "compare_json_s", lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
+                                                stdout=folder / "compare.json"), repeats)  # fmt: skip
+    timed(row, "compare_out_s", lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)),
+          repeats)  # fmt: skip
+    timed(row, "report_s", lambda: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
+                                          str(folder / "again.html"), "--quiet"), repeats)  # fmt: skip
+    timed(row, "baseline_update_s", lambda: perfci("baseline", "update", str(cand), "--runner", "scale",
+                                                   "--reason", "scale benchmark", cwd=project), repeats)  # fmt: skip
     row["report_mb"] = round((out / "report.html").stat().st_size / 1e6, 1)
     row["chromium_open_s"] = browser_open(out / "report.html", repeats) if browser else None
     return row
@@ -228,15 +232,22 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    cols = ["cases", "file_mb", "compare_json_s", "compare_out_s", "report_s", "baseline_update_s", "report_mb",
-            "chromium_open_s"]  # fmt: skip
+    timed_cols = ["compare_json_s", "compare_out_s", "report_s", "baseline_update_s"]
+    cols = ["cases", "file_mb", *timed_cols, "report_mb", "chromium_open_s"]
+    print("\nwall seconds (CPU seconds), medians of", args.repeats)
     print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
     for row in rows:
-        print("| " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
-    if len(rows) >= 2 and {500, 5000, 20000} <= {r["cases"] for r in rows}:
-        by = {r["cases"]: r for r in rows}
-        ratio = (by[20000]["compare_json_s"] or 0) / (by[5000]["compare_json_s"] or 1)
-        print(f"\n20,000 / 5,000 cases, compare --format json: {ratio:.2f}x")
+        cells = [
+            f"{_cell(row.get(c))} ({_cell(row.get(c + '_cpu'))})" if c in timed_cols else _cell(row.get(c))
+            for c in cols
+        ]
+        print("| " + " | ".join(cells) + " |")
+    by = {r["cases"]: r for r in rows}
+    if 5000 in by and 20000 in by:
+        for c in timed_cols:
+            wall = (by[20000][c] or 0) / (by[5000][c] or 1)
+            cpu = (by[20000][c + "_cpu"] or 0) / (by[5000][c + "_cpu"] or 1)
+            print(f"20,000 / 5,000 cases, {c}: {wall:.2f}x wall, {cpu:.2f}x CPU")
 
 
 if __name__ == "__main__":
