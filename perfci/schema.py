@@ -425,36 +425,39 @@ def load_results(path: Path) -> RunResult:
 
 
 class _Builder:
-    """Makes a frozen dataclass from a validated document's dict, with `changes` on top: what `cls(**{**values,
-    **changes})` makes, without its per-field `object.__setattr__` and the merged dict (half the time of decoding
-    a large results file). A dict whose keys the class does not take, or that lacks one it needs, goes to the
-    class itself, which refuses it as it always did. For classes without `__post_init__` and `__slots__`."""
+    """Makes a frozen dataclass from a validated document's dict, with the field `changed` set to a new value:
+    what `cls(**{**values, changed: new})` makes, without its per-field `object.__setattr__` and the merged dict
+    (half the time of decoding a large results file). A dict whose keys the class does not take, or that lacks
+    one it needs, goes to the class itself, which refuses it as it always did. For classes without
+    `__post_init__` and `__slots__`."""
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type, changed: str) -> None:
         if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
             raise TypeError(f"{cls.__name__}: a _Builder needs a plain frozen dataclass")
-        self.cls = cls
+        self.cls, self.changed = cls, changed
         self.names = frozenset(f.name for f in fields(cls))
-        self.required = frozenset(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING)
+        self.needed = frozenset(
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name != changed
+        )
         self.defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
         self.factories = {f.name: f.default_factory for f in fields(cls) if f.default_factory is not MISSING}
 
-    def __call__(self, values: dict[str, Any], **changes: Any) -> Any:
-        keys = values.keys() | changes.keys()
-        if not (keys <= self.names and self.required <= keys):
-            return self.cls(**{**values, **changes})
+    def __call__(self, values: dict[str, Any], new: Any) -> Any:
+        keys = values.keys()
+        if not (keys <= self.names and self.needed <= keys):
+            return self.cls(**{**values, self.changed: new})
         obj: Any = object.__new__(self.cls)
         attrs = obj.__dict__
-        if len(keys) < len(self.names):
+        if len(keys) + (self.changed not in keys) < len(self.names):  # a field with a default is absent
             attrs.update(self.defaults)
-            attrs.update({name: make() for name, make in self.factories.items() if name not in keys})
+            attrs.update({n: make() for n, make in self.factories.items() if n not in keys and n != self.changed})
         attrs.update(values)
-        attrs.update(changes)
+        attrs[self.changed] = new
         return obj
 
 
-_ROUND = _Builder(Round)
-_METRIC = _Builder(Metric)
+_ROUND = _Builder(Round, "samples")
+_METRIC = _Builder(Metric, "direction")
 _DIRECTIONS = {d.value: d for d in Direction}
 
 
@@ -480,8 +483,8 @@ def _decode_case(c: dict[str, Any]) -> CaseResult:
         tags=tuple(c.get("tags", ())),
         suite=c.get("suite", ""),
     )
-    rounds = tuple(_ROUND(r, samples=tuple(r["samples"])) for r in c["rounds"])
-    metrics = tuple(_METRIC(m, direction=_DIRECTIONS[m["direction"]]) for m in c["metrics"])
+    rounds = tuple(_ROUND(r, tuple(r["samples"])) for r in c["rounds"])
+    metrics = tuple(_METRIC(m, _DIRECTIONS[m["direction"]]) for m in c["metrics"])
     errors = tuple(CaseError(**e) for e in c["errors"])
     return CaseResult(
         spec=spec,

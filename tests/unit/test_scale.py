@@ -62,17 +62,17 @@ def test_metric_lookup_finds_the_first_of_a_name() -> None:
 def test_builders_make_what_the_constructors_make() -> None:
     r = make_case("a", 1e-3).rounds[0]
     doc = json.loads(json.dumps(json_safe(shallow_dict(r))))
-    built = _ROUND(doc, samples=tuple(doc["samples"]))
+    built = _ROUND(doc, tuple(doc["samples"]))
     assert built == r and isinstance(built, Round)
     assert built.per_call == r.per_call
     minimal = {k: doc[k] for k in ("index", "pid", "iterations", "warmup_s", "stop_reason", "threads")}
-    lean = _ROUND(minimal, samples=(1.0,))
+    lean = _ROUND(minimal, (1.0,))
     assert lean.telemetry == {} and lean.peak_rss_bytes is None
-    assert lean.telemetry is not _ROUND(minimal, samples=(1.0,)).telemetry  # a fresh default each time
+    assert lean.telemetry is not _ROUND(minimal, (1.0,)).telemetry  # a fresh default each time
     with pytest.raises(TypeError):
-        _ROUND({**minimal, "unknown": 1}, samples=(1.0,))  # refused by the class itself, as before
+        _ROUND({**minimal, "unknown": 1}, (1.0,))  # refused by the class itself, as before
     with pytest.raises(TypeError):
-        _METRIC({"name": "x"})
+        _METRIC({"name": "x"}, None)
 
 
 def test_load_round_trips_and_leaves_the_collector_on(tmp_path: Path) -> None:
