@@ -33,7 +33,11 @@ def loop(ctx, which):
     return f
 """
 SLOWED = "wl.loop[which=slowed]@cpu"
-FAST_AB = ("--path", "perf", "--pairs", "6", "--looks", "2", "--extra", "4", "--threshold", "0.03")
+# 5%: these tests check the plumbing of `perfci ci` (exit code, summary, annotations, outputs) with few pairs.
+# A pure-Python loop's speed moves by a few % with its process's memory layout (paths and environment size
+# differ between the two checkouts; docs/measurement.md): at 3% an A/A of this loop was seen to cross the threshold
+# (+2.5% .. +3.2%, in every run at one temporary path), which is a measurement question, not a CI one.
+FAST_AB = ("--path", "perf", "--pairs", "6", "--looks", "2", "--extra", "4", "--threshold", "0.05")
 
 
 def git(repo: Path, *args: str) -> str:
