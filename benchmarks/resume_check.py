@@ -1,4 +1,5 @@
-"""Issue #17's kill-and-resume bar, for real: `perfci run` of 8 cases (5 rounds of about 0.3-0.4 s: about 2 s a case, 8 cases in about 17 s) is killed with SIGKILL
+"""Issue #17's kill-and-resume bar, for real: `perfci run` of 8 cases (5 rounds of about 0.3-0.4 s: about
+2 s a case, 8 cases in about 17 s) is killed with SIGKILL
 at 12 s, then `perfci run --resume` with the same --out completes it. Prints what was kept and re-measured, and
 checks that every round finished before the kill is unchanged in the final file.
 
