@@ -47,8 +47,9 @@ def l2_bytes(torch: Any, device: int = 0) -> int:
     return int(getattr(props, "L2_cache_size", 0) or DEFAULT_L2_BYTES)
 
 
-def event_block_timer(torch: Any) -> BlockTimer:
-    """Hot mode: events around `iterations` back-to-back calls on the current stream."""
+def event_block_timer(torch: Any, trailing: Callable[[int], int] = lambda iterations: 0) -> BlockTimer:
+    """Hot mode: events around `iterations` back-to-back calls on the current stream; `trailing(iterations)`
+    untimed calls are enqueued after the end event, before it is waited for."""
 
     def time_block(fn: Callable[[], object], iterations: int) -> float:
         start = torch.cuda.Event(enable_timing=True)
@@ -57,6 +58,8 @@ def event_block_timer(torch: Any) -> BlockTimer:
         for _ in range(iterations):
             fn()
         end.record()
+        for _ in range(trailing(iterations)):
+            fn()
         end.synchronize()
         return float(start.elapsed_time(end)) / 1e3
 
@@ -64,23 +67,10 @@ def event_block_timer(torch: Any) -> BlockTimer:
 
 
 def sustained_block_timer(torch: Any) -> BlockTimer:
-    """Sustained mode: events around `iterations` back-to-back calls, then `iterations // 2 + 1` untimed calls
-    enqueued before the end event is waited for. The next block queues behind them, so the GPU runs without the
-    idle gaps of hot mode (host bookkeeping, NVML reads between samples), which let it cool and boost."""
-
-    def time_block(fn: Callable[[], object], iterations: int) -> float:
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
-            fn()
-        end.record()
-        for _ in range(iterations // 2 + 1):
-            fn()
-        end.synchronize()
-        return float(start.elapsed_time(end)) / 1e3
-
-    return time_block
+    """Sustained mode: the hot timer with `iterations // 2 + 1` untimed calls enqueued before the end event is
+    waited for. The next block queues behind them, so the GPU runs without the idle gaps of hot mode (host
+    bookkeeping, NVML reads between samples), which let it cool and boost."""
+    return event_block_timer(torch, trailing=lambda iterations: iterations // 2 + 1)
 
 
 class LaunchGuard:
