@@ -186,6 +186,19 @@ def test_needs_more_and_flagged_cases() -> None:
     assert not needs_more(noisy)  # by the estimate alone: nowhere near theta_eff
     assert needs_more(noisy, theta=0.05)  # but +26% is still possible at a 5% practical threshold
     assert not needs_more(replace(noisy, ratio_low=0.97, ratio_high=1.03), theta=0.05)  # settled
+    # an established regression whose interval still reaches inside theta may yet be only `slower`: more pairs
+    near = replace(row, verdict=Verdict.REGRESSION, ratio=1.029, ratio_low=1.015, ratio_high=1.043)
+    assert needs_more(near, theta=0.03)
+    assert not needs_more(replace(near, ratio=1.06, ratio_low=1.035, ratio_high=1.085), theta=0.03)  # past theta
+    assert not needs_more(near)  # without the practical threshold nothing says where "inside" is
+    gain = replace(near, verdict=Verdict.IMPROVEMENT, ratio=0.972, ratio_low=0.958, ratio_high=0.985)
+    assert needs_more(gain, theta=0.03)  # 1 / 0.985: an improvement of only 1.5% is still possible
+    assert not needs_more(replace(gain, ratio=0.94, ratio_low=0.92, ratio_high=0.96), theta=0.03)
+    tput = replace(
+        near, metric="throughput", direction=Direction.HIGHER, ratio=0.972, ratio_low=0.958, ratio_high=0.985
+    )
+    assert needs_more(tput, theta=0.03)  # throughput down 1.5% .. 4.2%
+    assert not needs_more(replace(tput, ratio_low=0.92, ratio_high=0.96), theta=0.03)
     stored = Comparison(
         "b",
         "c",
