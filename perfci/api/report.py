@@ -15,7 +15,7 @@ from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import gc_paused, parse_json_text, parse_results
+from perfci.schema import gc_paused, parse_json_bytes, parse_results
 
 
 def file_kind(path: Path) -> str:
@@ -25,14 +25,20 @@ def file_kind(path: Path) -> str:
 
 def _read(path: Path) -> tuple[str, Any]:
     """The file's kind and its parsed document: each file is read and parsed once."""
+    def text() -> str:
+        try:
+            return path.read_text("utf-8")
+        except FileNotFoundError:
+            raise ResultsFormatError(f"{path}: file not found.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
+
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise ResultsFormatError(f"{path}: file not found.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
+        data: bytes | None = path.read_bytes()
+    except OSError:
+        data = None  # `text` words it
     with gc_paused():
-        doc: Any = parse_json_text(text, str(path), "JSON")
+        doc: Any = parse_json_bytes(data, text, str(path), "JSON")
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema == RESULTS_SCHEMA:
         return "results", doc

@@ -146,6 +146,13 @@ def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str
     )
 
 
+def _phases(
+    start: float, listed: float, measuring: float, analysis: float, pairs: dict[str, float], now: float
+) -> dict[str, float]:
+    phases = {"listing": listed - start, "fingerprint": measuring - listed, **pairs, "analysis": analysis}
+    return {**{k: round(v, 3) for k, v in phases.items()}, "other": round(now - start - sum(phases.values()), 3)}
+
+
 def _fingerprint(side: Side) -> dict[str, Any] | None:
     return side.environment.fingerprint if side.environment is not None else None
 
@@ -166,19 +173,23 @@ class _PairedRunner:
     order: list[str] = field(default_factory=list)
 
     lockstep: bool = True
+    phases: dict[str, float] = field(default_factory=dict)  # where the pairs' time went (engine/lockstep.py)
+    clock: Callable[[], float] = time.monotonic
 
     def pairs(self, n: int, only: list[str] | None) -> None:
         for _ in range(n):
             i = self.next_index
             if self.lockstep:
-                run_lockstep_pair(self.base, self.head, i, only, self.rng)
+                run_lockstep_pair(self.base, self.head, i, only, self.rng, self.phases, self.clock)
                 self.order.append("lockstep")
                 self.next_index += 1
                 continue
             first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
             self.order.append("AB" if first is self.base else "BA")
+            t0 = self.clock()
             first.run_round(i, only)
             second.run_round(i, only)
+            self.phases["rounds"] = self.phases.get("rounds", 0.0) + self.clock() - t0
             self.next_index += 1
 
 
@@ -199,6 +210,7 @@ def run_ab(
             build(side, settings.build_command, out_dir / "logs" / f"build-{side.name}.log")
     specs_a = [s for s in list_cases(base, sources[0], base.python) if select is None or select(s.id)]
     specs_b = [s for s in list_cases(head, sources[1], head.python) if select is None or select(s.id)]
+    listed = clock()
     if not specs_a and not specs_b:
         raise WorkloadDefinitionError("no cases to compare on either revision.")
     run_settings = replace(settings.run, seed=settings.seed)
@@ -207,19 +219,24 @@ def run_ab(
     planned = settings.pairs + settings.extra * (settings.looks - 1)
     runner_a.start(specs_a, planned)
     runner_b.start(specs_b, planned)
-    paired = _PairedRunner(runner_a, runner_b, random.Random(f"ab:{settings.seed}"), lockstep=settings.lockstep)
+    paired = _PairedRunner(
+        runner_a, runner_b, random.Random(f"ab:{settings.seed}"), lockstep=settings.lockstep, clock=clock
+    )
     decision = replace(settings.decision, looks=settings.looks)
     only: list[str] | None = None
     looks = 0
     comparison: Comparison | None = None
     measure_start = clock()
+    analysis = 0.0
     while True:
         n = settings.pairs if looks == 0 else settings.extra
         paired.pairs(n, only)
         looks += 1
+        t0 = clock()
         run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
         comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
         only = _to_continue(comparison, decision)
+        analysis += clock() - t0
         if progress is not None:
             progress(f"look {looks}: {len(specs_b) - len(only)} of {len(specs_b)} cases decided", 0, 0)
         if not only or looks >= settings.looks:
@@ -243,6 +260,9 @@ def run_ab(
         "budget_s": settings.budget_s,
         "build_command": settings.build_command,
         "seed": settings.seed,
+        # where the wall time went, seconds (docs/measurement.md, "Where an A/B's time goes"): `listing` includes
+        # the build command if any; `other` is the pairs' own bookkeeping
+        "phases_s": _phases(start, listed, measure_start, analysis, paired.phases, clock()),
     }
     if base.environment is not None and head.environment is not None:
         changes = environment_changes(base.environment, head.environment)

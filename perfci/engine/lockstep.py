@@ -19,6 +19,8 @@ error, and the pair's remaining cases are measured by ordinary rounds on each si
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 
 from perfci.engine.protocol import Done, Finish, Prepared, Sample, Sampled
 from perfci.engine.runner import Runner
@@ -44,21 +46,47 @@ def _sample(worker: WorkerProcess, case_id: str, timeout_s: float, iterations: i
     return event.elapsed_s, event.failed or event.missing
 
 
-def run_lockstep_pair(base: Runner, head: Runner, index: int, only: list[str] | None, rng: random.Random) -> None:
-    """Pair `index` of an A/B: cases present on both sides in lockstep, the others in ordinary rounds."""
+def run_lockstep_pair(
+    base: Runner,
+    head: Runner,
+    index: int,
+    only: list[str] | None,
+    rng: random.Random,
+    phases: dict[str, float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Pair `index` of an A/B: cases present on both sides in lockstep, the others in ordinary rounds. Where the
+    pair's time went is added to `phases` (seconds): `start` (both workers started, set up and calibrated),
+    `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds` (cases on one
+    side only, and a lost worker's remaining cases)."""
+    spent = phases if phases is not None else {}
     todo_a, todo_b = base.todo(index, only), head.todo(index, only)
     ids_b = {s.id for s in todo_b}
     common = [s.id for s in todo_a if s.id in ids_b]
     for runner, todo in ((base, todo_a), (head, todo_b)):
         alone = [s.id for s in todo if s.id not in common]
         if alone:
+            t0 = clock()
             runner.run_round(index, alone)
+            _add(spent, "rounds", clock() - t0)
     if common:
-        _lockstep(base, head, [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common], index, rng)
+        pick_a, pick_b = [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common]
+        _lockstep(base, head, pick_a, pick_b, index, rng, spent, clock)
+
+
+def _add(phases: dict[str, float], name: str, seconds: float) -> None:
+    phases[name] = phases.get(name, 0.0) + seconds
 
 
 def _lockstep(
-    base: Runner, head: Runner, todo_a: list[CaseSpec], todo_b: list[CaseSpec], index: int, rng: random.Random
+    base: Runner,
+    head: Runner,
+    todo_a: list[CaseSpec],
+    todo_b: list[CaseSpec],
+    index: int,
+    rng: random.Random,
+    phases: dict[str, float],
+    clock: Callable[[], float],
 ) -> None:
     settings = base.settings
     timeout = settings.case_timeout_s
@@ -66,6 +94,7 @@ def _lockstep(
     done_b: list[str] = []
     workers: list[WorkerProcess] = []
     sides = {id(base): done_a, id(head): done_b}
+    t0 = clock()
     try:
         wa = base.lockstep_worker(todo_a, index, done_a, "A")
         workers.append(wa)
@@ -73,6 +102,8 @@ def _lockstep(
         workers.append(wb)
         setup = timeout * max(1, len(todo_a)) + 120.0
         agreed = agreed_iterations(wa.wait_for(Prepared, setup), wb.wait_for(Prepared, setup))
+        t1 = clock()
+        _add(phases, "start", t1 - t0)
         live = [s.id for s in todo_a if s.id in agreed]
         spent = {c: [0.0, 0.0] for c in live}
         counts = dict.fromkeys(live, 0)
@@ -91,9 +122,12 @@ def _lockstep(
                 else:
                     counts[case_id] += 1
             live = [c for c in live if counts[c] < most and (min(spent[c]) < budget or counts[c] < least)]
+        t2 = clock()
+        _add(phases, "sampling", t2 - t1)
         for worker in (wa, wb):
             worker.send(Finish())
             worker.wait_for(Done, timeout * max(1, len(todo_a)))
+        _add(phases, "finish", clock() - t2)
     except WorkerLost as lost:
         failed_side = base if workers and lost.worker is workers[0] else head
         if lost.case is not None:
@@ -103,7 +137,9 @@ def _lockstep(
         for runner, todo, done in ((base, todo_a, done_a), (head, todo_b, done_b)):
             rest = [s.id for s in todo if s.id not in done]
             if rest:
+                t3 = clock()
                 runner.run_round(index, rest)
+                _add(phases, "rounds", clock() - t3)
     finally:
         for w in workers:
             w.close()

@@ -31,7 +31,7 @@ from sqlalchemy.exc import (
 )
 
 from perfci.errors import InfrastructureError, ResultsFormatError, UsageError
-from perfci.metrics.registry import COMPARABLE, round_values
+from perfci.metrics.registry import COMPARABLE, MetricDef, round_values
 from perfci.model import CaseResult, CaseStatus, RunResult
 from perfci.store.tables import (
     ADDED_IN_2,
@@ -103,40 +103,90 @@ EXPORT_COLUMNS = (
 )  # fmt: skip
 
 
+BATCH_ROWS = 20_000  # measurements per bulk insert
+
+# a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
+ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")
+_TIMED = {name: d for name, d in COMPARABLE.items() if d.timed}
+_NO_ROUNDS = (None, None, None)
+
+
+def _round_stats(case: CaseResult, definition: MetricDef | None) -> tuple[int | None, float | None, float | None]:
+    """`round_statistics` as a tuple, for a metric's definition (None: not timed)."""
+    if definition is None:
+        return _NO_ROUNDS
+    logs = [math.log(v) for v in round_values(case, definition).values()]
+    n = len(logs)
+    if n < 2:
+        return _NO_ROUNDS
+    mean = math.fsum(logs) / n
+    return n, mean, math.sqrt(math.fsum([(x - mean) ** 2 for x in logs]) / (n - 1))
+
+
 def round_statistics(case: CaseResult, metric: str) -> dict[str, float | int | None]:
     """Rounds, mean and sd of the log per-round values of a timed metric (the compare rules' per-round values);
     all None for other metrics or fewer than 2 rounds."""
-    definition = COMPARABLE.get(metric)
-    logs = [math.log(v) for v in round_values(case, definition).values()] if definition and definition.timed else []
-    if len(logs) < 2:
-        return {"rounds": None, "log_mean": None, "log_sd": None}
-    mean = math.fsum(logs) / len(logs)  # plain floats: statistics.stdev's exact arithmetic made ingest 4x slower
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
-    return {"rounds": len(logs), "log_mean": mean, "log_sd": sd}
+    rounds, mean, sd = _round_stats(case, _TIMED.get(metric))
+    # plain floats: statistics.stdev's exact arithmetic made ingest 4x slower
+    return {"rounds": rounds, "log_mean": mean, "log_sd": sd}
 
 
-BATCH_ROWS = 20_000  # measurements per bulk insert
+Row = tuple[str, str, str, str, float, "float | None", "float | None", "int | None", "float | None", "float | None"]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run as the store writes it: the values of its `runs` row and its `measurements` rows (ROW_COLUMNS
+    without the first, the run's key, which the store assigns). Plain values: made once per run, in a worker
+    process when `perfci history ingest` loads files in parallel, and sent to the writing process by pickle.
+    `refusal` is why the run cannot be stored (a value that is not finite); it is raised only when the run is
+    about to be written, so a run that is already stored is skipped as before."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+    fingerprint: str  # JSON, keys sorted
+    rows: tuple[Row, ...]
+    refusal: str | None = None
+
+
+def prepare_run(run: RunResult) -> PreparedRun:
+    """The rows of a run (ok cases only), with its metrics' round statistics."""
+    rows: list[Row] = []
+    refusal = None
+    isfinite, timed, ok = math.isfinite, _TIMED.get, CaseStatus.OK
+    for c in run.cases:
+        if c.status is not ok:
+            continue
+        case_id = c.id
+        for m in c.metrics:
+            value, low, high = m.value, m.low, m.high
+            if not (isfinite(value) and (low is None or isfinite(low)) and (high is None or isfinite(high))):
+                refusal = (
+                    f"run {run.run_id}: case {case_id}, metric {m.name}: a value is not a finite number "
+                    f"({value}, interval {low}..{high}); the history store takes only finite numbers."
+                )
+                break
+            rows.append((case_id, m.name, m.unit, m.direction.value, value, low, high, *_round_stats(c, timed(m.name))))
+        if refusal:
+            break
+    git = run.git
+    return PreparedRun(
+        run_id=run.run_id, started_at=run.started_at, finished_at=run.finished_at,
+        commit=git.commit if git else None, branch=git.branch if git else None, dirty=git.dirty if git else None,
+        fingerprint=json.dumps(run.fingerprint, sort_keys=True), rows=() if refusal else tuple(rows), refusal=refusal,
+    )  # fmt: skip
 
 
 def measurement_rows(run: RunResult, run_pk: int) -> list[dict[str, Any]]:
-    """The `measurements` rows of a run (ok cases only)."""
-    rows = []
-    for c in run.cases:
-        if c.status is not CaseStatus.OK:
-            continue
-        for m in c.metrics:
-            if not all(math.isfinite(v) for v in (m.value, m.low, m.high) if v is not None):
-                raise ResultsFormatError(
-                    f"run {run.run_id}: case {c.id}, metric {m.name}: a value is not a finite number "
-                    f"({m.value}, interval {m.low}..{m.high}); the history store takes only finite numbers."
-                )
-            rows.append(
-                {
-                    "run": run_pk, "case_id": c.id, "metric": m.name, "unit": m.unit, "direction": m.direction.value,
-                    "value": m.value, "low": m.low, "high": m.high, **round_statistics(c, m.name),
-                }
-            )  # fmt: skip
-    return rows
+    """The `measurements` rows of a run (ok cases only), as dicts of ROW_COLUMNS."""
+    prepared = prepare_run(run)
+    if prepared.refusal:
+        raise ResultsFormatError(prepared.refusal)
+    return [dict(zip(ROW_COLUMNS, (run_pk, *row), strict=True)) for row in prepared.rows]
 
 
 def default_url(root: Path) -> str:
@@ -269,35 +319,37 @@ class HistoryStore:
         """Store a run's metrics (ok cases only). False when this run was already stored for this runner."""
         return self.ingest_many([(run, runner)]) == (1, 0)
 
-    def _insert_batch(self, conn: Connection, batch: list[tuple[RunResult, str]]) -> tuple[int, int]:
-        """Insert a batch of runs (those not stored yet) and their measurements with one bulk insert each."""
+    def _insert_batch(self, conn: Connection, batch: list[tuple[RunResult | PreparedRun, str]]) -> tuple[int, int]:
+        """Insert a batch of runs (those not stored yet) and their measurements with one bulk insert."""
         stored: set[tuple[str, str]] = set()
         for name in {runner for _, runner in batch}:
             ids = [run.run_id for run, runner in batch if runner == name]
             q = select(runs.c.run_id).where(runs.c.runner == name, runs.c.run_id.in_(ids))
             stored |= {(name, row[0]) for row in conn.execute(q)}
         added = 0
-        rows: list[dict[str, Any]] = []
-        for run, runner in batch:
-            if (runner, run.run_id) in stored:
+        rows: list[tuple[Any, ...]] = []
+        dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        for item, runner in batch:
+            if (runner, item.run_id) in stored:
                 continue
-            stored.add((runner, run.run_id))  # the same run twice in one call is stored once
-            git = run.git
+            stored.add((runner, item.run_id))  # the same run twice in one call is stored once
+            run = item if isinstance(item, PreparedRun) else prepare_run(item)
+            if run.refusal:
+                raise ResultsFormatError(run.refusal)
             # another process may store the same run at the same moment: its row wins, this one is skipped
-            dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
             inserted = conn.execute(
                 dialect_insert(runs).values(
-                    run_id=run.run_id, runner=runner, commit=git.commit if git else None,
-                    branch=git.branch if git else None, dirty=git.dirty if git else None, started_at=run.started_at,
-                    finished_at=run.finished_at, fingerprint=json.dumps(run.fingerprint, sort_keys=True),
+                    run_id=run.run_id, runner=runner, commit=run.commit, branch=run.branch, dirty=run.dirty,
+                    started_at=run.started_at, finished_at=run.finished_at, fingerprint=run.fingerprint,
                 ).on_conflict_do_nothing(index_elements=[runs.c.runner, runs.c.run_id]).returning(runs.c.id)
             ).first()  # fmt: skip
             if inserted is None:
                 continue
-            rows += measurement_rows(run, inserted[0])
+            pk = inserted[0]
+            rows += [(pk, *row) for row in run.rows]
             added += 1
         if rows:
-            conn.execute(insert(measurements), rows)
+            _bulk_insert(conn, rows)
         return added, len(batch) - added
 
     def run_fingerprints(self, runner: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -450,19 +502,23 @@ class HistoryStore:
                 out.setdefault((case_id, metric), []).append(Point(*fields))
         return latest, out
 
-    def ingest_many(self, items: Iterable[tuple[RunResult, str]], batch_rows: int = BATCH_ROWS) -> tuple[int, int]:
+    def ingest_many(
+        self, items: Iterable[tuple[RunResult | PreparedRun, str]], batch_rows: int = BATCH_ROWS
+    ) -> tuple[int, int]:
         """Store runs read from `items` lazily (an iterator of any length: memory holds one batch of about
         `batch_rows` measurements), all in one transaction: a run that fails to load (an exception from
-        `items`) leaves the store as it was. Runs already stored are skipped. (added, skipped)."""
+        `items`) leaves the store as it was. Runs already stored are skipped. (added, skipped).
+
+        An item is a RunResult, or a PreparedRun (`prepare_run`, done where the run was loaded)."""
         added = skipped = 0
         try:
             with self.engine.begin() as conn:
                 self._lock_for_write(conn)
-                batch: list[tuple[RunResult, str]] = []
+                batch: list[tuple[RunResult | PreparedRun, str]] = []
                 size = 0
                 for run, runner in items:
                     batch.append((run, runner))
-                    size += sum(len(c.metrics) for c in run.cases)
+                    size += len(run.rows) if isinstance(run, PreparedRun) else sum(len(c.metrics) for c in run.cases)
                     if size >= batch_rows:
                         a, s = self._insert_batch(conn, batch)
                         added, skipped, batch, size = added + a, skipped + s, [], 0
@@ -472,3 +528,22 @@ class HistoryStore:
         except SQLAlchemyError as exc:
             raise InfrastructureError(f"could not write to the history store: {exc}") from None
         return added, skipped
+
+
+_COLUMN_LIST = ", ".join(ROW_COLUMNS)
+_SQLITE_INSERT = f"INSERT INTO measurements ({_COLUMN_LIST}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})"
+_POSTGRES_COPY = f"COPY measurements ({_COLUMN_LIST}) FROM STDIN"
+
+
+def _bulk_insert(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """`measurements` rows (tuples of ROW_COLUMNS) in one statement, inside the caller's transaction: SQLite's
+    executemany and PostgreSQL's COPY straight from the tuples (no per-row parameter dicts); another database
+    through SQLAlchemy Core's insert."""
+    if conn.dialect.name == "sqlite" and conn.dialect.paramstyle == "qmark":
+        conn.exec_driver_sql(_SQLITE_INSERT, rows)
+    elif conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        with conn.connection.driver_connection.cursor() as cur, cur.copy(_POSTGRES_COPY) as copy:  # type: ignore[union-attr]
+            for row in rows:
+                copy.write_row(row)
+    else:
+        conn.execute(insert(measurements), [dict(zip(ROW_COLUMNS, row, strict=True)) for row in rows])

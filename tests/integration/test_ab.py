@@ -73,6 +73,9 @@ def test_ab_flags_the_slower_case_only(repo: Path) -> None:
     assert same["verdict"] != "regression"
     assert changed["method"] == "paired" and changed["n_baseline"] == 3
     assert len(doc["settings"]["ab"]["pair_order"]) == 3
+    phases = doc["settings"]["ab"]["phases_s"]  # where the wall time went: every phase there, none negative
+    assert {"listing", "fingerprint", "start", "sampling", "finish", "analysis", "other"} <= set(phases)
+    assert min(phases.values()) >= -0.01 and phases["start"] > phases["analysis"] > 0
     assert doc["baseline"]["git"]["commit"] == git(repo, "rev-parse", "HEAD~1").strip()
     assert (out / "base" / "results.json").exists() and (out / "junit.xml").exists()
     assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed

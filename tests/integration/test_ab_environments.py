@@ -1,6 +1,12 @@
 """`perfci ab --base-python/--head-python` for real: virtual environments made in the test (with this one's
-packages through a .pth file, so they are quick to make), tiny pure-Python workloads, worker processes started
-with each environment's interpreter; an environment that lacks perfci's dependencies is one clear error."""
+packages through a .pth file, so they are quick to make), a tiny pure-Python workload that imports a small
+installed package `slowlib`, worker processes started with each environment's interpreter.
+
+Issue #19's bar: two environments that differ only in slowlib's version, where 1.1 does 10% more work, exit 1
+naming the workload and `slowlib 1.0 -> 1.1`; two identical environments exit 0. Both run with the options a
+user would use: the default threshold (3% on CPU), confidence and continuation rule (8 pairs, then up to two
+more looks of 6 pairs for the undecided cases). An environment that lacks perfci's dependencies is one clear
+error."""
 
 from __future__ import annotations
 
@@ -20,10 +26,12 @@ WORKLOAD = """
 import perfci
 import slowlib
 
-FAST = {"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.03, "min_sample_s": 0.0005}
+# a sample is a few calls of ~0.1 ms; the budget per case and round keeps a pair's estimate steady enough on a
+# busy 2-core VM (lockstep: base and head alternate sample by sample)
+TIMING = {"warmup_s": 0.01, "min_samples": 10, "budget_s": 0.1, "min_sample_s": 0.001}
 
 
-@perfci.workload(params={"n": [2000]}, timing=FAST)
+@perfci.workload(params={"n": [2000]}, timing=TIMING)
 def loop(ctx, n):
     return lambda: slowlib.work(n)
 """
@@ -79,37 +87,58 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+CASE = "wl.loop[n=2000]@cpu"
+
+
+def run_ab(repo: Path, base: Path, head: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """The A/B as a user would run it: default threshold, pairs, looks and confidence."""
+    return perfci(repo, "ab", "--base-python", str(base), "--head-python", str(head), "--path", "perf", "--out", str(out))
+
+
+def latency_row(doc: dict[str, object]) -> dict[str, object]:
+    rows = [r for r in doc["rows"] if r["metric"] == "latency.median"]  # type: ignore[union-attr,index]
+    assert [r["case_id"] for r in rows] == [CASE]
+    return rows[0]
+
+
 def test_identical_environments_pass(repo: Path, tmp_path: Path) -> None:
-    other = venv(tmp_path / "venv-a")
+    a, b = venv(tmp_path / "venv-a"), venv(tmp_path / "venv-b")
+    install_slowlib(a, "1.0", 1.0)
+    install_slowlib(b, "1.0", 1.0)
     out = repo / "out"
-    args = ("ab", "--base-python", sys.executable, "--head-python", str(other), "--path", str(TINY))
-    proc = perfci(repo, *args, "--pairs", "3", "--looks", "1", "--threshold", "0.5", "--out", str(out))
+    proc = run_ab(repo, a, b, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((out / "comparison.json").read_text())
     envs = doc["settings"]["ab"]["environments"]
-    assert envs["head"]["python"] == str((other / "bin" / "python").absolute())
+    assert envs["base"]["python"] == str((a / "bin" / "python").absolute())
+    assert envs["head"]["python"] == str((b / "bin" / "python").absolute())
     assert envs["changes"] == []
     assert doc["warnings"][0].startswith("environments: no difference")
-    summary = (out / "summary.md").read_text()
-    assert "environments: no difference" in summary
+    assert "environments: no difference" in (out / "summary.md").read_text()
     assert "environments: no difference" in (out / "report.html").read_text()
+    row = latency_row(doc)
+    assert row["verdict"] not in ("regression", "improvement"), row
+    assert row["threshold"] == pytest.approx(0.03), row  # the default practical threshold on CPU
 
 
 def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> None:
     a, b = venv(tmp_path / "venv-old"), venv(tmp_path / "venv-new")
     install_slowlib(a, "1.0", 1.0)
-    install_slowlib(b, "1.1", 1.5)  # 1.1 does half again the work
+    install_slowlib(b, "1.1", 1.1)  # 1.1 does 10% more work
     out = repo / "out"
-    args = ("ab", "--base-python", str(a), "--head-python", str(b), "--path", "perf", "--out", str(out))
-    proc = perfci(repo, *args, "--pairs", "4", "--looks", "2", "--extra", "4", "--threshold", "0.1")
+    proc = run_ab(repo, a, b, out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = json.loads((out / "comparison.json").read_text())
-    assert ["slowlib", "1.0", "1.1"] in doc["settings"]["ab"]["environments"]["changes"]
+    assert doc["settings"]["ab"]["environments"]["changes"] == [["slowlib", "1.0", "1.1"]]
     assert "slowlib 1.0 -> 1.1" in doc["warnings"][0]
-    assert "slowlib 1.0 -> 1.1" in proc.stderr and "wl.loop[n=2000]@cpu" in proc.stdout
-    assert "slowlib 1.0 -> 1.1" in (out / "summary.md").read_text()
-    rows = [r for r in doc["rows"] if r["metric"] == "latency.median"]
-    assert rows[0]["verdict"] == "regression" and 1.2 < rows[0]["ratio"] < 2.0
+    # the terminal output names the package's version change and the workload that regressed
+    assert "slowlib 1.0 -> 1.1" in proc.stderr
+    assert CASE in proc.stdout and "regression" in proc.stdout
+    summary = (out / "summary.md").read_text()
+    assert "slowlib 1.0 -> 1.1" in summary and CASE in summary
+    row = latency_row(doc)
+    assert row["verdict"] == "regression" and row["threshold"] == pytest.approx(0.03), row
+    assert 1.04 < row["ratio"] < 1.2, row  # 10% more work in the loop, little else in a call
 
 
 def test_environment_without_perfci_dependencies_is_one_clear_error(repo: Path, tmp_path: Path) -> None:

@@ -28,8 +28,13 @@ def _runners(tmp_path: Path) -> tuple[Runner, Runner]:
 def test_lockstep_pairs_measure_both_sides_and_isolate_failures(tmp_path: Path) -> None:
     base, head = _runners(tmp_path)
     rng = random.Random(0)
+    phases: dict[str, float] = {}
+    ticks = iter(range(1000))
     for i in range(2):
-        run_lockstep_pair(base, head, i, None, rng)
+        run_lockstep_pair(base, head, i, None, rng, phases, clock=lambda: float(next(ticks)))
+    # pair 0 lost a worker in set-up (ordinary rounds for the rest, on each side: one tick each); pair 1 ran in
+    # lockstep: start, sampling and finish, one tick each on the injected clock
+    assert phases == {"rounds": 2.0, "start": 1.0, "sampling": 1.0, "finish": 1.0}
     for runner in (base, head):
         run = runner.finish()
         by_name = {c.spec.workload.split(".", 1)[1]: c for c in run.cases}
