@@ -85,6 +85,7 @@ print(f"wall {wall:.1f} s; pairs {ab.get('pairs_run')} in {ab.get('looks_run')} 
       f"rounds {rounds:.0f}")
 print(f"inside workers: warm-up {warm:.1f} s, timed samples {sampled:.1f} s; "
       f"the rest ({wall - warm - sampled:.1f} s) is process start, imports, CUDA init, set-up, calibration, I/O")
+print("phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in ab.get("phases_s", {}).items()))
 for row in comp["rows"]:
     print(f"  {row['case_id']:<40} {row['metric']:<16} {row['verdict']:<13} ratio {row.get('ratio')} "
           f"ci {row.get('ratio_low')}..{row.get('ratio_high')}")
