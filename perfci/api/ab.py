@@ -21,7 +21,7 @@ from perfci.api.compare import (
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
-from perfci.compare.ab import ABOutcome, ABSettings, run_ab
+from perfci.compare.ab import CPU_FIRST_LOOK, ABOutcome, ABSettings, run_ab
 from perfci.compare.confirm import merge_confirmation
 from perfci.compare.environments import probe
 from perfci.compare.gate import ExitCode, gate
@@ -98,7 +98,7 @@ class ABRequest:
     base_rev: str | None  # None: the working tree on both sides (an A/B of environments only)
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
-    pairs: int = 8
+    pairs: int | None = None  # first look; None: 4 when every case runs on a GPU, else 8 (compare/ab.first_look)
     extra: int = 6
     looks: int = 3
     budget_s: float = 900.0
@@ -131,7 +131,7 @@ class ABResult:
 
 def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
     run_settings = RunSettings(
-        rounds=req.pairs,
+        rounds=req.pairs or CPU_FIRST_LOOK,
         seed=req.seed,
         threads=settings.threads(req.threads),
         cpu_affinity=settings.cpus(req.cpus),

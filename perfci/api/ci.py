@@ -46,7 +46,7 @@ class CIRequest:
     report_only: bool = False
     shard: Shard | None = None
     # A/B
-    pairs: int = 8
+    pairs: int | None = None
     extra: int = 6
     looks: int = 3
     budget_s: float = 900.0

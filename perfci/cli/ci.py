@@ -42,7 +42,9 @@ Out = Annotated[Path, typer.Option(help="Output folder (results, report.html, su
 Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
 Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.05 = 5%).")]
 ReportOnly = Annotated[bool, typer.Option("--report-only", help="Report and annotate, but always exit 0.")]
-Pairs = Annotated[int, typer.Option(min=2, help="A/B: pairs of rounds in the first look.")]
+Pairs = Annotated[
+    int | None, typer.Option(min=2, help="A/B: pairs in the first look [default: 4 if all cases are on a GPU, else 8].")
+]
 Extra = Annotated[int, typer.Option(min=1, help="A/B: pairs added per further look.")]
 Looks = Annotated[int, typer.Option(min=1, help="A/B: looks in all.")]
 Budget = Annotated[float, typer.Option(help="A/B: time budget of the whole A/B, seconds.")]
@@ -63,7 +65,7 @@ HeadPython = Annotated[
 def ci_command(
     mode: Mode = "auto", base: Base = None, paths: PathOpt = None, suites: SuiteOpt = None,
     patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: Runner = None, threshold: Thr = None,
-    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = 8, extra: Extra = 6,
+    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = None, extra: Extra = 6,
     looks: Looks = 3, budget: Budget = 900.0, sample_budget: SampleBudget = None, rounds: Rounds = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
     base_python: BasePython = None, head_python: HeadPython = None,
@@ -78,7 +80,7 @@ def ci_command(
         settings = project_settings(config)
         plan = plan_ci(settings, req)
         note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest, req.environments)}")
-        planned_pairs = pairs + extra * (looks - 1) if plan.mode == "ab" else None
+        planned_pairs = (pairs or 8) + extra * (looks - 1) if plan.mode == "ab" else None
         bar, update = progress_bar("starting", prefix="A/B " if plan.mode == "ab" else "",
                                    budget_s=budget if plan.mode == "ab" else None,
                                    pairs_planned=planned_pairs)  # fmt: skip

@@ -47,7 +47,7 @@ print("PERFCI_CASES " + json.dumps(rows))
 
 @dataclass(frozen=True)
 class ABSettings:
-    pairs: int = 8  # pairs of the first look
+    pairs: int | None = None  # pairs of the first look (None: `first_look`)
     extra: int = 6  # pairs added per further look, to undecided cases only (see `needs_more`)
     looks: int = 3  # looks in all (alpha is split evenly over them)
     budget_s: float = 900.0  # wall-clock budget of the measuring; no new look starts when it would overrun
@@ -81,6 +81,21 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
         raise WorkloadDefinitionError(f"cannot list the cases of {side.label}: {tail}")
     rows: list[dict[str, Any]] = json.loads(line[len("PERFCI_CASES ") :])
     return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
+
+
+# Pairs of the first look when not given: GPU cases are timed with CUDA events, and a pair's ratio varies by
+# 0.1-0.4% (H200, docs/gpu.md), so four pairs decide most of them while each pair costs ~10 s of process and CUDA
+# start; CPU cases on shared runners vary by percents per pair and need more pairs before the first decision.
+GPU_FIRST_LOOK = 4
+CPU_FIRST_LOOK = 8
+
+
+def first_look(pairs: int | None, specs: list[CaseSpec]) -> int:
+    """`pairs` if given; else GPU_FIRST_LOOK when every case runs on a GPU, CPU_FIRST_LOOK otherwise."""
+    if pairs is not None:
+        return pairs
+    gpu_only = bool(specs) and all(s.device.startswith("cuda") for s in specs)
+    return GPU_FIRST_LOOK if gpu_only else CPU_FIRST_LOOK
 
 
 def needs_more(row: MetricComparison, theta: float | None = None) -> bool:
@@ -216,7 +231,8 @@ def run_ab(
     run_settings = replace(settings.run, seed=settings.seed)
     runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base))
     runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head))
-    planned = settings.pairs + settings.extra * (settings.looks - 1)
+    first = first_look(settings.pairs, specs_a + specs_b)
+    planned = first + settings.extra * (settings.looks - 1)
     runner_a.start(specs_a, planned)
     runner_b.start(specs_b, planned)
     paired = _PairedRunner(
@@ -229,7 +245,7 @@ def run_ab(
     measure_start = clock()
     analysis = 0.0
     while True:
-        n = settings.pairs if looks == 0 else settings.extra
+        n = first if looks == 0 else settings.extra
         paired.pairs(n, only)
         looks += 1
         t0 = clock()
@@ -251,7 +267,7 @@ def run_ab(
     if note is not None:
         comparison = replace(comparison, warnings=(*comparison.warnings, note))
     meta = {
-        "pairs_initial": settings.pairs,
+        "pairs_initial": first,
         "pairs_extra": settings.extra,
         "looks_planned": settings.looks,
         "looks_run": looks,

@@ -114,6 +114,7 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
     `Finish` -> results. The driver alternates two such workers sample by sample, so both revisions see the
     same machine state (perfci/engine/lockstep.py)."""
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
+    _pin(job)  # only now: both workers of a pair start, import and set up at once, each on any CPU
     _emit(out, Prepared(tuple(sessions), {c: s.sampler.iterations for c, s in sessions.items()}))
     gc.disable()
     while line := commands.readline():
@@ -136,6 +137,15 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
     _finish_all(list(sessions.values()), out)
 
 
+def _pin(job: Job) -> None:
+    """Move this worker onto the job's CPUs. A lockstep worker moves there only once its cases are set up: the
+    two workers of a pair share those CPUs (perfci/engine/lockstep.py) but start at the same time, and with one
+    CPU each start (Python, torch, CUDA, set-up, calibration) took twice as long (measured on an H200 runner:
+    25 s a pair, docs/measurement.md); sampling, the only part that must not migrate, happens after it."""
+    if job.cpu_affinity:
+        os.sched_setaffinity(0, set(job.cpu_affinity))
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """Ask Linux to SIGKILL this worker when the process that spawned it dies, even by SIGKILL (a CI runner
     killing the job), so that no worker keeps spinning in a workload call with nobody to time it out. If the
@@ -156,8 +166,8 @@ def main() -> None:
     sys.stdout = sys.stderr
     job = decode_job(sys.stdin.readline())
     _die_with_parent(job.parent_pid)
-    if job.cpu_affinity:
-        os.sched_setaffinity(0, set(job.cpu_affinity))
+    if not job.lockstep:
+        _pin(job)
     _emit(protocol, Ready())
     if job.lockstep:
         run_lockstep(job, protocol, sys.stdin)

@@ -3,6 +3,7 @@ isolated to the case that failed."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -58,3 +59,22 @@ def test_both_workers_share_their_cpus(tmp_path: Path) -> None:
     base, head = _runners(tmp_path)
     assert base.lockstep_cpus() == head.lockstep_cpus()
     assert len(base.lockstep_cpus()) == 1  # threads=1 by default
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell start-up from sampling")
+def test_lockstep_workers_start_on_any_cpu_and_sample_on_the_shared_ones(tmp_path: Path) -> None:
+    """Both workers of a pair start at once: set-up may use every CPU; sampling runs on the pair's shared CPUs."""
+    settings = RunSettings(rounds=1, case_timeout_s=20, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / "affinity_cases.py")])
+    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
+    base.start(specs)
+    head.start(specs)
+    run_lockstep_pair(base, head, 0, None, random.Random(0))
+    allowed = sorted(os.sched_getaffinity(0))
+    for runner in (base, head):
+        (case,) = runner.finish().cases
+        (rnd,) = case.rounds
+        notes = rnd.telemetry["notes"]
+        assert rnd.stop_reason == "lockstep"
+        assert notes["setup_cpus"] == allowed
+        assert notes["call_cpus"] == list(base.lockstep_cpus()) == allowed[-1:]

@@ -305,3 +305,15 @@ def test_a_requested_metric_no_case_has_is_a_warning_not_a_silent_pass() -> None
     assert any("latency.vs_reference" in w and "--speed-reference" in w for w in asked.warnings)
     plain = compare_runs(base, cand, DecisionSettings())  # memory.peak_device absent on CPU: no warning for defaults
     assert not any("not compared" in w for w in plain.warnings)
+
+
+def test_first_look_is_shorter_when_every_case_runs_on_a_gpu() -> None:
+    from perfci.compare.ab import CPU_FIRST_LOOK, GPU_FIRST_LOOK, first_look
+    from perfci.model import CaseSpec
+
+    gpu = CaseSpec("k.gemm", {}, "cuda")
+    cpu = CaseSpec("k.gemm", {}, "cpu")
+    assert first_look(None, [gpu, CaseSpec("k.copy", {}, "cuda:1")]) == GPU_FIRST_LOOK < CPU_FIRST_LOOK
+    assert first_look(None, [gpu, cpu]) == CPU_FIRST_LOOK  # one CPU case: its noise sets the first look
+    assert first_look(None, []) == CPU_FIRST_LOOK
+    assert first_look(6, [gpu]) == 6  # given: kept
