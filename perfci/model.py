@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from itertools import repeat
 from operator import truediv
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
+
+T = TypeVar("T")
 
 ParamValue = str | int | float | bool
 
@@ -33,6 +35,32 @@ class Verdict(StrEnum):
     NEW = "new"
     MISSING = "missing"
     ERROR = "error"
+
+
+class cached_property(Generic[T]):
+    """`functools.cached_property` (whose name it keeps) without its lock: Python 3.11's takes a lock on every
+    first access, a cost paid for each of the hundred thousand rounds and cases of two large results files
+    (docs/scale.md). Computed on first access and kept in the instance's `__dict__`, which later accesses read
+    directly (this is a non-data descriptor), as with functools'. The values here are pure functions of frozen
+    fields: two threads computing one at once get equal values."""
+
+    def __init__(self, fn: Callable[[Any], T]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> cached_property[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object, owner: type | None = None) -> T | cached_property[T]:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 def format_case_id(workload: str, params: dict[str, ParamValue], device: str) -> str:

@@ -202,16 +202,17 @@ def parse_json_bytes(data: bytes | None, text: Callable[[], str], source: str, k
 
 
 _DIGIT_RUN = b"0" * 19
+# digits become "0"; what may come just before a number literal (":", ",", "[", whitespace, a minus sign) ":"
+_BEFORE_NUMBER = bytes.maketrans(b"123456789[, \n\t\r-", b"000000000" + b":" * 7)
 
 
 def _orjson_reads_as_json(data: bytes) -> bool:
-    """False when `data` may hold an integer literal of 19 digits or more, which orjson reads as a float beyond
-    64 bits (json.loads: an int). With digits translated to "0", every run of 19 such "0"s must be the fraction
-    of a number (after its "."), shorter than 38: a float's repr has at most 21 fraction digits. A run elsewhere
-    (an integer, a long integer part, a string of digits) sends the file to the json path, which only costs
-    time."""
-    digits = data.translate(_DIGITS_AND_E)
-    return digits.count(_DIGIT_RUN) == digits.count(b"." + _DIGIT_RUN)
+    """False when `data` may hold an integer literal of 19 digits or more, which orjson reads as a float (past
+    64 bits; json.loads: an int). Such a literal starts the text or follows one of `:,[`, whitespace or a minus
+    sign; so does any number, and nothing else that runs 19 digits long but a string such as "0000000000000000000"
+    (which only sends the file to the json path: time, not a difference)."""
+    digits = data.translate(_BEFORE_NUMBER)
+    return not digits.startswith(_DIGIT_RUN) and b":" + _DIGIT_RUN not in digits
 
 
 def _place(key: object) -> str:
@@ -344,12 +345,27 @@ def _refuse_lone_surrogates(doc: Any, source: str, kind: str) -> None:
     raise ResultsFormatError(f"{source}: invalid {kind} file at {where}: a string holds a lone UTF-16 surrogate.")
 
 
-def write_json_document(doc: dict[str, Any], path: Path) -> None:
-    """Write atomically: a reader never sees half a file. Non-finite numbers must already be gone (`json_safe`)."""
+def write_json_document(doc: dict[str, Any], path: Path, indent: int = 1) -> None:
+    """Write atomically: a reader never sees half a file. Non-finite numbers must already be gone (`json_safe`).
+    `indent=2` writes through `json_text` (orjson: a tenth of the time, for a large comparison)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", "utf-8")
+    if indent == 2:
+        tmp.write_text(json_text(doc) + "\n", "utf-8")
+    else:
+        tmp.write_text(json.dumps(doc, indent=indent, allow_nan=False) + "\n", "utf-8")
     tmp.replace(path)
+
+
+def json_text(doc: Any) -> str:
+    """`doc` as JSON indented by two spaces, non-ASCII characters as they are: what `json.dumps(doc, indent=2,
+    ensure_ascii=False)` writes (numbers may be spelled differently: `1e-5` for `1e-05`), by orjson, in a tenth
+    of the time of json's indenting encoder (pure Python). Where orjson cannot write `doc` (an integer beyond 64
+    bits, a key that is not a string), by json. A NaN or an infinity becomes null (json_safe does that anyway)."""
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode("utf-8")
+    except TypeError:
+        return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 # The results format. Version 2 (issue #20) allows the optional `note` of a metric, which version 1 files of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfci.api.settings import Settings
 from perfci.compare.baselines import load_baseline
@@ -13,25 +13,29 @@ from perfci.compare.confirm import flagged_cases
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
-from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
-from perfci.compare.rolling import compare_rolling, load_rolling, parse_store_baseline
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.errors import UsageError
 from perfci.metrics.registry import metric_def
 from perfci.model import Comparison, RunResult
-from perfci.reports.html import write_html
-from perfci.reports.junit import write_junit
-from perfci.reports.markdown import write_markdown
-from perfci.schema import load_results
-from perfci.store.history import HistoryStore
+from perfci.schema import json_text, load_results
 
+if TYPE_CHECKING:
+    from perfci.compare.history_noise import HistoryNoise
+
+# Imported where they are used, not here: `perfci compare --format json` needs neither the history store
+# (SQLAlchemy: a quarter of a second of imports) nor the report writers (jinja2) (docs/scale.md).
 UNPAIRED_REMEDY = "To settle them, measure both revisions on one machine: `perfci ab BASE_REV`."
 
 
 def comparison_document(comparison: Comparison) -> dict[str, Any]:
     """The comparison as its comparison.json document (what `--format json` prints)."""
     return comparison_to_dict(comparison)
+
+
+def comparison_json(comparison: Comparison) -> str:
+    """The comparison.json document as text, indented by two spaces (what `--format json` prints)."""
+    return json_text(comparison_to_dict(comparison))
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ def noise_lookup(
     """The `--history-noise` lookup for unpaired comparisons (None when off); opens and checks the store."""
     if not settings.history_noise(flag, job_noise):
         return None
+    from perfci.compare.history_noise import HistoryNoise
+    from perfci.store.history import HistoryStore
+
     return HistoryNoise(HistoryStore(settings.store_url(db)), runner)
 
 
@@ -110,6 +117,10 @@ def write_outputs(
     outputs: Outputs, comparison: Comparison, candidate: RunResult | None, baseline: RunResult | None
 ) -> list[Path]:
     """Write the comparison's files; return the main ones written (for the CLI to name)."""
+    from perfci.reports.html import write_html
+    from perfci.reports.junit import write_junit
+    from perfci.reports.markdown import write_markdown
+
     written: list[Path] = []
     if outputs.out is not None:
         dump_comparison(comparison, outputs.out / "comparison.json")
@@ -154,6 +165,10 @@ class CompareRequest:
 def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcome:
     """`perfci compare CANDIDATE --baseline store:main[:N]`: the candidate against the latest N runs of the branch
     on its runner class in the history store, with the cross-job noise learned there (compare/rolling.py)."""
+    from perfci.compare.history_noise import HistoryNoise
+    from perfci.compare.rolling import compare_rolling, load_rolling, parse_store_baseline
+    from perfci.store.history import HistoryStore
+
     spec = parse_store_baseline(req.store_baseline or "")
     if spec is None or req.candidate is not None:
         raise UsageError(

@@ -25,6 +25,7 @@ def file_kind(path: Path) -> str:
 
 def _read(path: Path) -> tuple[str, Any]:
     """The file's kind and its parsed document: each file is read and parsed once."""
+
     def text() -> str:
         try:
             return path.read_text("utf-8")

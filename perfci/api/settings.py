@@ -21,7 +21,6 @@ from perfci.errors import UsageError
 from perfci.metrics.registry import threshold_keys
 from perfci.profilers.cuda_timing import MODES as GPU_MODES
 from perfci.profilers.fingerprint import runner_name
-from perfci.store.history import default_url
 
 T = TypeVar("T")
 
@@ -78,6 +77,8 @@ class Settings:
 
     def store_url(self, flag: str | None, cwd: Path | None = None) -> str:
         """`--db` > $PERFCI_DB > the SQLite file under .perfci/ of the current folder."""
+        from perfci.store.history import default_url  # here: importing the store imports SQLAlchemy (docs/scale.md)
+
         return first(flag, self.env.get(ENV_DB) or None, default_url(cwd or Path.cwd()))
 
     def memory_limit(self, flag: str | None) -> str | None:

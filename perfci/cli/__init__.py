@@ -2,15 +2,75 @@
 
 A package rather than one module: one module per command group, so that
 commands stay small and separate; `app.py` holds the shared machinery. Nothing outside `perfci.cli` prints.
+
+The `perfci` command imports only the module of the command it runs (`entrypoint`): `perfci compare` then
+imports neither the history store (SQLAlchemy) nor the engine or the workloads (numpy) (docs/scale.md).
+`perfci.cli.app` as imported from here (`from perfci.cli import app`) has every command registered.
 """
 
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from perfci.api.sizes import parse_size
-from perfci.cli import ci, compare, history, imports, report, run  # noqa: F401  (registers the commands)
-from perfci.cli.app import app
+
+if TYPE_CHECKING:
+    from perfci.cli.app import app
+
+COMMAND_MODULES = ("ci", "compare", "history", "imports", "report", "run")
+# the first word of a command line -> the module that registers it (every module for anything else: --help)
+MODULE_OF = {
+    "ci": "ci",
+    "merge": "ci",
+    "compare": "compare",
+    "ab": "compare",
+    "baseline": "compare",
+    "history": "history",
+    "trend": "history",
+    "import": "imports",
+    "report": "report",
+    "run": "run",
+    "env": "run",
+    "list": "run",
+}
+
+
+def load_commands(argv: Sequence[str] | None = None) -> Any:
+    """The typer app with the command of `argv` registered (`None`: every command)."""
+    from perfci.cli.app import app
+
+    words = [a for a in argv or () if not a.startswith("-")]
+    only = MODULE_OF.get(words[0]) if argv is not None and words else None
+    for name in (only,) if only else COMMAND_MODULES:
+        import_module(f"perfci.cli.{name}")
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return load_commands()
+    raise AttributeError(f"module 'perfci.cli' has no attribute {name!r}")
+
+
+class _Package(ModuleType):
+    """The import system binds the submodule `perfci.cli.app` on this package as it is imported; the name `app`
+    here stays the typer app (with every command), as it was when this package imported it at once."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "app" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def entrypoint() -> None:
-    app(prog_name="perfci")
+    load_commands(sys.argv[1:])(prog_name="perfci")
 
 
 __all__ = ["app", "entrypoint", "parse_size"]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, RenderableType
@@ -21,10 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
 from perfci.cli.progress import PlainProgress
-from perfci.engine.runner import ProgressFn
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
+
+if TYPE_CHECKING:
+    from perfci.engine.runner import ProgressFn
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
 baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
@@ -148,7 +150,11 @@ HIGHLIGHT_JSON_BELOW = 100_000  # characters; rich parses and highlights JSON ag
 
 def print_json(out: Console, data: Any) -> None:
     """`data` as JSON on stdout: highlighted on a terminal when small, else written as it is."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    print_json_text(out, json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def print_json_text(out: Console, text: str) -> None:
+    """JSON text on stdout: highlighted on a terminal when small, else written as it is."""
     if out.is_terminal and len(text) < HIGHLIGHT_JSON_BELOW:
         out.print_json(text)
     else:

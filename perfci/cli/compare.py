@@ -9,11 +9,10 @@ JUnit XML anywhere. Exit codes: 0 no regression, 1 regression, 2 usage/input err
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from perfci.api.ab import ABRequest, ABResult, Sources, ab
 from perfci.api.baseline import accept_baseline, describe_baseline
 from perfci.api.compare import (
     UNPAIRED_REMEDY,
@@ -22,6 +21,7 @@ from perfci.api.compare import (
     Outputs,
     compare_files,
     comparison_document,
+    comparison_json,
 )
 from perfci.cli.app import (
     DbOpt,
@@ -36,6 +36,7 @@ from perfci.cli.app import (
     guard,
     note,
     print_json,
+    print_json_text,
     progress_bar,
     project_settings,
     writable_folder,
@@ -45,6 +46,9 @@ from perfci.compare.gate import ExitCode
 from perfci.metrics.registry import LATENCY
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
+
+if TYPE_CHECKING:
+    from perfci.api.ab import ABResult
 
 Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.03 = 3%).")]
 Conf = Annotated[float, typer.Option(help="One-sided confidence per case and metric.")]
@@ -96,7 +100,9 @@ HeadRev = Annotated[str | None, typer.Argument(help="Head revision (default: the
 PathOpt = Annotated[list[Path] | None, typer.Option("--path", help="Workload file or folder (repeatable).")]
 PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
 SuiteOpt = Annotated[list[str] | None, typer.Option("--suite", help="Built-in suite (repeatable).")]
-Pairs = Annotated[int, typer.Option(min=2, help="Pairs of rounds in the first look.")]
+Pairs = Annotated[
+    int | None, typer.Option(min=2, help="Pairs in the first look [default: 4 when every case is on a GPU, else 8].")
+]
 Extra = Annotated[int, typer.Option(min=1, help="Pairs added per further look (undecided cases).")]
 Looks = Annotated[int, typer.Option(min=1, help="Looks in all (alpha is split over them).")]
 Budget = Annotated[float, typer.Option(help="Time budget of the whole A/B, seconds.")]
@@ -120,7 +126,10 @@ def print_unsettled_hint(cases: list[str], remedy: str) -> None:
 
 
 def print_outcome(comparison: Comparison, candidate: RunResult | None, written: list[Path], fmt: OutputFormat) -> None:
-    emit(fmt, lambda: comparison_document(comparison), lambda: comparison_table(comparison))
+    if fmt is OutputFormat.json:
+        print_json_text(consoles()[0], comparison_json(comparison))  # the document's text, written by orjson
+    else:
+        emit(fmt, lambda: comparison_document(comparison), lambda: comparison_table(comparison))
     for w in comparison.warnings:
         note(f"warning: {w}")
     note(verdict_line(comparison, candidate))
@@ -156,7 +165,7 @@ def compare(
 @app.command("ab")
 def ab_command(
     base_rev: BaseRev = None, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
-    suites: SuiteOpt = None, pairs: Pairs = 8, extra: Extra = 6, looks: Looks = 3, budget: Budget = 900.0,
+    suites: SuiteOpt = None, pairs: Pairs = None, extra: Extra = 6, looks: Looks = 3, budget: Budget = 900.0,
     sample_budget: SampleBudget = None, threads: Threads = None, cpus: Cpus = None, timeout: Timeout = None,
     seed: Seed = 0, build: Build = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
@@ -166,6 +175,8 @@ def ab_command(
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
+    from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
+
     req = ABRequest(
         base_rev, head_rev, Sources(paths, suites, patterns), pairs, extra, looks, budget, sample_budget, threads,
         cpus, timeout, seed, build,
@@ -176,7 +187,7 @@ def ab_command(
     def body() -> int:
         settings = project_settings(config)
         bar, update = progress_bar(
-            "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=pairs + extra * (looks - 1)
+            "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=(pairs or 8) + extra * (looks - 1)
         )
         with bar:
             result = ab(settings, req, settings.env, update, lambda d: writable_folder(d, "--out"))

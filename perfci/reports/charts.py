@@ -32,6 +32,18 @@ def r4(x: float | None) -> float | None:
     return float(f"{x:.4g}")
 
 
+_FOUR_DIGITS = "{:.4g}".format
+
+
+def r4_all(xs: Sequence[float], scale: float = 1.0) -> list[float | None]:
+    """`r4(x / scale)` of each value: for finite values (the samples and medians of a run) in bulk, with no
+    Python call per value (a chart's 450,000 values of a 5,000-case comparison: a second, one by one)."""
+    scaled = [x / scale for x in xs] if scale != 1.0 else list(xs)
+    if math.isfinite(sum(scaled)):  # every value finite (a NaN or an infinity makes the sum one; so may an overflow)
+        return list(map(float, map(_FOUR_DIGITS, scaled)))
+    return [r4(x) for x in scaled]
+
+
 def bounded(values: Sequence[float], limit: int) -> list[float]:
     """At most `limit` values at evenly spaced quantiles of the sorted input (all of them when fewer)."""
     xs = sorted(values)
@@ -49,8 +61,8 @@ def _side(case: CaseResult | None, scale: float, limit: int) -> dict[str, list[f
         return None
     samples = [x for r in case.rounds for x in r.per_call]
     return {
-        "r": [r4(m / scale) for m in round_medians(case.rounds)],
-        "s": [r4(x / scale) for x in bounded(samples, limit)],
+        "r": r4_all(round_medians(case.rounds), scale),
+        "s": r4_all(bounded(samples, limit), scale),
     }
 
 

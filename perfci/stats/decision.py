@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from statistics import NormalDist
 
 from perfci.stats.logratio import LogRatio
@@ -70,7 +71,13 @@ def cutoff(theta_eff: float, se: float, catch: float = 0.5, noise_factor: float 
     needed = math.log1p(theta_eff)
     if math.isnan(se):
         return needed
-    return max(needed - NormalDist().inv_cdf(catch) * se, noise_factor * se)
+    return max(needed - _normal_quantile(catch) * se, noise_factor * se)
+
+
+@cache
+def _normal_quantile(p: float) -> float:
+    """The standard normal's p quantile, computed once per p (a handful of distinct values per comparison)."""
+    return NormalDist().inv_cdf(p)
 
 
 def decide(

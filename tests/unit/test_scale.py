@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -132,14 +133,116 @@ def test_report_parses_each_file_once(tmp_path: Path, monkeypatch: pytest.Monkey
     dump_results(cand, tmp_path / "c.json")
     dump_comparison(compare_runs(base, cand, DecisionSettings()), tmp_path / "cmp.json")
     parsed: list[int] = []
-    real = json.loads
+    real, real_fast = json.loads, orjson.loads
 
     def loads(text: str, **options: Any) -> object:
-        if text.startswith('{\n "schema": "perfci.'):  # a document (not a shipped JSON Schema)
+        if text.lstrip("{\n ").startswith('"schema": "perfci.'):  # a document (not a shipped JSON Schema)
             parsed.append(1)
         return real(text, **options)
 
-    monkeypatch.setattr(json, "loads", loads)  # report_api parses through schema.parse_json_text
+    def fast_loads(data: bytes) -> object:
+        if data.lstrip(b"{\n ").startswith(b'"schema": "perfci.'):
+            parsed.append(1)
+        return real_fast(data)
+
+    # report_api parses through schema.parse_json_bytes: orjson, or json for what orjson cannot read as json does
+    monkeypatch.setattr(json, "loads", loads)
+    monkeypatch.setattr(orjson, "loads", fast_loads)
     inputs = report_api.load_inputs([tmp_path / "cmp.json", tmp_path / "b.json", tmp_path / "c.json"], 0.05)
     assert len(parsed) == 3
     assert inputs.comparison is not None and inputs.baseline == base and inputs.candidate == cand
+
+
+BAD_FILES = [
+    b"",
+    b"   ",
+    b'{"schema": "perfci.results", "x": NaN}',
+    b'{"a": [1, Infinity]}',
+    b'{"a": 1e400}',
+    b'{"a": -1e999}',
+    b'{"a": ' + b"1" * 400 + b"}",
+    b'{"a": "\\ud800"}',
+    b'{"a": "\\udc00 x"}',
+    b'{"a": 1,}',
+    b'{"a": 01}',
+    b"\xef\xbb\xbf{}",
+    b'{"a": "\xff"}',
+    b'{"a": "\xed\xa0\x80"}',
+    b'{"a": 1}\r\n\r\nx',
+    b"[" * 2000 + b"]" * 2000,
+    b'{"a": "tab\tinside"}',
+]
+
+
+@pytest.mark.parametrize("data", BAD_FILES)
+def test_a_bad_file_is_refused_as_by_the_json_path(tmp_path: Path, data: bytes) -> None:
+    """orjson's refusals go back to the json path, so a bad file gets the same words as before (issue #21)."""
+    from perfci.errors import ResultsFormatError
+    from perfci.schema import parse_json_text, read_json_document
+
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    with pytest.raises(ResultsFormatError) as fast:
+        read_json_document(path, "results")
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        assert fast.value.message == f"{path}: cannot read results file ({exc})."
+        return
+    with pytest.raises(ResultsFormatError) as slow:
+        parse_json_text(text, str(path), "results")
+    assert fast.value.message == slow.value.message
+
+
+GOOD_FILES = [
+    b'{"a": 12345678901234567890, "b": [-1234567890123456789, 1.5]}',  # beyond 64 bits: orjson says float
+    b'{"a": 123456789012345678, "b": "1234567890123456789012", "c": 0.000123456789012345678901}',
+    b'{"a": 1e-400, "b": -0.0, "c": 1E5, "d": "\\ud83d\\ude00", "e": {"k": 1, "k": 2}}',
+    b"1234567890123456789012",
+]
+
+
+@pytest.mark.parametrize("data", GOOD_FILES)
+def test_a_good_file_reads_as_by_the_json_path(tmp_path: Path, data: bytes) -> None:
+    from perfci.schema import read_json_document
+
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    fast, slow = read_json_document(path, "results"), json.loads(data)
+    assert fast == slow
+    assert json.dumps(fast) == json.dumps(slow)  # the same types too: an int stays an int
+
+
+def test_a_results_file_reads_the_same_through_orjson(tmp_path: Path) -> None:
+    from perfci.schema import _orjson_reads_as_json, read_json_document
+
+    run = make_run([make_case(f"w{i}", 1e-3 * (1 + i / 7), seed=i) for i in range(20)])
+    dump_results(run, tmp_path / "r.json")
+    data = (tmp_path / "r.json").read_bytes()
+    assert _orjson_reads_as_json(data)  # the fast path is the one taken
+    doc = read_json_document(tmp_path / "r.json", "results")
+    assert doc == json.loads(data) and load_results(tmp_path / "r.json") == run
+
+
+def test_compare_imports_neither_the_store_nor_the_workloads() -> None:
+    """`perfci compare` loads only its own command: no SQLAlchemy, numpy, jinja2 or psutil at start-up."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom perfci.cli import load_commands\nload_commands(['compare', 'a.json', 'b.json'])\n"
+        "print(sorted(m for m in ('sqlalchemy', 'numpy', 'jinja2', 'psutil', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_chart_values_in_bulk_are_rounded_as_one_by_one() -> None:
+    import random
+
+    from perfci.reports.charts import r4, r4_all
+
+    rng = random.Random(3)
+    xs = [rng.lognormvariate(-8, 4) for _ in range(5000)] + [9.9995, 999.95, 5e-324, 1e300]
+    assert r4_all(xs, 3.7) == [r4(x / 3.7) for x in xs]
+    assert r4_all([1.0, float("nan"), 2.0]) == [1.0, None, 2.0]
