@@ -1,18 +1,22 @@
 """History at fleet scale (issue #18): ingest rate, and `perfci trend` (table and HTML) over a million points.
 
-    python benchmarks/history_scale.py [--cases 500] [--runners 4] [--runs 500] [--keep DIR]
+    python benchmarks/history_scale.py [--cases 500] [--runners 4] [--runs 500] [--keep DIR] [--repeat N]
+        [--postgres URL] [--ingest-only]
 
 1. Ingest: 20 synthetic results files of `--cases` cases (5 rounds of 10-30 samples each, the engine's
-   telemetry, 11 metrics per case, as benchmarks/scale.py writes them) go into a fresh SQLite store twice:
-   through `perfci history ingest` (a subprocess: reading and validating the files included) and through
-   `HistoryStore.ingest_many` on runs already in memory (the store alone). Both print case-runs/s; the CLI's peak
-   RSS too.
+   telemetry, 10-11 metrics per case, as benchmarks/scale.py writes them) go into a fresh SQLite store twice:
+   through `perfci history ingest` (a subprocess: starting Python, reading and validating the files included)
+   and through `HistoryStore.ingest_many` on runs already in memory (the store alone). Both print case-runs/s;
+   the CLI also its CPU time (workers included) and peak memory: the RSS of its biggest process, and the PSS of
+   the CLI and its worker processes summed (sampled every 50 ms). `--repeat N` measures N times and prints the
+   best and the median; `--postgres URL` measures ingest into PostgreSQL too (in a new schema of that database,
+   dropped afterwards); `--ingest-only` stops after step 1.
 2. The big store: `--cases` x `--runners` x `--runs` case-runs (1,000,000 by default), every one with the 11
    metrics a real case has (11 million rows), written straight into the store's tables in bulk (the figures of
    step 1 say what ingest would take). The latency of each case is lognormal noise (2% sd); 2% of the series
    step up by 10% and 2% step down by 10% at a random run.
 3. `perfci trend --db URL` (table to a file) and `perfci trend --db URL --html FILE`, as subprocesses: wall time
-   and peak RSS of each (os.wait4), and the HTML file's size. Figures: docs/history.md ("Scale").
+   and peak RSS of each (sampled), and the HTML file's size. Figures: docs/history.md ("Scale").
 """
 
 from __future__ import annotations
@@ -21,15 +25,21 @@ import argparse
 import math
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import insert
+from sqlalchemy import create_engine, insert, text
 
 from perfci.metrics.registry import METRICS
 from perfci.schema import dump_results, load_results
@@ -43,40 +53,124 @@ FILES = 20
 START = datetime(2025, 1, 1)
 
 
-def run_cli(*args: str, stdout: Path | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one `perfci` subprocess."""
+def tree_memory_kib(pid: int) -> tuple[int, int]:
+    """(largest RSS of one process, PSS summed) over a process and its descendants, in KiB; PSS counts a page
+    shared by n processes (a forked worker's inherited modules) as 1/n in each, so the sum is what they hold."""
+    largest = total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            rss = int(Path(f"/proc/{p}/statm").read_text().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+            rollup = Path(f"/proc/{p}/smaps_rollup").read_text()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except (OSError, IndexError):
+            continue
+        largest = max(largest, rss)
+        total += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+        todo += [int(c) for c in children]
+    return largest, total
+
+
+def run_cli(*args: str, stdout: Path | None = None) -> tuple[float, float, float, float]:
+    """Wall seconds, peak RSS (MiB) of its biggest process, peak memory (MiB) of the process with its workers
+    (PSS summed), and CPU seconds (user + system, workers included) of one `perfci` subprocess. Memory is
+    sampled every 50 ms from /proc (ru_maxrss would count the moment between fork and exec, when the child is a
+    copy of this process); CPU time moves less than wall time on a shared machine."""
     out = open(stdout, "w") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "perfci", *args], stdout=out, stderr=subprocess.PIPE)
+    peak = [0, 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            largest, total = tree_memory_kib(proc.pid)
+            peak[0], peak[1] = max(peak[0], largest), max(peak[1], total)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     assert proc.stderr is not None
     err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    status = proc.wait()
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done.set()
+    sampler.join()
     if stdout:
         out.close()
-    if os.waitstatus_to_exitcode(status) != 0:
+    if status != 0:
         raise SystemExit(f"perfci {' '.join(args)} failed: {err.decode()[-2000:]}")
-    return took, usage.ru_maxrss / 1024
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, peak[0] / 1024, peak[1] / 1024, cpu
 
 
-def ingest_rates(folder: Path, cases: int) -> dict[str, float]:
-    for name in ("ingest.db", "ingest-store.db"):
-        (folder / name).unlink(missing_ok=True)
+@contextmanager
+def postgres_schema(url: str) -> Iterator[str]:
+    """A URL whose connections work in a new, empty schema of the database at `url` (dropped afterwards)."""
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def write_files(folder: Path, cases: int) -> list[Path]:
     files = []
     for k in range(FILES):
         run = synthetic_run(cases, False, seed=k)
         run = replace(run, run_id=f"ingest-{k:03d}", started_at=f"2026-10-{1 + k:02d}T00:00:00Z")
         files.append(folder / f"results-{k:03d}.json")
         dump_results(run, files[-1])
-    took, rss = run_cli("history", "ingest", *map(str, files), "--db", f"sqlite:///{folder / 'ingest.db'}",
-                        "--runner", "bench")  # fmt: skip
-    loaded = [load_results(p) for p in files]
-    store = HistoryStore(f"sqlite:///{folder / 'ingest-store.db'}")
-    start = time.perf_counter()
-    store.ingest_many((r, "bench") for r in loaded)
-    alone = time.perf_counter() - start
+    return files
+
+
+@contextmanager
+def fresh_store(folder: Path, name: str, postgres: str | None) -> Iterator[str]:
+    """The URL of an empty store: a new SQLite file in `folder`, or a new schema of the PostgreSQL database."""
+    if postgres:
+        with postgres_schema(postgres) as url:
+            yield url
+    else:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            (folder / f"{name}.db{suffix}").unlink(missing_ok=True)
+        yield f"sqlite:///{folder / f'{name}.db'}"
+
+
+def ingest_rates(folder: Path, files: list[Path], cases: int, postgres: str | None = None) -> dict[str, float]:
     n = FILES * cases
-    return {"cli_rate": n / took, "cli_rss": rss, "store_rate": n / alone}
+    with fresh_store(folder, "ingest", postgres) as url:
+        took, rss, tree, cpu = run_cli("history", "ingest", *map(str, files), "--db", url, "--runner", "bench")
+    loaded = [load_results(p) for p in files]
+    with fresh_store(folder, "ingest-store", postgres) as url:
+        store = HistoryStore(url)
+        start = time.perf_counter()
+        store.ingest_many((r, "bench") for r in loaded)
+        alone = time.perf_counter() - start
+        store.engine.dispose()
+    return {"cli_rate": n / took, "cli_rss": rss, "cli_tree_rss": tree, "cli_cpu": cpu, "store_rate": n / alone}
+
+
+def report_ingest(label: str, rates: list[dict[str, float]], cases: int) -> None:
+    def spread(key: str, unit: str, rate: bool = True) -> str:
+        """A rate's best and median; a memory figure's worst and median."""
+        xs = [r[key] for r in rates]
+        return f"{max(xs):,.0f}{unit} ({'best' if rate else 'worst'}) / {statistics.median(xs):,.0f}{unit} (median)"
+
+    print(f"ingest into {label}, {FILES} files x {cases} cases, {len(rates)} time(s), load average "
+          f"{os.getloadavg()[0]:.1f}:\n"
+          f"  perfci history ingest         {spread('cli_rate', ' case-runs/s')}\n"
+          f"    CPU time (workers included) {min(r['cli_cpu'] for r in rates):.2f} s (least) / "
+          f"{statistics.median(r['cli_cpu'] for r in rates):.2f} s (median)\n"
+          f"    peak RSS, biggest process   {spread('cli_rss', ' MiB', False)}\n"
+          f"    peak PSS, with its workers  {spread('cli_tree_rss', ' MiB', False)}\n"
+          f"  HistoryStore.ingest_many      {spread('store_rate', ' case-runs/s')}", flush=True)  # fmt: skip
 
 
 def build_store(url: str, cases: int, runners: int, n_runs: int, seed: int = 0) -> float:
@@ -122,13 +216,21 @@ def main() -> None:
     ap.add_argument("--runners", type=int, default=4)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--keep", type=Path, help="Folder to keep the store and reports in (default: a temporary one).")
+    ap.add_argument("--repeat", type=int, default=1, help="Measure ingest this many times (min and median).")
+    ap.add_argument("--postgres", help="Also measure ingest into this PostgreSQL database (in a scratch schema).")
+    ap.add_argument("--ingest-only", action="store_true", help="Stop after the ingest figures.")
     args = ap.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-history-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    rates = ingest_rates(folder, args.cases)
-    print(f"ingest, {FILES} files x {args.cases} cases: perfci history ingest {rates['cli_rate']:,.0f} case-runs/s "
-          f"(peak RSS {rates['cli_rss']:.0f} MiB); HistoryStore.ingest_many alone {rates['store_rate']:,.0f} "
-          "case-runs/s")  # fmt: skip
+    files = write_files(folder, args.cases)
+    for label, postgres in [("SQLite", None)] + ([("PostgreSQL", args.postgres)] if args.postgres else []):
+        rates = []
+        for _ in range(args.repeat):
+            print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
+            rates.append(ingest_rates(folder, files, args.cases, postgres))
+        report_ingest(label, rates, args.cases)
+    if args.ingest_only:
+        return
     db = folder / "history.db"
     db.unlink(missing_ok=True)
     url = f"sqlite:///{db}"
@@ -136,10 +238,10 @@ def main() -> None:
     built = build_store(url, args.cases, args.runners, args.runs)
     print(f"store: {points:,} points ({args.cases} cases x {args.runners} runners x {args.runs} runs, 11 metrics "
           f"each), bulk-written in {built:.0f} s, {db.stat().st_size / 2**20:.0f} MiB")  # fmt: skip
-    took, rss = run_cli("trend", "--db", url, stdout=folder / "trend.txt")
+    took, rss, _, _ = run_cli("trend", "--db", url, stdout=folder / "trend.txt")
     print(f"perfci trend (table):  {took:6.1f} s, peak RSS {rss:5.0f} MiB")
     html = folder / "trend.html"
-    took, rss = run_cli("trend", "--db", url, "--html", str(html), stdout=folder / "trend-html.txt")
+    took, rss, _, _ = run_cli("trend", "--db", url, "--html", str(html), stdout=folder / "trend-html.txt")
     print(
         f"perfci trend --html:   {took:6.1f} s, peak RSS {rss:5.0f} MiB, report {html.stat().st_size / 2**20:.1f} MiB"
     )

@@ -6,6 +6,7 @@ import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -15,7 +16,7 @@ from perfci.api.history import ExportFormat, export_measurements
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import estimate_noise
 from perfci.metrics.registry import METRICS, round_values
-from perfci.model import RunResult
+from perfci.model import CaseError, CaseResult, CaseStatus, RunResult
 from perfci.schema import dump_results
 from perfci.store import tables
 from perfci.store.history import HistoryStore, RunFilter
@@ -56,6 +57,86 @@ def history_runs(n: int = 16, step_at: int = 10, factor: float = 1.25) -> list[R
         git = replace(run.git, commit=f"c{i:03d}") if run.git else None
         runs.append(replace(run, started_at=stamp, finished_at=stamp, git=git))
     return runs
+
+
+def many_runs(n: int) -> list[RunResult]:
+    """n runs of 3 ok cases and an error case (not stored), each with its own id, start, commit and runner
+    fingerprint."""
+    runs = []
+    for i in range(n):
+        cases = [make_case(name, base, seed=i) for name, base in (("alpha", 1e-3), ("beta", 2e-3), ("gamma", 5e-4))]
+        failed = CaseResult(make_case("delta", 1e-3).spec, CaseStatus.ERROR, (), (), (CaseError("crash", "died"),))
+        run = make_run([*cases, failed], run_id=f"many-{i:02d}")
+        stamp = f"2026-11-{1 + i:02d}T00:00:00.000000Z"
+        git = replace(run.git, commit=f"c{i:03d}", dirty=i % 2 == 1) if run.git else None
+        fingerprint = {**run.fingerprint, "libraries": {"numpy": f"2.{i}.0"}}
+        runs.append(replace(run, started_at=stamp, finished_at=stamp, git=git, fingerprint=fingerprint))
+    return runs
+
+
+Row = tuple[Any, ...]
+
+
+def expected_rows(run: RunResult) -> list[Row]:
+    """The measurements a run must be stored as, by the plain definition: each ok case's metrics in order
+    (case_id, metric, unit, direction, value, low, high, rounds, log_mean, log_sd); for timed metrics the number
+    of per-round values and the mean and sd of their logs (exactly summed), for the others None."""
+    rows: list[Row] = []
+    for case in run.cases:
+        if case.status is not CaseStatus.OK:
+            continue
+        for m in case.metrics:
+            definition = METRICS.get(m.name)
+            timed = definition is not None and definition.timed and definition.comparable
+            logs = [math.log(v) for v in round_values(case, definition).values()] if timed and definition else []
+            stats: tuple[Any, ...] = (None, None, None)
+            if len(logs) >= 2:
+                mean = math.fsum(logs) / len(logs)
+                stats = (len(logs), mean, math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (len(logs) - 1)))
+            rows.append((case.id, m.name, m.unit, m.direction.value, m.value, m.low, m.high, *stats))
+    return rows
+
+
+def stored_rows(url: str) -> dict[tuple[str, str], tuple[Row, list[Row]]]:
+    """(run id, runner) -> the run's row (commit, branch, dirty, started_at, finished_at, fingerprint) and its
+    measurements in the order they were stored, for every stored run in the order the runs were stored."""
+    engine = sa.create_engine(url)
+    r, m = tables.runs.c, tables.measurements.c
+    out: dict[tuple[str, str], tuple[Row, list[Row]]] = {}
+    with engine.connect() as conn:
+        for pk, run_id, runner, *header in conn.execute(
+            sa.select(r.id, r.run_id, r.runner, r.commit, r.branch, r.dirty, r.started_at, r.finished_at,
+                      r.fingerprint).order_by(r.id)
+        ):  # fmt: skip
+            rows = conn.execute(
+                sa.select(m.case_id, m.metric, m.unit, m.direction, m.value, m.low, m.high, m.rounds, m.log_mean,
+                          m.log_sd).where(m.run == pk).order_by(m.id)
+            )  # fmt: skip
+            out[(run_id, runner)] = (tuple(header), [tuple(row) for row in rows])
+    engine.dispose()
+    return out
+
+
+def check_ingest_exact(url: str, folder: Path) -> None:
+    """`perfci history ingest` of several files (loaded in worker processes, written in bulk) stores exactly the
+    rows of `expected_rows`, every float as it was in the file; a second ingest skips them all."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    runs = many_runs(6)
+    paths = []
+    for run in runs:
+        paths.append(str(folder / f"{run.run_id}.json"))
+        dump_results(run, Path(paths[-1]))
+    res = CliRunner().invoke(app, ["history", "ingest", *paths, "--db", url, "--runner", "cpu-test"])
+    assert res.exit_code == 0, res.output
+    assert "ingested 6 run(s), skipped 0" in res.stderr
+    stored = stored_rows(url)
+    assert list(stored) == [(r.run_id, "cpu-test") for r in runs]
+    for run in runs:
+        assert stored[(run.run_id, "cpu-test")][1] == expected_rows(run)
+    assert HistoryStore(url).ingest_many((r, "cpu-test") for r in runs) == (0, 6)
 
 
 def check_store(store: HistoryStore) -> None:

@@ -103,7 +103,7 @@ EXPORT_COLUMNS = (
 )  # fmt: skip
 
 
-BATCH_ROWS = 20_000  # measurements per bulk insert
+BATCH_ROWS = 5_000  # measurements per bulk insert (about one file of 500 cases)
 
 # a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
 ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")
@@ -439,7 +439,7 @@ class HistoryStore:
             q = q.where(measurements.c.case_id == case_id)
         out: dict[str, list[Point]] = {}
         with self.engine.connect() as conn:
-            for case, *fields in conn.execute(q).tuples():  # positional: Point's field order is the query's
+            for case, *fields in conn.execute(q):  # positional: Point's field order is the query's
                 points = out.get(case)
                 if points is None:
                     out[case] = points = []

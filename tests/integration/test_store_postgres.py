@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_export, check_rolling_baseline, check_store, check_upgrade_from_v1
+from tests.store_cases import (
+    check_export,
+    check_ingest_exact,
+    check_rolling_baseline,
+    check_store,
+    check_upgrade_from_v1,
+)
 
 URL = os.environ.get("PERFCI_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.integration
@@ -65,3 +71,9 @@ def test_postgres_export(pg_url: str, tmp_path: Path) -> None:
 def test_postgres_rolling_baseline(pg_url: str, tmp_path: Path) -> None:
     with fresh_schema(pg_url) as url:
         check_rolling_baseline(url, tmp_path)
+
+
+def test_postgres_ingest_exact(pg_url: str, tmp_path: Path) -> None:
+    """Rows go in by COPY: every float must come back exactly as it was in the file."""
+    with fresh_schema(pg_url) as url:
+        check_ingest_exact(url, tmp_path)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.schema import dump_results
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_export, check_rolling_baseline, check_store, history_runs
+from tests.store_cases import check_export, check_ingest_exact, check_rolling_baseline, check_store, history_runs
 
 
 def test_sqlite_store(tmp_path: Path) -> None:
@@ -136,3 +136,7 @@ def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "names no branch" in res.stderr
     res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:dev", "--db", db, "--runner", "cpu-test"])
     assert res.exit_code == 2 and "0 run(s) of runner class 'cpu-test' on branch 'dev'" in res.stderr
+
+
+def test_sqlite_ingest_exact(tmp_path: Path) -> None:
+    check_ingest_exact(f"sqlite:///{tmp_path / 'h.db'}", tmp_path)
