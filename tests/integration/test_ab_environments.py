@@ -15,6 +15,7 @@ import site
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,11 +93,13 @@ CASE = "wl.loop[n=2000]@cpu"
 
 def run_ab(repo: Path, base: Path, head: Path, out: Path) -> subprocess.CompletedProcess[str]:
     """The A/B as a user would run it: default threshold, pairs, looks and confidence."""
-    return perfci(repo, "ab", "--base-python", str(base), "--head-python", str(head), "--path", "perf", "--out", str(out))
+    return perfci(
+        repo, "ab", "--base-python", str(base), "--head-python", str(head), "--path", "perf", "--out", str(out)
+    )
 
 
-def latency_row(doc: dict[str, object]) -> dict[str, object]:
-    rows = [r for r in doc["rows"] if r["metric"] == "latency.median"]  # type: ignore[union-attr,index]
+def latency_row(doc: dict[str, Any]) -> dict[str, Any]:
+    rows = [r for r in doc["rows"] if r["metric"] == "latency.median"]
     assert [r["case_id"] for r in rows] == [CASE]
     return rows[0]
 
@@ -132,8 +135,9 @@ def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> Non
     assert doc["settings"]["ab"]["environments"]["changes"] == [["slowlib", "1.0", "1.1"]]
     assert "slowlib 1.0 -> 1.1" in doc["warnings"][0]
     # the terminal output names the package's version change and the workload that regressed
-    assert "slowlib 1.0 -> 1.1" in proc.stderr
-    assert CASE in proc.stdout and "regression" in proc.stdout
+    assert "environments differ (base -> head): slowlib 1.0 -> 1.1" in proc.stderr
+    assert "FAIL: 1 regression" in proc.stderr
+    assert any(CASE in ln and "latency.median" in ln and "regression" in ln for ln in proc.stdout.splitlines())
     summary = (out / "summary.md").read_text()
     assert "slowlib 1.0 -> 1.1" in summary and CASE in summary
     row = latency_row(doc)

@@ -235,12 +235,11 @@
           arrayminus: pts.map(function (p, i) { return p && p[1] != null ? y[i] - p[1] : null; }) },
         hovertemplate: esc(s.p) + "=%{x}: %{y:.4g} " + esc(s.u) + "<extra>" + esc(short(s.k[li], 60)) + name + "</extra>" };
     }
-    function star(s, grid, where, name, color) {
+    function star(s, grid, where, name, marker) {
       if (!where || !grid) { return null; }
       var p = grid[where[0]][where[1]];
       if (!p) { return null; }
-      return { type: "scatter", mode: "markers", name: "best" + name, x: [s.x[where[1]]], y: [p[0]],
-        marker: { symbol: "star", size: 16, color: color, line: { color: "#000", width: 1 } },
+      return { type: "scatter", mode: "markers", name: "best" + name, x: [s.x[where[1]]], y: [p[0]], marker: marker,
         hovertemplate: "best: " + esc(s.p) + "=%{x}, " + esc(short(s.k[where[0]], 60)) + ": %{y:.4g} " + esc(s.u) + "<extra></extra>" };
     }
     function render() {
@@ -250,7 +249,11 @@
         if (n) { traces.push(n); }
         if (s.b) { var b = side(s, s.b, " (baseline)", "dot", li); if (b) { traces.push(b); } }
       });
-      [star(s, s.n, s.bn, s.b ? " (candidate)" : "", "#ffd54f"), star(s, s.b, s.bb, " (baseline)", "#cfd8dc")]
+      /* the baseline's star first, larger and open, so that the candidate's (drawn on top) stays visible when
+         both sides' best is the same configuration */
+      [star(s, s.b, s.bb, " (baseline)", { symbol: "star-open", size: 22, color: "#5f6b7a", line: { width: 2 } }),
+       star(s, s.n, s.bn, s.b ? " (candidate)" : "",
+            { symbol: "star", size: 15, color: "#ffd54f", line: { color: "#000", width: 1 } })]
         .forEach(function (t) { if (t) { traces.push(t); } });
       draw("chart-sweep", traces, { height: 460, legend: { orientation: "h", y: -0.22 },
         margin: { l: 60, r: 20, t: 20, b: 120 },
