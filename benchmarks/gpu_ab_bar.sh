@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue #21's GPU bar: a two-case `perfci ab` (a 256 MiB copy and a 4096^3 bf16 GEMM) with default settings,
+# three A/A runs (`perfci ab HEAD`) and three runs where the head's copy moves 1% more bytes (`perfci ab HEAD~1
+# HEAD`): wall time, where it went (the A/B's phases_s), the verdicts and the exit code of each run.
+# Usage (on the device machine, from the repository root): benchmarks/gpu_ab_bar.sh OUTDIR [RUNS] [-- ab options]
+set -uo pipefail
+OUTDIR=${1:-gpu-ab-bar}
+RUNS=${2:-3}
+shift 2 2>/dev/null || shift $#
+[ "${1:-}" = "--" ] && shift
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+source benchmarks/device_env.sh
+REPO=$(mktemp -d)
+mkdir -p "$REPO/perf"
+workload() {
+  cat <<PY
+import perfci
+
+COPY_FACTOR = $1  # the head moves 1% more bytes in the copy
+
+
+@perfci.workload(devices=["cuda"])
+def copy(ctx):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
+    src = torch.randn(int(2**26 * COPY_FACTOR), device=ctx.device, generator=g)  # 256 MiB of float32
+    dst = torch.empty_like(src)
+    ctx.bytes = 2.0 * src.numel() * src.element_size()
+    return lambda: dst.copy_(src)
+
+
+@perfci.workload(devices=["cuda"])
+def gemm(ctx):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
+    a = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
+    ctx.flops = 2.0 * 4096**3
+    return lambda: a @ b
+PY
+}
+workload 1.0 >"$REPO/perf/bench_ab.py"
+git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
+git_ init -q && git_ add -A && git_ commit -qm base
+workload 1.01 >"$REPO/perf/bench_ab.py"
+git_ commit -qam "head: the copy moves 1% more bytes"
+
+one() {  # one A/B: name, then the revisions
+  local name=$1
+  shift
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  (cd "$REPO" && python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" "${EXTRA[@]}" >"$OUTDIR/$name.log" 2>&1)
+  rc=$?
+  t1=$(date +%s.%N)
+  python3 - "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")" <<'PY'
+import json, sys
+from pathlib import Path
+out, name, rc, wall = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+comp = json.loads((out / "comparison.json").read_text())
+ab = comp["settings"]["ab"]
+rows = {r["case_id"].split(".")[1].split("@")[0]: r for r in comp["rows"] if r["metric"] == "latency.median"}
+cells = []
+for case in ("copy", "gemm"):
+    r = rows[case]
+    cells.append(f"{case} {r['verdict']} {100 * (r['ratio'] - 1):+.2f}% "
+                 f"[{100 * (r['ratio_low'] - 1):+.2f}..{100 * (r['ratio_high'] - 1):+.2f}]")
+phases = ", ".join(f"{k} {v:.0f}" for k, v in ab.get("phases_s", {}).items())
+print(f"{name:<8} exit {rc} wall {wall:5.1f} s, {ab['pairs_run']} pairs/{ab['looks_run']} looks | {' | '.join(cells)}")
+print(f"{'':<8} phases (s): {phases}")
+PY
+}
+EXTRA=("$@")
+echo "A/B options beyond the defaults: ${EXTRA[*]:-(none)}"
+for i in $(seq 1 "$RUNS"); do
+  one "aa-$i" HEAD --seed "$i"
+  one "copy-$i" HEAD~1 HEAD --seed "$i"
+done
