@@ -131,10 +131,18 @@ def chart(page: Page) -> dict[str, Any]:
     )
 
 
-def unit_scale(ytitle: str) -> float:
-    # "latency.median (ms, lower is better)"
+def drawn_value(ytitle: str, case: dict[str, Any]) -> tuple[float, bool]:
+    """What the chart should show for `case`, worked out from its median alone, in the chart's unit, and whether
+    lower is better: "latency.median (ms, lower is better)", or "throughput (items/s, higher is better)" for a
+    workload with a batch (items per second = batch / median time per call)."""
+    m = median(case)
+    assert m is not None
+    if ytitle == "throughput (items/s, higher is better)":
+        batch = batch_of([case])
+        assert batch is not None, case["params"]
+        return case["params"][batch] / m, False
     assert ytitle.startswith("latency.median (") and ytitle.endswith(", lower is better)"), ytitle
-    return TIME_SCALE[ytitle.split("(", 1)[1].split(",", 1)[0]]
+    return m / TIME_SCALE[ytitle.split("(", 1)[1].split(",", 1)[0]], True
 
 
 def check_star(drawn: dict[str, Any], exp: Expected, name: str, suffix: str) -> None:
@@ -146,12 +154,13 @@ def check_star(drawn: dict[str, Any], exp: Expected, name: str, suffix: str) -> 
     assert star["symbol"] == ("star-open" if suffix == " (baseline)" else "star") and len(star["x"]) == 1
     x, y = star["x"][0], star["y"][0]
     assert x == str(exp.best["params"][name])
-    scale = unit_scale(drawn["ytitle"])
-    assert y * scale == pytest.approx(median(exp.best), rel=1e-3)  # four significant digits in the page
+    want, lower_is_better = drawn_value(drawn["ytitle"], exp.best)
+    assert y == pytest.approx(want, rel=1e-3)  # four significant digits in the page
     line = next(t for t in drawn["traces"] if t["name"] == others(exp.best["params"], name) + suffix)
     assert line["y"][line["x"].index(x)] == y
     side = [v for t in drawn["traces"] if t["mode"] == "lines+markers" and t["name"].endswith(suffix) for v in t["y"]]
-    assert y == min(v for v in side if v is not None)  # no drawn point of this side is better
+    best_drawn = (min if lower_is_better else max)(v for v in side if v is not None)
+    assert y == best_drawn  # no drawn point of this side is better
 
 
 def check_sweep_charts(page: Page, sweeps: dict[str, Expected], base: dict[str, Expected] | None, shot: str) -> int:
@@ -192,10 +201,12 @@ def check_sweep_charts(page: Page, sweeps: dict[str, Expected], base: dict[str, 
 
 
 def test_default_suite_report_in_browser(browser: Any, runs: Runs) -> None:  # noqa: F811
-    """The default suite's report: no console error, and a sweep chart for each workload whose parameters sweep.
-    (The built-in default suite gives every parameter one value today, so it has no sweep and the sweep block
-    must stay hidden; should a swept parameter be added there, the same checks as for the kernels suite apply.)"""
+    """The default suite's report: no console error, and a sweep chart for each workload whose parameters sweep
+    (the mlp's batch size), with the best configuration marked where the best median per item is."""
     sweeps = expected_sweeps(runs.default / "results.json")
+    assert set(sweeps) == {"default.mlp@cpu"}
+    assert sweeps["default.mlp@cpu"].swept == ["batch"] and len(sweeps["default.mlp@cpu"].cases) == 2
+    assert sweeps["default.mlp@cpu"].best is not None
     assert {c["workload"] for c in json.loads((runs.default / "results.json").read_text())["cases"]} >= {
         "default.matmul", "default.softmax", "default.mlp", "default.layernorm",
     }  # fmt: skip

@@ -41,7 +41,8 @@ def softmax(ctx: WorkloadContext, rows: int, cols: int) -> Callable[[], object]:
     return lambda: torch.softmax(x, dim=-1)
 
 
-@perfci.workload(params={"batch": [32], "hidden": [512]}, devices=["cpu"], tags=["model"])
+# batch sweeps (8 and 32): the report shows items per second against batch size and marks the best (a sweep)
+@perfci.workload(params={"batch": [8, 32], "hidden": [512]}, devices=["cpu"], tags=["model"])
 def mlp(ctx: WorkloadContext, batch: int, hidden: int) -> Callable[[], object]:
     import torch
 
