@@ -284,3 +284,60 @@ def check_rolling_baseline(url: str, tmp_path: Path) -> None:
     # beta's interval (-1.2% .. +3.5%) reaches past the 3% threshold: not equivalence, so inconclusive (issue #20)
     assert verdicts(1.2, "step") == {"t.alpha[n=8]@cpu": "regression", "t.beta[n=8]@cpu": "inconclusive"}
     assert verdicts(1.0, "null") == {"t.alpha[n=8]@cpu": "unchanged", "t.beta[n=8]@cpu": "inconclusive"}
+
+
+def check_change_point_cache(url: str, refuse_writes: str | None = None) -> None:
+    """`trends` caches each series' change points in the store: a second trend computes none, a run that adds to
+    one series recomputes that series only, other settings and a damaged entry are computed afresh, prune clears
+    the runner's entries, and every cached answer equals the uncached one. `refuse_writes`: SQL that makes the
+    cache table refuse inserts; then the trend still answers (computing every time)."""
+    from perfci.stats.changepoint import detect_change_points
+
+    store = HistoryStore(url)
+    for run in history_runs():
+        assert store.ingest(run, "cpu-test")
+    calls: list[int] = []
+
+    def counting(values: list[float], **kwargs: Any) -> Any:
+        calls.append(len(values))
+        return detect_change_points(values, **kwargs)
+
+    first = trends(store, detect=counting)
+    assert sorted(calls) == [16, 16]
+    assert first == trends(store, cache=False)
+    assert [len(t.shifts) for t in first] == [1, 0]  # alpha steps up at run 10, beta stays put
+    calls.clear()
+    assert trends(HistoryStore(url), detect=counting) == first and calls == []  # read back, none computed
+
+    later = "2026-12-01T00:00:00.000000Z"
+    beta_only = replace(make_run([make_case("beta", 2e-3, seed=99)], run_id="run-16"), started_at=later)
+    assert store.ingest(beta_only, "cpu-test")
+    second = trends(store, detect=counting)
+    assert calls == [17]  # beta's series grew; alpha's is as it was
+    assert second == trends(store, cache=False)
+
+    calls.clear()
+    assert trends(store, detect=counting, min_effect=0.05) == trends(store, min_effect=0.05, cache=False)
+    assert sorted(calls) == [16, 17]  # other settings: other entries
+
+    engine = sa.create_engine(url)
+    cp = tables.change_points.c
+    with engine.begin() as conn:
+        damaged = conn.execute(sa.update(tables.change_points).where(cp.case_id.like("%alpha%")).values(result="[[99"))
+        assert damaged.rowcount == 2  # one entry per settings
+    calls.clear()
+    assert trends(store, detect=counting) == second and calls == [16]
+
+    store.prune(keep=5)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(tables.change_points)).scalar() == 0
+    if refuse_writes is not None:
+        with engine.begin() as conn:
+            conn.execute(sa.text(refuse_writes))
+        calls.clear()
+        assert trends(store, detect=counting) == trends(store, cache=False)
+        assert sorted(calls) == [4, 5]  # the latest 5 runs: alpha is in 4 of them (run-16 has beta only)
+        calls.clear()
+        trends(store, detect=counting)
+        assert sorted(calls) == [4, 5]  # nothing could be cached: computed again, and no error
+    engine.dispose()

@@ -4,7 +4,10 @@ The round (worker process) is the unit of replication: every statistic works on 
 
 - Timed metrics (latency...): `perfci.stats.decision.decide` on an estimate of log(candidate / baseline):
   * paired (same-machine A/B, `paired=True`): rounds with the same index on both sides form a pair, ran
-    back-to-back in random order; d_i = log(B_i / A_i), t bound on mean(d);
+    back-to-back in random order; d_i = log(B_i / A_i), t bound on the (trimmed) mean of d. For the median
+    latency of a lockstep pair (both sides sampled step by step, `step_pairs`), d_i is the median of the
+    step ratios log(B_k / A_k) (stats/logratio.step_log_ratio): it does not see the machine's speed moving
+    between the steps;
   * unpaired (two separate runs): Welch on log per-round values plus the cross-job term `job_noise`, because
     rounds of one job share that job's machine state; with the default job noise a stored-baseline comparison
     flags only large changes and calls smaller ones `inconclusive` (then `perfci run --confirm` or `perfci ab`).
@@ -21,10 +24,10 @@ from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, 
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
 from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, implausible, metric_def, round_values
-from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
-from perfci.stats.logratio import paired_log_ratio, unpaired_log_ratio
+from perfci.stats.logratio import paired_differences, step_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import median
 
 __all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
@@ -39,43 +42,73 @@ def _nan_none(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
+LOCKSTEP = "lockstep"  # Round.stop_reason of a lockstep pair's rounds (engine/worker.py)
+MIN_STEPS = 3  # a lockstep pair's median latency from step ratios needs this many steps a side
+
+
+def step_pairs(base: CaseResult, cand: CaseResult) -> dict[int, float]:
+    """Round index -> log(B / A) of the median latency from the step ratios (`step_log_ratio`), for each pair
+    whose two rounds were sampled in lockstep with as many samples a side (at least MIN_STEPS): the k-th
+    samples of the two sides were taken one right after the other. Other pairs are left out (their rounds'
+    medians are compared instead)."""
+    cand_rounds = {r.index: r for r in cand.rounds}
+    out: dict[int, float] = {}
+    for a in base.rounds:
+        b = cand_rounds.get(a.index)
+        if b is not None and _lockstep(a) and _lockstep(b) and len(a.samples) == len(b.samples) >= MIN_STEPS:
+            out[a.index] = step_log_ratio(a.per_call, b.per_call)
+    return out
+
+
+def _lockstep(r: Round) -> bool:
+    return r.stop_reason == LOCKSTEP and min(r.samples, default=0.0) > 0
+
+
 def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
-    settings: DecisionSettings, paired: bool,
+    settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None,
 ) -> MetricComparison:  # fmt: skip
-    shown_b, shown_c = list(base.values()), list(cand.values())
     if paired:
         common = sorted(set(base) & set(cand))
-        est = paired_log_ratio([base[i] for i in common], [cand[i] for i in common], settings.trim)
-        shown_b, shown_c = kept_pairs([base[i] for i in common], [cand[i] for i in common], settings.trim)
+        # per pair: its step ratio where it has one (lockstep median latency), else the ratio of its rounds' values
+        d = [steps[i] if steps and i in steps else math.log(cand[i]) - math.log(base[i]) for i in common]
+        est = paired_differences(d, settings.trim)
+        kept = kept_pairs(d, settings.trim)
+        # geometric means over the pairs the estimate kept: the baseline's values, and the baseline times the
+        # estimated change, so that candidate / baseline is exactly the change shown (step ratios are not a ratio
+        # of the rounds' values; medians of rounds, or means over pairs the estimate trimmed, could even move the
+        # other way: seen 1.65 ms -> 1.50 ms shown as +9.5%; 191 us -> 183 us, +0.1%)
+        shown_base = geometric_mean([base[common[i]] for i in kept])
+        shown_cand = shown_base * math.exp(math.fsum(d[i] for i in kept) / len(kept))
     else:
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
+        shown_base, shown_cand = geometric_mean(list(base.values())), geometric_mean(list(cand.values()))
     higher = mdef.direction.value == "higher"
-    d = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch, settings.slower_min)
+    decision = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch, settings.slower_min)
     low, high = est.interval(1.0 - 2.0 * alpha)
     note = "" if not math.isnan(est.se) else "too few rounds to estimate the noise"
     worse = -math.log(est.ratio) if higher else math.log(est.ratio)
-    if d.verdict in ("regression", "improvement") and abs(worse) < math.log1p(d.threshold):
-        note = f"estimate below the {d.threshold:.1%} threshold but above the cut-off {d.cutoff:.2%} (catch rule)"
+    if decision.verdict in ("regression", "improvement") and abs(worse) < math.log1p(decision.threshold):
+        note = (
+            f"estimate below the {decision.threshold:.1%} threshold but above the cut-off {decision.cutoff:.2%} "
+            "(catch rule)"
+        )
     return MetricComparison(
         case_id=case_id,
         metric=mdef.name,
-        verdict=Verdict(d.verdict),
+        verdict=Verdict(decision.verdict),
         unit=mdef.unit,
-        # geometric means of the per-round values the estimate used (paired: the pairs its trimming kept), so
-        # candidate / baseline is exactly the change shown; medians of rounds, or means over pairs the estimate
-        # trimmed, could move the other way (seen: 1.65 ms -> 1.50 ms shown as +9.5%; 191 us -> 183 us, +0.1%)
-        baseline=geometric_mean(shown_b),
-        candidate=geometric_mean(shown_c),
+        baseline=shown_base,
+        candidate=shown_cand,
         ratio=est.ratio,
         ratio_low=_nan_none(low),
         ratio_high=_nan_none(high),
-        threshold=d.threshold,
+        threshold=decision.threshold,
         note=note,
         direction=mdef.direction,
         method="paired" if paired else "unpaired",
         confidence=1.0 - alpha,
-        bound=_nan_none(d.bound),
+        bound=_nan_none(decision.bound),
         noise=_nan_none(est.se),
         n_baseline=est.n_baseline,
         n_candidate=est.n_candidate,
@@ -83,13 +116,12 @@ def _timed_row(
     )
 
 
-def kept_pairs(base: list[float], cand: list[float], trim: float) -> tuple[list[float], list[float]]:
-    """The pairs a trimmed paired estimate keeps: sorted by log(candidate / baseline), floor(trim * n) cut from
-    each end (stats/logratio.trimmed_mean_se), so that their geometric means' ratio is the estimate."""
-    n = len(base)
+def kept_pairs(d: list[float], trim: float) -> list[int]:
+    """The pairs a trimmed paired estimate keeps, by position in `d` (the per-pair log ratios): sorted by d,
+    floor(trim * n) cut from each end (stats/logratio.trimmed_mean_se)."""
+    n = len(d)
     g = math.floor(trim * n)
-    order = sorted(range(n), key=lambda i: math.log(cand[i]) - math.log(base[i]))[g : n - g]
-    return [base[i] for i in order], [cand[i] for i in order]
+    return sorted(range(n), key=d.__getitem__)[g : n - g]
 
 
 def _tolerance_row(
@@ -137,7 +169,8 @@ def compare_case(
             continue  # implausible values are not compared (compare_runs warns)
         theta = practical_threshold(settings, cand.id, mdef)
         if mdef.timed:
-            rows.append(_timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired))
+            steps = step_pairs(base, cand) if paired and name == LATENCY else None
+            rows.append(_timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps))
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))

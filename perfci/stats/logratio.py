@@ -2,6 +2,8 @@
 
 - `paired_log_ratio`: A and B rounds run as pairs (random order within each pair, same machine, same job):
   d_i = log(B_i / A_i), estimate mean(d), standard error sd(d) / sqrt(n), n - 1 degrees of freedom.
+  `paired_differences` takes the d_i themselves; `step_log_ratio` is the d_i of a lockstep pair, from its
+  samples taken step by step (A's k-th sample and B's k-th sample ran one right after the other).
 - `unpaired_log_ratio`: two separate sets of rounds (e.g. two CI jobs): difference of mean logs, Welch standard
   error, plus a *job term*: rounds of one job share that job's machine state (another host of the same class,
   another neighbour, clock state), which more rounds do not average away. With `job_noise` = the standard
@@ -120,10 +122,34 @@ def paired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], trim
     """
     if len(baseline) != len(candidate):
         raise ValueError("paired_log_ratio needs as many baseline as candidate values")
-    d = [b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True)]
+    return paired_differences(
+        [b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True)], trim
+    )
+
+
+def paired_differences(d: Sequence[float], trim: float = 0.0) -> LogRatio:
+    """Paired estimate from the per-pair differences d_i = log(B_i / A_i) themselves (see `paired_log_ratio`)."""
+    if not d or not all(math.isfinite(x) for x in d):
+        raise ValueError("paired_differences needs finite differences")
     n = len(d)
-    mean, se, dof = trimmed_mean_se(d, trim)
+    mean, se, dof = trimmed_mean_se(list(d), trim)
     return LogRatio(mean, se, dof, n, n)
+
+
+def step_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """One lockstep pair's log(B / A) from its samples step by step: the median over k of log(B_k / A_k), where
+    A_k and B_k are the two sides' k-th samples, taken one right after the other (in random order).
+
+    Why not log(median(B) / median(A)): a machine whose speed moves between two levels every few seconds (a
+    shared VM: a neighbour on the other hyperthread comes and goes) puts the two medians in different mixtures
+    of the levels; neighbouring samples almost always share one level, so their ratios do not see it (measured:
+    per-pair sd of 3-4.6% for the ratio of medians against 1.1-1.6% for the median of step ratios on the same
+    pairs, docs/compare.md)."""
+    if len(baseline) != len(candidate) or not baseline:
+        raise ValueError("step_log_ratio needs as many baseline as candidate samples, at least one")
+    d = sorted(b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True))
+    n = len(d)
+    return d[n // 2] if n % 2 else 0.5 * (d[n // 2 - 1] + d[n // 2])
 
 
 def unpaired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], job_noise: float = 0.0) -> LogRatio:

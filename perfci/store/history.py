@@ -37,6 +37,7 @@ from perfci.store.tables import (
     ADDED_IN_2,
     INDEXES_3,
     STORE_VERSION,
+    change_points,
     measurements,
     metadata,
     runs,
@@ -389,6 +390,8 @@ class HistoryStore:
                         # measurements first: SQLite does not enforce ON DELETE CASCADE unless asked to
                         conn.execute(delete(measurements).where(measurements.c.run.in_(ids)))
                         conn.execute(delete(runs).where(runs.c.id.in_(ids)))
+                        # its cached change points: they would never match again (their series changed)
+                        conn.execute(delete(change_points).where(change_points.c.runner == name))
         except SQLAlchemyError as exc:
             raise InfrastructureError(f"could not prune the history store: {exc}") from None
         return deleted
@@ -445,6 +448,42 @@ class HistoryStore:
                     out[case] = points = []
                 points.append(Point(*fields))
         return {case: out[case] for case in sorted(out)}
+
+    def cached_change_points(self, runner: str, metric: str, method: str) -> dict[str, tuple[str, str]]:
+        """Case id -> (series digest, result) of the change points cached for `runner`'s `metric` by `method`
+        (tables.change_points); empty where the store has none or cannot be read for them."""
+        q = select(change_points.c.case_id, change_points.c.series, change_points.c.result).where(
+            change_points.c.runner == runner, change_points.c.metric == metric, change_points.c.method == method
+        )
+        try:
+            with self.engine.connect() as conn:
+                return {case: (series, result) for case, series, result in conn.execute(q)}
+        except SQLAlchemyError:  # a store whose cache table cannot be read: every series is computed
+            return {}
+
+    def save_change_points(self, runner: str, metric: str, method: str, entries: dict[str, tuple[str, str]]) -> bool:
+        """Cache change points: case id -> (series digest, result), replacing the entries of those cases, in one
+        transaction. False where the store cannot be written (a read-only user or file, a lock held past the busy
+        timeout): the cache is only a saving, and the trend goes on without it."""
+        if not entries:
+            return True
+        key = (change_points.c.runner == runner) & (change_points.c.metric == metric)
+        key &= change_points.c.method == method
+        rows = [
+            {"runner": runner, "metric": metric, "case_id": case, "method": method, "series": d, "result": r}
+            for case, (d, r) in entries.items()
+        ]
+        try:
+            with self.engine.begin() as conn:
+                self._lock_for_write(conn)
+                cases = list(entries)
+                for start in range(0, len(cases), 500):  # bounded IN lists
+                    chunk = cases[start : start + 500]
+                    conn.execute(delete(change_points).where(key, change_points.c.case_id.in_(chunk)))
+                conn.execute(insert(change_points), rows)
+        except SQLAlchemyError:
+            return False
+        return True
 
     def list_runs(self, where: RunFilter = RunFilter(), limit: int | None = None) -> list[RunInfo]:
         """Runs matching `where`, newest first (at most `limit`), each with its number of stored values."""

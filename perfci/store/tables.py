@@ -8,6 +8,11 @@ Version 3 added the indexes of a trend's lookup path: a runner's runs in time or
 then one metric of each run (`ix_measurements_run_metric_case` on (run, metric, case_id); without it a trend read
 every metric's rows). The latter replaces the index on `run` alone (its prefix serves those lookups), so an insert
 maintains no more indexes than before.
+
+`change_points` (added without a version change) caches each series' change points, keyed by the detector and
+its settings (`method`) and by a digest of the series' values (`series`): `perfci trend` recomputes only the
+series whose values changed (store/trend.py). A perfci that predates it ignores the table; an entry cannot go
+stale, since a series whose values differ in any way has another digest.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -69,6 +75,18 @@ measurements = Table(
     Column("log_mean", Float),  # mean of the log per-round values (version 2)
     Column("log_sd", Float),  # sd of the log per-round values (version 2)
     Index("ix_measurements_run_metric_case", "run", "metric", "case_id"),  # version 3
+)
+
+change_points = Table(
+    "change_points",
+    metadata,
+    Column("runner", String(200), nullable=False),
+    Column("metric", String(100), nullable=False),
+    Column("case_id", String(500), nullable=False),
+    Column("method", String(200), nullable=False),  # the detector's source digest and its settings
+    Column("series", String(64), nullable=False),  # digest of the series' values the result is for
+    Column("result", Text, nullable=False),  # JSON: [[index, before, after, ratio, p_value], ...]
+    PrimaryKeyConstraint("runner", "metric", "case_id", "method", name="pk_change_points"),
 )
 
 # Columns added after version 1, with their SQL types, for the in-place upgrade.

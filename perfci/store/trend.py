@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from collections.abc import Mapping
+import json
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from statistics import geometric_mean
 from typing import Any
 
@@ -12,6 +16,7 @@ from perfci.metrics.registry import LATENCY, metric_direction
 from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
+from perfci.stats import changepoint
 from perfci.stats.changepoint import ChangePoint, detect_change_points
 from perfci.store.history import HistoryStore, Point
 
@@ -117,6 +122,40 @@ def _shift(points: list[Point], cp: ChangePoint) -> Shift:
     return Shift(first.run_id, first.commit, first.started_at, cp.before, cp.after, cp.ratio, cp.p_value, cp.index)
 
 
+Detector = Callable[..., list[ChangePoint]]  # detect_change_points' signature: (values, alpha=, min_effect=)
+
+
+def _detector_digest() -> str | None:
+    """A digest of the change-point detector's code: a cached result is used only by the code that made it. None
+    where the source cannot be read (no caching then)."""
+    try:
+        source = Path(changepoint.__file__).read_bytes()
+    except (OSError, TypeError):
+        return None
+    return hashlib.blake2b(source, digest_size=8).hexdigest()
+
+
+DETECTOR = _detector_digest()
+
+
+def series_digest(values: Sequence[float]) -> str:
+    """A digest of a series' values (their exact bits, in order): the key of its cached change points."""
+    return hashlib.blake2b(array("d", values).tobytes(), digest_size=16).hexdigest()
+
+
+def _encode(cps: list[ChangePoint]) -> str:
+    return json.dumps([[c.index, c.before, c.after, c.ratio, c.p_value] for c in cps])
+
+
+def _decode(text: str, length: int) -> list[ChangePoint] | None:
+    """Cached change points, or None where the entry is not what `_encode` writes for a series of `length`."""
+    try:
+        cps = [ChangePoint(int(i), float(b), float(a), float(r), float(p)) for i, b, a, r, p in json.loads(text)]
+    except (ValueError, TypeError):
+        return None
+    return cps if all(0 < c.index < length for c in cps) else None
+
+
 def trends(
     store: HistoryStore,
     metric: str = LATENCY,
@@ -124,15 +163,33 @@ def trends(
     patterns: tuple[CasePattern, ...] = (),
     min_effect: float = 0.03,
     alpha: float = 0.01,
+    detect: Detector = detect_change_points,
+    cache: bool = True,
 ) -> list[Trend]:
+    """Each selected series with its change points. With `cache`, the change points of a series whose values
+    are those of the last computation (same detector code and settings) are read from the store, and the series
+    computed now are saved there: a daily trend recomputes only the series with new runs (docs/history.md)."""
+    method = f"{DETECTOR};alpha={alpha!r};min_effect={min_effect!r}" if cache and DETECTOR else None
     out: list[Trend] = []
     for r in [runner] if runner else store.runners():
+        cached = store.cached_change_points(r, metric, method) if method else {}
+        fresh: dict[str, tuple[str, str]] = {}
         for case_id, points in store.all_series(r, metric).items():  # one query per runner, cases in name order
             if patterns and not matches_any(patterns, case_id):
                 continue
             values = [p.value for p in points]
-            cps = detect_change_points(values, alpha=alpha, min_effect=min_effect) if min(values, default=0) > 0 else []
+            cps: list[ChangePoint] | None = None
+            if method:
+                digest = series_digest(values)
+                hit = cached.get(case_id)
+                cps = _decode(hit[1], len(values)) if hit is not None and hit[0] == digest else None
+            if cps is None:
+                cps = detect(values, alpha=alpha, min_effect=min_effect) if min(values, default=0) > 0 else []
+                if method:
+                    fresh[case_id] = (digest, _encode(cps))
             out.append(Trend(r, case_id, metric, tuple(points), tuple(_shift(points, cp) for cp in cps)))
+        if method and fresh:
+            store.save_change_points(r, metric, method, fresh)
     return out
 
 

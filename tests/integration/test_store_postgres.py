@@ -16,6 +16,7 @@ import pytest
 
 from perfci.store.history import HistoryStore
 from tests.store_cases import (
+    check_change_point_cache,
     check_export,
     check_ingest_exact,
     check_rolling_baseline,
@@ -77,3 +78,8 @@ def test_postgres_ingest_exact(pg_url: str, tmp_path: Path) -> None:
     """Rows go in by COPY: every float must come back exactly as it was in the file."""
     with fresh_schema(pg_url) as url:
         check_ingest_exact(url, tmp_path)
+
+
+def test_postgres_change_point_cache(pg_url: str) -> None:
+    with fresh_schema(pg_url) as url:
+        check_change_point_cache(url, refuse_writes="REVOKE INSERT ON change_points FROM CURRENT_USER")

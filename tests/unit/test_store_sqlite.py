@@ -11,7 +11,14 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.schema import dump_results
 from perfci.store.history import HistoryStore
-from tests.store_cases import check_export, check_ingest_exact, check_rolling_baseline, check_store, history_runs
+from tests.store_cases import (
+    check_change_point_cache,
+    check_export,
+    check_ingest_exact,
+    check_rolling_baseline,
+    check_store,
+    history_runs,
+)
 
 
 def test_sqlite_store(tmp_path: Path) -> None:
@@ -140,3 +147,8 @@ def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
 
 def test_sqlite_ingest_exact(tmp_path: Path) -> None:
     check_ingest_exact(f"sqlite:///{tmp_path / 'h.db'}", tmp_path)
+
+
+def test_sqlite_change_point_cache(tmp_path: Path) -> None:
+    refuse = "CREATE TRIGGER cache_refused BEFORE INSERT ON change_points BEGIN SELECT RAISE(ABORT, 'read-only'); END"
+    check_change_point_cache(f"sqlite:///{tmp_path / 'h.db'}", refuse_writes=refuse)
