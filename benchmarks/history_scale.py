@@ -16,7 +16,10 @@
    step 1 say what ingest would take). The latency of each case is lognormal noise (2% sd); 2% of the series
    step up by 10% and 2% step down by 10% at a random run.
 3. `perfci trend --db URL` (table to a file) and `perfci trend --db URL --html FILE`, as subprocesses: wall time
-   and peak RSS of each (sampled), and the HTML file's size. Figures: docs/history.md ("Scale").
+   and peak RSS of each (sampled), and the HTML file's size. The first trend computes every series' change
+   points and caches them in the store; the table again and the HTML read them; then one more run of one runner
+   is added and the table made again (that runner's series computed, the others read). Last, in this process,
+   every trend computed afresh and read from the cache, checked equal. Figures: docs/history.md ("Scale").
 """
 
 from __future__ import annotations
@@ -35,16 +38,18 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import create_engine, insert, text
+from sqlalchemy.engine import Connection
 
 from perfci.metrics.registry import METRICS
 from perfci.schema import dump_results, load_results
 from perfci.store.history import HistoryStore
 from perfci.store.tables import runs
+from perfci.store.trend import trends
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scale import synthetic_run  # the same synthetic results files as the compare benchmark
@@ -173,41 +178,58 @@ def report_ingest(label: str, rates: list[dict[str, float]], cases: int) -> None
           f"  HistoryStore.ingest_many      {spread('store_rate', ' case-runs/s')}", flush=True)  # fmt: skip
 
 
-def build_store(url: str, cases: int, runners: int, n_runs: int, seed: int = 0) -> float:
-    """Bulk-write the big store; seconds taken."""
+@dataclass(frozen=True)
+class Fleet:
+    """The big store's synthetic cases: names, base levels and the series that step (index -> run, factor)."""
+
+    names: list[str]
+    base: list[float]
+    steps: dict[int, tuple[int, float]]
+
+    @classmethod
+    def make(cls, cases: int, n_runs: int, rng: random.Random) -> Fleet:
+        base = [1e-6 * 10 ** (3 * rng.random()) for _ in range(cases)]
+        steps = {
+            i: (rng.randrange(n_runs // 10, n_runs - n_runs // 50 - 3), 1.1 if i % 2 else 0.9)
+            for i in rng.sample(range(cases), cases // 25)
+        }
+        return cls([f"kernels.op{i % 25}[n={i},dtype=float32]@cpu" for i in range(cases)], base, steps)
+
+    def write_run(self, conn: Connection, rng: random.Random, r: int, j: int) -> None:
+        """Run `j` (day j) of runner `r`: each case's latency and 10 other metrics."""
+        others = [m for m in METRICS if m != "latency.median"][:10]
+        stamp = (START + timedelta(days=j, hours=r)).strftime("%Y-%m-%dT%H:%M:%SZ")  # one run a day
+        pk = conn.execute(
+            insert(runs).values(run_id=f"run-{j:04d}", runner=f"runner-{r}", commit=f"{j:07x}c0ffee",
+                                branch="main", dirty=False, started_at=stamp, finished_at=stamp,
+                                fingerprint='{"cpu_model": "synthetic"}')
+        ).inserted_primary_key[0]  # fmt: skip
+        rows = []
+        for i, name in enumerate(self.names):
+            step = self.steps.get(i)
+            level = self.base[i] * (1 + r * 0.5) * (step[1] if step and j >= step[0] else 1.0)
+            lm = math.log(level) + rng.gauss(0.0, 0.02)
+            v = math.exp(lm)
+            rows.append((pk, name, "latency.median", "s", "lower", v, v * 0.98, v * 1.02, 5, lm, 0.01))
+            rows += [(pk, name, m, "x", "lower", v, None, None, None, None, None) for m in others]
+        conn.exec_driver_sql(
+            "INSERT INTO measurements (run, case_id, metric, unit, direction, value, low, high, rounds, "
+            "log_mean, log_sd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+
+def build_store(url: str, cases: int, runners: int, n_runs: int, seed: int = 0) -> tuple[float, Fleet]:
+    """Bulk-write the big store; seconds taken, and its cases."""
     store = HistoryStore(url)
     rng = random.Random(seed)
-    base = [1e-6 * 10 ** (3 * rng.random()) for _ in range(cases)]
-    steps = {
-        i: (rng.randrange(n_runs // 10, n_runs - n_runs // 50 - 3), 1.1 if i % 2 else 0.9)
-        for i in rng.sample(range(cases), cases // 25)
-    }
-    names = [f"kernels.op{i % 25}[n={i},dtype=float32]@cpu" for i in range(cases)]
-    others = [m for m in METRICS if m != "latency.median"][:10]
+    fleet = Fleet.make(cases, n_runs, rng)
     start = time.perf_counter()
     with store.engine.begin() as conn:
         for r in range(runners):
             for j in range(n_runs):
-                stamp = (START + timedelta(days=j, hours=r)).strftime("%Y-%m-%dT%H:%M:%SZ")  # one run a day
-                pk = conn.execute(
-                    insert(runs).values(run_id=f"run-{j:04d}", runner=f"runner-{r}", commit=f"{j:07x}c0ffee",
-                                        branch="main", dirty=False, started_at=stamp, finished_at=stamp,
-                                        fingerprint='{"cpu_model": "synthetic"}')
-                ).inserted_primary_key[0]  # fmt: skip
-                rows = []
-                for i in range(cases):
-                    step = steps.get(i)
-                    level = base[i] * (1 + r * 0.5) * (step[1] if step and j >= step[0] else 1.0)
-                    lm = math.log(level) + rng.gauss(0.0, 0.02)
-                    v = math.exp(lm)
-                    rows.append((pk, names[i], "latency.median", "s", "lower", v, v * 0.98, v * 1.02, 5, lm, 0.01))
-                    rows += [(pk, names[i], m, "x", "lower", v, None, None, None, None, None) for m in others]
-                conn.exec_driver_sql(
-                    "INSERT INTO measurements (run, case_id, metric, unit, direction, value, low, high, rounds, "
-                    "log_mean, log_sd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-    return time.perf_counter() - start
+                fleet.write_run(conn, rng, r, j)
+    return time.perf_counter() - start, fleet
 
 
 def main() -> None:
@@ -235,16 +257,35 @@ def main() -> None:
     db.unlink(missing_ok=True)
     url = f"sqlite:///{db}"
     points = args.cases * args.runners * args.runs
-    built = build_store(url, args.cases, args.runners, args.runs)
+    built, fleet = build_store(url, args.cases, args.runners, args.runs)
     print(f"store: {points:,} points ({args.cases} cases x {args.runners} runners x {args.runs} runs, 11 metrics "
           f"each), bulk-written in {built:.0f} s, {db.stat().st_size / 2**20:.0f} MiB")  # fmt: skip
+    # the first trend computes every series' change points and caches them in the store (store/trend.py)
     took, rss, _, _ = run_cli("trend", "--db", url, stdout=folder / "trend.txt")
-    print(f"perfci trend (table):  {took:6.1f} s, peak RSS {rss:5.0f} MiB")
+    print(f"perfci trend (table):  {took:6.1f} s, peak RSS {rss:5.0f} MiB  (no change points cached yet)")
+    took, rss, _, _ = run_cli("trend", "--db", url, stdout=folder / "trend-again.txt")
+    print(f"perfci trend (table):  {took:6.1f} s, peak RSS {rss:5.0f} MiB  (again: every series cached)")
     html = folder / "trend.html"
     took, rss, _, _ = run_cli("trend", "--db", url, "--html", str(html), stdout=folder / "trend-html.txt")
     print(
         f"perfci trend --html:   {took:6.1f} s, peak RSS {rss:5.0f} MiB, report {html.stat().st_size / 2**20:.1f} MiB"
     )
+    with HistoryStore(url).engine.begin() as conn:  # the next day's run of one runner: its series have grown
+        fleet.write_run(conn, random.Random(1), 0, args.runs)
+    took, rss, _, _ = run_cli("trend", "--db", url, stdout=folder / "trend-next-day.txt")
+    print(
+        f"perfci trend (table):  {took:6.1f} s, peak RSS {rss:5.0f} MiB  (after one more run of one runner: "
+        f"{args.cases} of {args.cases * args.runners} series computed)"
+    )
+    cold = HistoryStore(url)
+    t0 = time.perf_counter()
+    uncached = trends(cold, cache=False)
+    t1 = time.perf_counter()
+    cached = trends(cold)
+    t2 = time.perf_counter()
+    assert cached == uncached, "cached change points differ from computed ones"
+    print(f"store/trend.trends in-process: {t1 - t0:.1f} s computing every series, {t2 - t1:.1f} s from the cache; "
+          "the same trends")  # fmt: skip
     print(f"files in {folder}")
 
 
