@@ -29,6 +29,7 @@ from perfci.compare.policy import DecisionSettings
 from perfci.compare.revisions import Side, checked_out, map_path, repo_root
 from perfci.engine.runner import ProgressFn, RunSettings
 from perfci.errors import UsageError
+from perfci.metrics.registry import ENERGY
 from perfci.model import Comparison, RunResult
 from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
@@ -130,6 +131,10 @@ class ABResult:
 
 
 def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
+    decision = decision_settings(settings, req.decision)
+    # the energy block (a contiguous half second per GPU case at the end of each worker) only where energy per
+    # call is compared: on an H200 it was 2 s of every pair's 12-15 s outside sampling (docs/measurement.md)
+    energy_s = TimingSettings().energy_window_s if ENERGY in decision.metrics else 0.0
     run_settings = RunSettings(
         rounds=req.pairs or CPU_FIRST_LOOK,
         seed=req.seed,
@@ -140,11 +145,12 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
             TimingSettings(),
             budget_s=settings.budget_s(req.sample_budget_s, TimingSettings().budget_s),
             gpu_mode=settings.gpu_mode(req.gpu_mode),
+            energy_window_s=energy_s,
         ),
     )
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
-        decision=decision_settings(settings, req.decision), build_command=settings.build_command(req.build),
+        decision=decision, build_command=settings.build_command(req.build),
     )  # fmt: skip
 
 

@@ -317,3 +317,14 @@ def test_first_look_is_shorter_when_every_case_runs_on_a_gpu() -> None:
     assert first_look(None, [gpu, cpu]) == CPU_FIRST_LOOK  # one CPU case: its noise sets the first look
     assert first_look(None, []) == CPU_FIRST_LOOK
     assert first_look(6, [gpu]) == 6  # given: kept
+
+
+def test_ab_pairs_run_the_energy_block_only_where_energy_is_compared(tmp_path: Path) -> None:
+    from perfci.api.ab import ABRequest, ab_settings
+    from perfci.api.compare import DecisionOptions
+    from perfci.profilers.timing import TimingSettings
+
+    settings = Settings({}, Config(source=tmp_path / "perfci.toml"))
+    assert ab_settings(settings, ABRequest("HEAD")).run.timing.energy_window_s == 0.0
+    asked = ABRequest("HEAD", decision=DecisionOptions(metrics=("latency.median", "energy_per_call")))
+    assert ab_settings(settings, asked).run.timing.energy_window_s == TimingSettings().energy_window_s > 0
