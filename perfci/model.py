@@ -106,6 +106,10 @@ class Round:
     def per_call(self) -> tuple[float, ...]:
         return tuple(map(truediv, self.samples, repeat(self.iterations)))  # s / iterations each, in C
 
+    @cached_property  # the medians and quantiles of a round's metrics (metrics/registry.py) read it: sorted once
+    def sorted_per_call(self) -> tuple[float, ...]:
+        return tuple(sorted(self.per_call))
+
 
 @dataclass(frozen=True)
 class Metric:

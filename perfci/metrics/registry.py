@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfci.model import CaseResult, Direction, Round
-from perfci.stats.summary import median, quantile
+from perfci.stats.summary import median, sorted_median, sorted_quantile
 
 RoundValue = Callable[[Round, CaseResult], float | None]
 
@@ -78,11 +78,11 @@ def reference_ratio(r: Round) -> float | None:
 
 
 def _round_median(r: Round, c: CaseResult) -> float | None:
-    return median(r.per_call) if r.samples else None
+    return sorted_median(r.sorted_per_call) if r.samples else None
 
 
 def _quantile(q: float) -> RoundValue:
-    return lambda r, c: quantile(r.per_call, q) if r.samples else None
+    return lambda r, c: sorted_quantile(r.sorted_per_call, q) if r.samples else None
 
 
 def _per_second(attr: str, scale: float = 1.0) -> RoundValue:

@@ -14,8 +14,14 @@ from statistics import NormalDist
 def median(xs: Sequence[float]) -> float:
     if not xs:
         raise ValueError("median of an empty sequence")
-    s = sorted(xs)
+    return sorted_median(sorted(xs))
+
+
+def sorted_median(s: Sequence[float]) -> float:
+    """The median of values already in ascending order (`median` without the sort)."""
     n = len(s)
+    if not n:
+        raise ValueError("median of an empty sequence")
     mid = n // 2
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
 
@@ -24,9 +30,15 @@ def quantile(xs: Sequence[float], q: float) -> float:
     """Linear-interpolation quantile (type 7, as numpy's default)."""
     if not xs:
         raise ValueError("quantile of an empty sequence")
+    return sorted_quantile(sorted(xs), q)
+
+
+def sorted_quantile(s: Sequence[float], q: float) -> float:
+    """`quantile` of values already in ascending order."""
+    if not s:
+        raise ValueError("quantile of an empty sequence")
     if not 0.0 <= q <= 1.0:
         raise ValueError("q must lie in [0, 1]")
-    s = sorted(xs)
     pos = q * (len(s) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
