@@ -11,41 +11,10 @@ shift 2 2>/dev/null || shift $#
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
-REPO=$(mktemp -d)
-mkdir -p "$REPO/perf"
-workload() {
-  cat <<PY
-import perfci
-
-COPY_FACTOR = $1  # the head moves 1% more bytes in the copy
-
-
-@perfci.workload(devices=["cuda"])
-def copy(ctx):
-    import torch
-
-    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
-    src = torch.randn(int(2**26 * COPY_FACTOR), device=ctx.device, generator=g)  # 256 MiB of float32
-    dst = torch.empty_like(src)
-    ctx.bytes = 2.0 * src.numel() * src.element_size()
-    return lambda: dst.copy_(src)
-
-
-@perfci.workload(devices=["cuda"])
-def gemm(ctx):
-    import torch
-
-    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
-    a = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
-    ctx.flops = 2.0 * 4096**3
-    return lambda: a @ b
-PY
-}
-workload 1.0 >"$REPO/perf/bench_ab.py"
+source benchmarks/gpu_ab_repo.sh
+REPO=$(ab_repo)
 git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
-git_ init -q && git_ add -A && git_ commit -qm base
-workload 1.01 >"$REPO/perf/bench_ab.py"
+ab_workload 1.01 >"$REPO/perf/bench_ab.py"
 git_ commit -qam "head: the copy moves 1% more bytes"
 
 one() {  # one A/B: name, then the revisions

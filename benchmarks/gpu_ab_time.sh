@@ -12,34 +12,8 @@ LOOKS=${3:-3}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
-REPO=$(mktemp -d)
-mkdir -p "$REPO/perf"
-cat >"$REPO/perf/bench_ab.py" <<'PY'
-import perfci
-
-
-@perfci.workload(devices=["cuda"])
-def copy(ctx):
-    import torch
-
-    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
-    src = torch.randn(2**26, device=ctx.device, generator=g)  # 256 MiB of float32
-    dst = torch.empty_like(src)
-    ctx.bytes = 2.0 * src.numel() * src.element_size()
-    return lambda: dst.copy_(src)
-
-
-@perfci.workload(devices=["cuda"])
-def gemm(ctx):
-    import torch
-
-    g = torch.Generator(device="cuda").manual_seed(ctx.seed)
-    a = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, device=ctx.device, generator=g, dtype=torch.bfloat16)
-    ctx.flops = 2.0 * 4096**3
-    return lambda: a @ b
-PY
-(cd "$REPO" && git init -q && git add -A && git -c user.email=x@y -c user.name=x commit -qm init)
+source benchmarks/gpu_ab_repo.sh
+REPO=$(ab_repo)
 
 echo "== one fresh worker's fixed cost (3 tries each, seconds)"
 for what in "import perfci.engine.worker" "import torch" \
