@@ -207,9 +207,10 @@ def check_upgrade_from_v1(url: str) -> None:
     assert new.run_id == "new" and new.rounds == 5 and new.log_sd is not None
     with engine.connect() as conn:
         version = conn.execute(sa.text("SELECT value FROM store_meta WHERE key = 'store_version'")).scalar()
-    assert version == "3"
+    assert version == "4"
     indexes = {ix["name"] for ix in sa.inspect(engine).get_indexes("measurements")}
-    assert "ix_measurements_run_metric_case" in indexes and "ix_measurements_run" not in indexes
+    assert "ix_measurements_trend" in indexes  # version 4: the trend's covering index ...
+    assert not indexes & {"ix_measurements_run_metric_case", "ix_measurements_run"}  # ... in place of the older ones
     assert "ix_runs_runner_started" in {ix["name"] for ix in sa.inspect(engine).get_indexes("runs")}
     HistoryStore(url)  # opening an upgraded store again changes nothing
 
