@@ -329,6 +329,11 @@ def check_change_point_cache(url: str, refuse_writes: str | None = None) -> None
     calls.clear()
     assert trends(store, detect=counting) == second and calls == [16]
 
+    def never(values: list[float], **kwargs: Any) -> Any:
+        return []
+
+    assert [len(t.shifts) for t in trends(store, detect=never)] == [0, 0]  # another detector: not the cached answers
+
     store.prune(keep=5)
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(tables.change_points)).scalar() == 0

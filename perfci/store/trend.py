@@ -125,17 +125,25 @@ def _shift(points: list[Point], cp: ChangePoint) -> Shift:
 Detector = Callable[..., list[ChangePoint]]  # detect_change_points' signature: (values, alpha=, min_effect=)
 
 
-def _detector_digest() -> str | None:
-    """A digest of the change-point detector's code: a cached result is used only by the code that made it. None
-    where the source cannot be read (no caching then)."""
+def _source_digest() -> bytes | None:
+    """The change-point module's code, hashed: a cached result is used only by the code that made it. None where
+    the source cannot be read (no caching then)."""
     try:
-        source = Path(changepoint.__file__).read_bytes()
+        return hashlib.blake2b(Path(changepoint.__file__).read_bytes(), digest_size=8).digest()
     except (OSError, TypeError):
         return None
-    return hashlib.blake2b(source, digest_size=8).hexdigest()
 
 
-DETECTOR = _detector_digest()
+SOURCE = _source_digest()
+
+
+def cache_method(detect: Detector, alpha: float, min_effect: float) -> str | None:
+    """The key of a detector's cached results: its code (the change-point module's, and which function) and its
+    settings; None where its code cannot be identified."""
+    if SOURCE is None:
+        return None
+    who = f"{detect.__module__}.{detect.__qualname__}".encode()
+    return f"{hashlib.blake2b(SOURCE + who, digest_size=8).hexdigest()};alpha={alpha!r};min_effect={min_effect!r}"
 
 
 def series_digest(values: Sequence[float]) -> str:
@@ -169,7 +177,7 @@ def trends(
     """Each selected series with its change points. With `cache`, the change points of a series whose values
     are those of the last computation (same detector code and settings) are read from the store, and the series
     computed now are saved there: a daily trend recomputes only the series with new runs (docs/history.md)."""
-    method = f"{DETECTOR};alpha={alpha!r};min_effect={min_effect!r}" if cache and DETECTOR else None
+    method = cache_method(detect, alpha, min_effect) if cache else None
     out: list[Trend] = []
     for r in [runner] if runner else store.runners():
         cached = store.cached_change_points(r, metric, method) if method else {}
