@@ -51,3 +51,14 @@ def test_bandwidth_above_the_copy_peak_is_marked_and_not_compared(tmp_path) -> N
     assert "implausible bandwidth" in render_markdown(_run(wild), None)
     assert "implausible" in str([cell for col in run_table(_run(wild)).columns for cell in col._cells])
     assert "implausible" not in render_markdown(_run(ok), None)
+
+
+def test_the_note_says_why_by_where_the_bytes_came_from() -> None:
+    """Derived bytes above the peak count traffic the call does not make; declared bytes above it stay in cache
+    (a working set smaller than the caches, as the default suite's layernorm on a CPU with a large L3)."""
+    case = make_case("big", 1e-6)
+    for source, says in (("derived", "declare ctx.bytes"), ("declared", "stay in cache")):
+        rounds = tuple(replace(r, telemetry={**r.telemetry, "work_sources": {"bytes": source}}) for r in case.rounds)
+        note = case_metrics(rounds, case.flops, 4e8, PEAKS)
+        bw = next(m for m in note if m.name == BANDWIDTH)
+        assert bw.note.startswith("implausible") and says in bw.note and bw.note.endswith("Not compared.")
