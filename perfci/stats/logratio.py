@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from perfci.stats.summary import median
+
 
 @dataclass(frozen=True)
 class LogRatio:
@@ -147,9 +149,7 @@ def step_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> flo
     pairs, docs/compare.md)."""
     if len(baseline) != len(candidate) or not baseline:
         raise ValueError("step_log_ratio needs as many baseline as candidate samples, at least one")
-    d = sorted(b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True))
-    n = len(d)
-    return d[n // 2] if n % 2 else 0.5 * (d[n // 2 - 1] + d[n // 2])
+    return median([b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True)])
 
 
 def unpaired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], job_noise: float = 0.0) -> LogRatio:

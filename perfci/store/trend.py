@@ -8,6 +8,7 @@ import json
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from statistics import geometric_mean
 from typing import Any
@@ -125,6 +126,7 @@ def _shift(points: list[Point], cp: ChangePoint) -> Shift:
 Detector = Callable[..., list[ChangePoint]]  # detect_change_points' signature: (values, alpha=, min_effect=)
 
 
+@cache
 def _source_digest() -> bytes | None:
     """The change-point module's code, hashed: a cached result is used only by the code that made it. None where
     the source cannot be read (no caching then)."""
@@ -134,16 +136,14 @@ def _source_digest() -> bytes | None:
         return None
 
 
-SOURCE = _source_digest()
-
-
 def cache_method(detect: Detector, alpha: float, min_effect: float) -> str | None:
     """The key of a detector's cached results: its code (the change-point module's, and which function) and its
     settings; None where its code cannot be identified."""
-    if SOURCE is None:
+    source = _source_digest()  # read once, on first use (not at import)
+    if source is None:
         return None
     who = f"{detect.__module__}.{detect.__qualname__}".encode()
-    return f"{hashlib.blake2b(SOURCE + who, digest_size=8).hexdigest()};alpha={alpha!r};min_effect={min_effect!r}"
+    return f"{hashlib.blake2b(source + who, digest_size=8).hexdigest()};alpha={alpha!r};min_effect={min_effect!r}"
 
 
 def series_digest(values: Sequence[float]) -> str:
