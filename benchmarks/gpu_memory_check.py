@@ -63,13 +63,21 @@ def memory_table(out: Path, rounds: int) -> None:
         print(f"{c.id:60} {dev:11.1f} MiB {peak:9.1f} MiB {nv / MIB:10.1f} MiB")
 
 
-def do_bench_median(n: int) -> float:
+def do_bench_median(n: int, warmup_ms: int = 25, rep_ms: int = 100) -> float:
+    """triton's do_bench median (seconds); its defaults are 25 ms of warm-up and 100 ms of timed calls."""
     import torch
     from triton.testing import do_bench
 
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    return float(do_bench(lambda: a @ b, return_mode="median")) * 1e-3
+    return float(do_bench(lambda: a @ b, warmup=warmup_ms, rep=rep_ms, return_mode="median")) * 1e-3
+
+
+# do_bench at its defaults times 100 ms after 25 ms of warm-up: how far the clock has fallen towards the power
+# cap by then depends on what ran just before. The same tool with 10 s of warm-up (and 1 s of timed calls) is
+# measured too, as the steady-state reference for the sustained mode (both are printed, docs/gpu.md).
+SETTLED_WARMUP_MS = 10_000
+SETTLED_REP_MS = 1_000
 
 
 BAR = 0.03
@@ -93,10 +101,12 @@ def gemm_table(out: Path, rounds: int) -> bool:
     }
     try:
         bench = {n: do_bench_median(n) for n in SIZES}
+        settled = {n: do_bench_median(n, SETTLED_WARMUP_MS, SETTLED_REP_MS) for n in SIZES}
     except ImportError as exc:
         print(f"\nFAIL: triton.testing.do_bench is not available ({exc}); the bar cannot be checked.")
         return False
-    head = ("GEMM bf16", "hot", "sustained", "do_bench", "hot/db", "sust/db", "SM MHz", "power W", "settle s", "bar")
+    head = ("GEMM bf16", "hot", "sustained", "do_bench", "db 10s", "hot/db", "sust/db", "sust/db10", "SM MHz",
+            "power W", "settle s", "bar")  # fmt: skip
     print("\n" + " | ".join(f"{h:>10}" for h in head))
     ok = True
     for n in SIZES:
@@ -105,8 +115,9 @@ def gemm_table(out: Path, rounds: int) -> bool:
         passed = abs(sus / db - 1.0) <= BAR  # False for nan (a failed case)
         ok &= passed
         row = (
-            f"{n}^3", f"{hot * 1e6:.1f} us", f"{sus * 1e6:.1f} us", f"{db * 1e6:.1f} us", f"{hot / db:.3f}",
-            f"{sus / db:.3f}", f"{reached.get('sm_clock_mhz', float('nan')):.0f}",
+            f"{n}^3", f"{hot * 1e6:.1f} us", f"{sus * 1e6:.1f} us", f"{db * 1e6:.1f} us",
+            f"{settled[n] * 1e6:.1f} us", f"{hot / db:.3f}", f"{sus / db:.3f}", f"{sus / settled[n]:.3f}",
+            f"{reached.get('sm_clock_mhz', float('nan')):.0f}",
             f"{reached.get('power_w', float('nan')):.0f}", f"{reached.get('settle_s', float('nan')):.1f}",
             "PASS" if passed else "FAIL",
         )  # fmt: skip
