@@ -7,7 +7,9 @@ Derivation, used only when the workload declares nothing:
   holds are not counted: a call that sums 1,000 elements of a 400 MB tensor moves 4 KB. An in-place operator
   counts its tensor as read and written. Cache reuse inside an operator and operators below the dispatcher
   (ONNX Runtime, Triton kernels launched directly) are invisible to it; the latter derive nothing (unknown).
-- FLOPs: `torch.utils.flop_counter.FlopCounterMode` over one call. It counts matmul/conv/attention-like ops
+- FLOPs: torch's FLOP formulas (`torch.utils.flop_counter.flop_registry`, the ones `FlopCounterMode` uses) summed
+  over one call's operators under a dispatch mode of our own (`_flop_counter`: `FlopCounterMode` itself imports
+  dynamo, seconds of every worker's start). It counts matmul/conv/attention-like ops
   it knows; it misses scaled-dot-product attention on CPU (the math fallback is not counted as such) and the
   fused multi-head attention fast path under `no_grad`; elementwise ops count 0. A derived count of 0 is
   reported as unknown (None), never as 0 FLOP/s.
@@ -34,10 +36,26 @@ def _bytes_of(obj: Any, torch: Any) -> int:
     return 0
 
 
-def _counter(torch: Any) -> Any:
+def _dispatch_mode_base(torch: Any) -> Any:
+    """torch's TorchDispatchMode, as a base whose subclasses do not load dynamo: torch wraps a mode's
+    `__torch_dispatch__` so that dynamo never traces it, and the wrapper imports dynamo on the first operator
+    (3.4 s on a CPU runner, more on a GPU image without a bytecode cache). Nothing can be traced while dynamo is
+    not loaded, so the wrapper is skipped then; once it is loaded (a compiled callable), torch decides as usual."""
+    import sys
+
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    class _ByteCounter(TorchDispatchMode):  # type: ignore[misc,no-untyped-call]
+    class _Mode(TorchDispatchMode):  # type: ignore[misc,no-untyped-call]
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            skip = getattr(super(), "_should_skip_dynamo", None)
+            return "torch._dynamo" in sys.modules and (skip() if skip is not None else True)
+
+    return _Mode
+
+
+def _counter(torch: Any) -> Any:
+    class _ByteCounter(_dispatch_mode_base(torch)):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__()  # type: ignore[no-untyped-call]
             self.total = 0
@@ -59,6 +77,10 @@ def _eager(torch: Any) -> Any:
     import contextlib
     import sys
 
+    if "torch._dynamo" not in sys.modules:
+        # nothing was compiled in this process (torch.compile loads dynamo); asking for the stance would load it
+        # here, 3 s of imports in every worker on a CPU runner and more on a GPU image without bytecode cache
+        return contextlib.nullcontext()
     set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
     if set_stance is None:
         return None if "torch._dynamo" in sys.modules else contextlib.nullcontext()
@@ -76,16 +98,46 @@ def derive_bytes(fn: Callable[[], object], torch: Any) -> float | None:
     return float(counter.total) if counter.total else None
 
 
-def derive_flops(fn: Callable[[], object], torch: Any) -> float | None:
-    from torch.utils.flop_counter import FlopCounterMode
+def _flop_counter(torch: Any) -> Any:
+    """A dispatch mode that sums torch's own FLOP formulas (`torch.utils.flop_counter.flop_registry`) over the
+    operators of a call, decomposing operators that have no formula, as `FlopCounterMode` does. Not
+    `FlopCounterMode` itself: entering it imports dynamo (its methods are wrapped in `_disable_dynamo`), 3.4 s of
+    every worker's start on a CPU runner (docs/measurement.md)."""
+    from torch.utils.flop_counter import flop_registry
 
+    device_op = torch.ops.prim.device.default
+
+    class _FlopCounter(_dispatch_mode_base(torch)):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.total = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if isinstance(func, torch._ops.HigherOrderOperator):
+                return NotImplemented
+            if func not in flop_registry and func is not device_op:
+                with self:
+                    decomposed = func.decompose(*args, **kwargs)
+                if decomposed is not NotImplemented:
+                    return decomposed
+            out = func(*args, **kwargs)
+            formula = flop_registry.get(func._overloadpacket)
+            if formula is not None:
+                self.total += int(formula(*args, **kwargs, out_val=out))
+            return out
+
+    return _FlopCounter()
+
+
+def derive_flops(fn: Callable[[], object], torch: Any) -> float | None:
     eager = _eager(torch)
     if eager is None:
         return None  # a compiled callable would be switched to eager for good (module docstring)
-    with eager, FlopCounterMode(display=False) as counter:
+    counter = _flop_counter(torch)
+    with eager, counter:
         fn()
-    total = counter.get_total_flops()
-    return float(total) if total else None
+    return float(counter.total) if counter.total else None
 
 
 def resolve_work(
