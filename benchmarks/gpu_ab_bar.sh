@@ -12,6 +12,17 @@ mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
 source benchmarks/gpu_ab_repo.sh
+# The device image runs Python with PYTHONDONTWRITEBYTECODE=1, so every process compiles torch's sources again
+# (import torch 3.6-4.3 s there, 2.0-2.2 s with a bytecode cache). A runner with pip-installed torch has the cache;
+# GPU_AB_PYCACHE=0 keeps the image's setting.
+if [ "${GPU_AB_PYCACHE:-1}" = 1 ]; then
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
+  python3 -c "import torch, perfci.engine.worker, perfci.cli" 2>/dev/null
+  echo "bytecode cache: on ($PYTHONPYCACHEPREFIX)"
+else
+  echo "bytecode cache: as the environment has it (PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset})"
+fi
 REPO=$(ab_repo)
 git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
 ab_workload 1.01 >"$REPO/perf/bench_ab.py"
@@ -37,9 +48,16 @@ for case in ("copy", "gemm"):
     r = rows[case]
     cells.append(f"{case} {r['verdict']} {100 * (r['ratio'] - 1):+.2f}% "
                  f"[{100 * (r['ratio_low'] - 1):+.2f}..{100 * (r['ratio_high'] - 1):+.2f}]")
-phases = ", ".join(f"{k} {v:.0f}" for k, v in ab.get("phases_s", {}).items())
+phases = ", ".join(f"{k} {v:.1f}" for k, v in ab.get("phases_s", {}).items())
 print(f"{name:<8} exit {rc} wall {wall:5.1f} s, {ab['pairs_run']} pairs/{ab['looks_run']} looks | {' | '.join(cells)}")
-print(f"{'':<8} phases (s): {phases}")
+print(f"{'':<8} phases (s): {phases}; workers started ahead: {ab.get('workers_started_ahead')}")
+iters = {}
+for side in ("base", "head"):
+    run = json.loads((out / side / "results.json").read_text())
+    for c in run["cases"]:
+        name = c["id"].split(".")[1].split("@")[0]
+        iters.setdefault(name, []).extend(r.get("iterations") for r in c.get("rounds", []))
+print(f"{'':<8} iterations per round: " + "; ".join(f"{k} {v}" for k, v in iters.items()))
 PY
 }
 EXTRA=("$@")

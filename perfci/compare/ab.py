@@ -13,6 +13,7 @@ Procedure (docs/compare.md explains why):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -191,11 +192,30 @@ class _PairedRunner:
     phases: dict[str, float] = field(default_factory=dict)  # where the pairs' time went (engine/lockstep.py)
     clock: Callable[[], float] = time.monotonic
 
+    def prestart(self, index: int) -> None:
+        """Start pair `index`'s two worker processes ahead (they wait for their jobs); speculative at the end of
+        a look, so `discard_spares` stops them when no pair follows."""
+        self.base.prestart(index, "A")
+        self.head.prestart(index, "B")
+
+    def discard_spares(self) -> None:
+        self.base.discard_spares()
+        self.head.discard_spares()
+
     def pairs(self, n: int, only: list[str] | None) -> None:
         for _ in range(n):
             i = self.next_index
             if self.lockstep:
-                run_lockstep_pair(self.base, self.head, i, only, self.rng, self.phases, self.clock)
+                run_lockstep_pair(
+                    self.base,
+                    self.head,
+                    i,
+                    only,
+                    self.rng,
+                    self.phases,
+                    self.clock,
+                    functools.partial(self.prestart, i + 1),
+                )
                 self.order.append("lockstep")
                 self.next_index += 1
                 continue
@@ -244,24 +264,29 @@ def run_ab(
     comparison: Comparison | None = None
     measure_start = clock()
     analysis = 0.0
-    while True:
-        n = first if looks == 0 else settings.extra
-        paired.pairs(n, only)
-        looks += 1
-        t0 = clock()
-        run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
-        comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
-        only = _to_continue(comparison, decision)
-        analysis += clock() - t0
-        if progress is not None:
-            progress(f"look {looks}: {len(specs_b) - len(only)} of {len(specs_b)} cases decided", 0, 0)
-        if not only or looks >= settings.looks:
-            break
-        per_pair = (clock() - measure_start) / max(1, paired.next_index)
-        share = len(only) / max(1, len(specs_b))
-        if clock() - start + per_pair * settings.extra * max(share, 0.25) > settings.budget_s:
-            comparison = replace(comparison, warnings=(*comparison.warnings, "time budget reached: no further look"))
-            break
+    try:
+        while True:
+            n = first if looks == 0 else settings.extra
+            paired.pairs(n, only)
+            looks += 1
+            t0 = clock()
+            run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
+            comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
+            only = _to_continue(comparison, decision)
+            analysis += clock() - t0
+            if progress is not None:
+                progress(f"look {looks}: {len(specs_b) - len(only)} of {len(specs_b)} cases decided", 0, 0)
+            if not only or looks >= settings.looks:
+                break
+            per_pair = (clock() - measure_start) / max(1, paired.next_index)
+            share = len(only) / max(1, len(specs_b))
+            if clock() - start + per_pair * settings.extra * max(share, 0.25) > settings.budget_s:
+                comparison = replace(
+                    comparison, warnings=(*comparison.warnings, "time budget reached: no further look")
+                )
+                break
+    finally:
+        paired.discard_spares()  # a pair started ahead that no look needed
     assert comparison is not None
     note = unsettled_warning(comparison, decision)
     if note is not None:
@@ -273,6 +298,8 @@ def run_ab(
         "looks_run": looks,
         "pairs_run": paired.next_index,
         "pair_order": "".join(o[0] for o in paired.order),
+        # worker processes started while the previous pair finished (engine/runner.py `prestart`) and used
+        "workers_started_ahead": runner_a.started_ahead + runner_b.started_ahead,
         "budget_s": settings.budget_s,
         "build_command": settings.build_command,
         "seed": settings.seed,

@@ -54,11 +54,13 @@ def run_lockstep_pair(
     rng: random.Random,
     phases: dict[str, float] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    prestart: Callable[[], None] | None = None,
 ) -> None:
     """Pair `index` of an A/B: cases present on both sides in lockstep, the others in ordinary rounds. Where the
     pair's time went is added to `phases` (seconds): `start` (both workers started, set up and calibrated),
     `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds` (cases on one
-    side only, and a lost worker's remaining cases)."""
+    side only, and a lost worker's remaining cases). `prestart` is called once sampling is over (before the
+    energy blocks and results): it starts the next pair's worker processes (`Runner.prestart`)."""
     spent = phases if phases is not None else {}
     todo_a, todo_b = base.todo(index, only), head.todo(index, only)
     ids_b = {s.id for s in todo_b}
@@ -71,7 +73,7 @@ def run_lockstep_pair(
             _add(spent, "rounds", clock() - t0)
     if common:
         pick_a, pick_b = [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common]
-        _lockstep(base, head, pick_a, pick_b, index, rng, spent, clock)
+        _lockstep(base, head, pick_a, pick_b, index, rng, spent, clock, prestart)
 
 
 def _add(phases: dict[str, float], name: str, seconds: float) -> None:
@@ -87,6 +89,7 @@ def _lockstep(
     rng: random.Random,
     phases: dict[str, float],
     clock: Callable[[], float],
+    prestart: Callable[[], None] | None,
 ) -> None:
     settings = base.settings
     timeout = settings.case_timeout_s
@@ -124,8 +127,11 @@ def _lockstep(
             live = [c for c in live if counts[c] < most and (min(spent[c]) < budget or counts[c] < least)]
         t2 = clock()
         _add(phases, "sampling", t2 - t1)
+        if prestart is not None:
+            prestart()  # the next pair's processes start while this one finishes: no sample is being taken
         for worker in (wa, wb):
             worker.send(Finish())
+        for worker in (wa, wb):
             worker.wait_for(Done, timeout * max(1, len(todo_a)))
         _add(phases, "finish", clock() - t2)
     except WorkerLost as lost:

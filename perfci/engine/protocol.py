@@ -25,6 +25,10 @@ from perfci.model import Round
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+# Environment variable of a worker started ahead of its job (engine/runner.py `prestart`): "torch" makes it
+# import torch while it waits for the job on stdin.
+PRELOAD_VAR = "PERFCI_PRELOAD"
+
 ErrorKind = Literal["raised", "check", "oom", "skipped", "crash", "timeout"]
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import psutil
 
-from perfci.engine.protocol import Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
+from perfci.engine.protocol import PRELOAD_VAR, Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
-from perfci.engine.supervisor import Limits, WorkerProcess, run_worker
+from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
 from perfci.metrics import case_metrics
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.profilers.fingerprint import fingerprint
@@ -159,6 +159,8 @@ class Runner:
     total: int = 0
     _header: tuple[str, dict[str, Any], GitInfo | None] | None = None
     _run_id: str = ""
+    _spares: dict[tuple[int, str], subprocess.Popen[bytes]] = field(default_factory=dict)
+    started_ahead: int = 0  # lockstep workers that were started ahead (`prestart`) and used
 
     def run(self, specs: list[CaseSpec], resume_from: RunResult | None = None) -> RunResult:
         """The whole run; with `resume_from` (an interrupted run of the same cases and settings, checked by
@@ -211,12 +213,37 @@ class Runner:
         return [s for s in order if not self.states[s.id].errors and not self.states[s.id].has_round(index)]
 
     def lockstep_worker(self, todo: list[CaseSpec], index: int, finished: list[str], tag: str) -> WorkerProcess:
-        """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here."""
+        """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here. A
+        spare started ahead for this pair (`prestart`) is used when there is one."""
         handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
-        log = self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
         job = replace(self._job(todo, index), cpu_affinity=self.lockstep_cpus())
+        spare = self._spares.pop((index, tag), None)
+        self.started_ahead += spare is not None and spare.poll() is None
+        log, env = self._lockstep_log(index, tag), self._lockstep_env(index, tag)
+        return WorkerProcess(job, self._limits(), log, handler, env, self.worker_python, spawned=spare)
+
+    def prestart(self, index: int, tag: str) -> None:
+        """Start the worker process of lockstep pair `index` now, before its job is known: the interpreter starts
+        and (for CUDA cases) imports torch while the previous pair finishes and is analysed, then waits for its
+        job on stdin (perfci/engine/worker.py). It touches no device and measures nothing until then."""
+        if (index, tag) not in self._spares:
+            self._spares[(index, tag)] = spawn_worker(
+                self._lockstep_log(index, tag), self._lockstep_env(index, tag), self.worker_python
+            )
+
+    def discard_spares(self) -> None:
+        """Stop the spare workers that were started ahead but not needed (no further pair)."""
+        while self._spares:
+            discard(self._spares.popitem()[1])
+
+    def _lockstep_log(self, index: int, tag: str) -> Path:
+        return self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
+
+    def _lockstep_env(self, index: int, tag: str) -> dict[str, str]:
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
-        return WorkerProcess(job, self._limits(), log, handler, env, self.worker_python)
+        if any(st.spec.device.startswith("cuda") for st in self.states.values()):
+            env[PRELOAD_VAR] = "torch"  # worker.py imports it while it waits for its job
+        return env
 
     def lockstep_cpus(self) -> tuple[int, ...]:
         """Both workers of a lockstep pair run on the same CPUs (they never run at once), so neither gets the

@@ -159,6 +159,12 @@ def spawn_worker(stderr_path: Path, env: dict[str, str] | None, python: str | No
         )
 
 
+def discard(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a worker process that was never given a job (a spare started ahead and not used)."""
+    _kill(proc)
+    proc.wait()
+
+
 def _supervise(
     proc: subprocess.Popen[bytes],
     limits: Limits,
@@ -232,9 +238,13 @@ class WorkerProcess:
         on_event: EventHandler,
         env: dict[str, str] | None = None,
         python: str | None = None,
+        spawned: subprocess.Popen[bytes] | None = None,
     ) -> None:
+        """`spawned`: a worker process started ahead (`spawn_worker`, waiting for its job), adopted in place of a
+        new one when it is still alive."""
         self.limits, self.stderr_path, self.on_event = limits, stderr_path, on_event
-        self.proc = spawn_worker(stderr_path, env, python)
+        alive = spawned is not None and spawned.poll() is None
+        self.proc = spawned if spawned is not None and alive else spawn_worker(stderr_path, env, python)
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None

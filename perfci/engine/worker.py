@@ -14,6 +14,7 @@ other. Messages (perfci/engine/protocol.py): `Start(case)` whenever a case is in
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -26,6 +27,7 @@ from typing import IO, TypeVar
 
 from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
 from perfci.engine.protocol import (
+    PRELOAD_VAR,
     Done,
     Error,
     Finish,
@@ -160,10 +162,20 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def _preload() -> None:
+    """Import torch before the job arrives when the runner asks (a lockstep worker started ahead of its pair,
+    engine/runner.py `prestart`): the import is what a GPU worker's start spends most of its time on. Importing
+    touches no device. Without torch, nothing happens here; the case's own set-up reports it."""
+    if os.environ.get(PRELOAD_VAR) == "torch":
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
+
+
 def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    _preload()
     job = decode_job(sys.stdin.readline())
     _die_with_parent(job.parent_pid)
     if not job.lockstep:
