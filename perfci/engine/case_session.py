@@ -25,6 +25,7 @@ from perfci.profilers.timing import (
     clock_block_timer,
     keep_busy,
     sustain,
+    sustained_settings,
     timer_overhead,
     warm_up,
 )
@@ -145,6 +146,10 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
     settled = None
     if cuda is not None and mode == SUSTAINED:
+        # blocks long enough that the GPU never idles between them (`sustain_block_s`), for the settling, the
+        # running before each slice and the samples alike
+        settings = sustained_settings(settings)
+        iterations = calibrate(fn, timer, overhead, settings)
         settled = _settle(fn, timer, iterations, probe, settings)
         iterations = calibrate(fn, timer, overhead, settings)  # at the steady state's clock
     faults = memory.FaultCount()

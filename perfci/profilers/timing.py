@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from perfci.stats.summary import relative_halfwidth
@@ -45,6 +45,10 @@ class TimingSettings:
     sustain_window_s: float = 1.0  # sustained GPU mode: readings steady over two windows of this length ...
     sustain_tol: float = 0.02  # ... when their means differ by at most this
     sustain_max_s: float = 15.0  # ... or this much back-to-back running has passed
+    # ... in blocks (and samples) of at least this long: the GPU idles while a block is synchronised and timed,
+    # and with 2 ms blocks a bf16 GEMM 4096^3 on an H200 ran at ~500 W and its boost clock, while the same GEMM
+    # truly back to back sits at the 700 W cap and 1,500 MHz, 15% slower (docs/gpu.md, tenth session)
+    sustain_block_s: float = 0.1
     energy_window_s: float = 0.5  # CUDA cases with NVML: contiguous block for energy per call (0: off)
     speed_reference: bool = False  # CPU torch cases: time the speed reference before each sample (reference.py)
 
@@ -211,6 +215,13 @@ def sustain(
     last = [r for t, r in rows if t > now - settings.sustain_window_s]
     means = {k: _mean(last, k) for k in last[-1] if all(k in r for r in last)}
     return Sustained(now, steady, len(rows), keys, means)
+
+
+def sustained_settings(settings: TimingSettings) -> TimingSettings:
+    """The settings a sustained-mode case is calibrated, settled and sampled with: blocks of at least
+    `sustain_block_s`, so that the calls the sustained timer queues behind each block (half a block) outlast the
+    host's work between blocks (synchronising, timing, NVML reads) and the GPU never idles."""
+    return replace(settings, min_sample_s=max(settings.min_sample_s, settings.sustain_block_s))
 
 
 def keep_busy(run_block: Callable[[], float], clock: Clock, seconds: float) -> None:

@@ -126,3 +126,22 @@ def test_report_notes_where_burst_and_sustained_differ_by_more_than_3_percent() 
     assert "sustained median +15.5%" in render_markdown(run, None)
     assert burst_sustained_notes(_run(_gemm("hot", 1.60e-3), _gemm("sustained", 1.64e-3))) == []  # 2.5%
     assert burst_sustained_notes(_run(_gemm("sustained", 1.64e-3))) == []  # only one of them
+
+
+def test_sustained_blocks_are_long_enough_that_the_gpu_never_idles() -> None:
+    """A 200 us kernel: hot mode calibrates 2 ms blocks; sustained mode 100 ms blocks, so the half block the
+    sustained timer queues behind each one (50 ms) outlasts the host's work between blocks by far (an H200 ran a
+    GEMM at 500 W and boost clock with 2 ms blocks, at the 700 W cap back to back: docs/gpu.md)."""
+    from perfci.profilers.timing import calibrate, sustained_settings, timer_overhead
+
+    gpu = HeatingGpu(call_s=2e-4, tau_s=1e9)  # no heating: the block length alone
+    timer = clock_block_timer(gpu)
+    overhead = timer_overhead(gpu)
+    hot = calibrate(gpu.kernel, timer, overhead, TimingSettings())
+    sustained = sustained_settings(TimingSettings())
+    long = calibrate(gpu.kernel, timer, overhead, sustained)
+    assert hot * 2e-4 == pytest.approx(2e-3, rel=0.01)
+    assert sustained.min_sample_s == sustained.sustain_block_s == 0.1
+    assert long * 2e-4 == pytest.approx(0.1, rel=0.01)
+    assert (long // 2 + 1) * 2e-4 >= 0.05  # the untimed calls queued behind each block (cuda_timing)
+    assert sustained_settings(TimingSettings(min_sample_s=0.5)).min_sample_s == 0.5  # never shorter than asked
