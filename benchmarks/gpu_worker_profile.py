@@ -55,5 +55,6 @@ def main(source: str, device: str = "cuda") -> None:
         for cum, calls, f, fn in sorted(own, reverse=True)[:25]:
             print(f"  {cum:7.2f} s {calls:6d}  {f.split('/perfci/')[-1]}:{fn}")
 
+
 if __name__ == "__main__":
     main(*sys.argv[1:])
