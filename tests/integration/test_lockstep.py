@@ -78,3 +78,32 @@ def test_lockstep_workers_start_on_any_cpu_and_sample_on_the_shared_ones(tmp_pat
         assert rnd.stop_reason == "lockstep"
         assert notes["setup_cpus"] == allowed
         assert notes["call_cpus"] == list(base.lockstep_cpus()) == allowed[-1:]
+
+
+def test_a_pair_uses_workers_started_ahead_and_replaces_a_dead_one(tmp_path: Path) -> None:
+    """`prestart` starts the next pair's processes while a pair finishes; the pair adopts them (one fewer process
+    start each), a spare that died in the meantime is replaced by a fresh worker, and spares no pair used are
+    stopped."""
+    base, head = _runners(tmp_path)
+    rng = random.Random(0)
+    prestarted: list[int] = []
+
+    def prestart(index: int) -> None:
+        prestarted.append(index)
+        base.prestart(index, "A")
+        head.prestart(index, "B")
+
+    run_lockstep_pair(base, head, 0, None, rng, prestart=lambda: prestart(1))  # loses a worker in set-up
+    prestart(1)  # pair 0 ended before its sampling: start pair 1's workers here
+    dead = head._spares[(1, "B")]
+    dead.kill()
+    dead.wait()
+    run_lockstep_pair(base, head, 1, None, rng, prestart=lambda: prestart(2))
+    assert prestarted == [1, 2]  # pair 1 sampled, then started pair 2's workers
+    assert (base.started_ahead, head.started_ahead) == (1, 0)  # the dead spare was not adopted ...
+    healthy = {c.spec.workload.split(".", 1)[1]: c for c in head.finish().cases}["healthy"]
+    assert any(r.stop_reason == "lockstep" for r in healthy.rounds)  # ... and its pair measured all the same
+    spares = [base._spares[(2, "A")], head._spares[(2, "B")]]
+    base.discard_spares()
+    head.discard_spares()
+    assert all(p.poll() is not None for p in spares) and not base._spares and not head._spares
