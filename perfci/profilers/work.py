@@ -37,7 +37,8 @@ def _bytes_of(obj: Any, torch: Any) -> int:
 
 
 def _dispatch_mode_base(torch: Any) -> Any:
-    """torch's TorchDispatchMode, as a base whose subclasses do not load dynamo: torch wraps a mode's
+    """torch's TorchDispatchMode, as the base of our counting modes (a `total` from 0) whose subclasses do not load
+    dynamo: torch wraps a mode's
     `__torch_dispatch__` so that dynamo never traces it, and the wrapper imports dynamo on the first operator
     (3.4 s on a CPU runner, more on a GPU image without a bytecode cache). Nothing can be traced while dynamo is
     not loaded, so the wrapper is skipped then; once it is loaded (a compiled callable), torch decides as usual."""
@@ -46,6 +47,10 @@ def _dispatch_mode_base(torch: Any) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Mode(TorchDispatchMode):  # type: ignore[misc,no-untyped-call]
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.total = 0
+
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
             skip = getattr(super(), "_should_skip_dynamo", None)
@@ -56,10 +61,6 @@ def _dispatch_mode_base(torch: Any) -> Any:
 
 def _counter(torch: Any) -> Any:
     class _ByteCounter(_dispatch_mode_base(torch)):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()  # type: ignore[no-untyped-call]
-            self.total = 0
-
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
@@ -108,10 +109,6 @@ def _flop_counter(torch: Any) -> Any:
     device_op = torch.ops.prim.device.default
 
     class _FlopCounter(_dispatch_mode_base(torch)):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()  # type: ignore[no-untyped-call]
-            self.total = 0
-
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             if isinstance(func, torch._ops.HigherOrderOperator):
