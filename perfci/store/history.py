@@ -172,7 +172,12 @@ def prepare_run(run: RunResult) -> PreparedRun:
                     f"({value}, interval {low}..{high}); the history store takes only finite numbers."
                 )
                 break
-            rows.append((case_id, m.name, m.unit, m.direction.value, value, low, high, *_round_stats(c, timed(m.name))))
+            # as floats: a results file may hold an integer past 64 bits (JSON has no limit), which the columns
+            # (double precision) take as a float but SQLite's driver refuses as an integer (found by fuzzing)
+            low, high = (None if x is None else float(x) for x in (low, high))
+            rows.append(
+                (case_id, m.name, m.unit, m.direction.value, float(value), low, high, *_round_stats(c, timed(m.name)))
+            )
         if refusal:
             break
     git = run.git
