@@ -202,20 +202,14 @@ class _PairedRunner:
         self.base.discard_spares()
         self.head.discard_spares()
 
-    def pairs(self, n: int, only: list[str] | None) -> None:
-        for _ in range(n):
+    def pairs(self, n: int, only: list[str] | None, last_look: bool = False) -> None:
+        """`n` more pairs; each starts the next pair's workers as it finishes (`prestart`), except the last pair
+        of the `last_look`, which no pair can follow."""
+        for k in range(n):
             i = self.next_index
             if self.lockstep:
-                run_lockstep_pair(
-                    self.base,
-                    self.head,
-                    i,
-                    only,
-                    self.rng,
-                    self.phases,
-                    self.clock,
-                    functools.partial(self.prestart, i + 1),
-                )
+                ahead = None if last_look and k == n - 1 else functools.partial(self.prestart, i + 1)
+                run_lockstep_pair(self.base, self.head, i, only, self.rng, self.phases, self.clock, ahead)
                 self.order.append("lockstep")
                 self.next_index += 1
                 continue
@@ -267,7 +261,7 @@ def run_ab(
     try:
         while True:
             n = first if looks == 0 else settings.extra
-            paired.pairs(n, only)
+            paired.pairs(n, only, last_look=looks + 1 >= settings.looks)
             looks += 1
             t0 = clock()
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
