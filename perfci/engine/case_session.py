@@ -140,16 +140,17 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
     timer, fixed, timer_name = _timer(ctx.device, mode, torch)
     clock = time.perf_counter
+    sustained = cuda is not None and mode == SUSTAINED
+    if sustained:
+        # blocks long enough that the GPU never idles between them (`sustain_block_s`), for the calibration,
+        # the settling, the running before each slice and the samples alike
+        settings = sustained_settings(settings)
     warm = warm_up(fn, clock, settings)
     overhead = timer_overhead(clock)
     iterations = fixed or calibrate(fn, timer, overhead, settings)
     probe = open_probe(_device_index(ctx.device)) if cuda is not None else None
     settled = None
-    if cuda is not None and mode == SUSTAINED:
-        # blocks long enough that the GPU never idles between them (`sustain_block_s`), for the settling, the
-        # running before each slice and the samples alike
-        settings = sustained_settings(settings)
-        iterations = calibrate(fn, timer, overhead, settings)
+    if sustained:
         settled = _settle(fn, timer, iterations, probe, settings)
         iterations = calibrate(fn, timer, overhead, settings)  # at the steady state's clock
     faults = memory.FaultCount()
