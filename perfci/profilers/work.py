@@ -37,11 +37,12 @@ def _bytes_of(obj: Any, torch: Any) -> int:
 
 
 def _dispatch_mode_base(torch: Any) -> Any:
-    """torch's TorchDispatchMode, as the base of our counting modes (a `total` from 0) whose subclasses do not load
-    dynamo: torch wraps a mode's
-    `__torch_dispatch__` so that dynamo never traces it, and the wrapper imports dynamo on the first operator
-    (3.4 s on a CPU runner, more on a GPU image without a bytecode cache). Nothing can be traced while dynamo is
-    not loaded, so the wrapper is skipped then; once it is loaded (a compiled callable), torch decides as usual."""
+    """torch's TorchDispatchMode as the base of our counting modes (each with a `total` from 0), made so that they
+    do not load dynamo: torch wraps a mode's `__torch_dispatch__` so that dynamo never traces it, and the wrapper
+    imports dynamo on the first operator (3.4 s on a CPU runner, more on a GPU image without a bytecode cache).
+    Nothing can be traced while dynamo is not loaded, so the wrapper is skipped then; once it is loaded (a
+    compiled callable), torch decides as usual. Like any mode that does not declare support for higher-order
+    operators, they make a call that uses one fail, and its work is then unknown (`resolve_work`)."""
     import sys
 
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -111,8 +112,6 @@ def _flop_counter(torch: Any) -> Any:
     class _FlopCounter(_dispatch_mode_base(torch)):  # type: ignore[misc]
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            if isinstance(func, torch._ops.HigherOrderOperator):
-                return NotImplemented
             if func not in flop_registry and func is not device_op:
                 with self:
                     decomposed = func.decompose(*args, **kwargs)
