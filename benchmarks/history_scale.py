@@ -1,10 +1,11 @@
 """History at fleet scale (issue #18): ingest rate, and `perfci trend` (table and HTML) over a million points.
 
     python benchmarks/history_scale.py [--cases 500] [--runners 4] [--runs 500] [--keep DIR] [--repeat N]
-        [--postgres URL] [--ingest-only]
+        [--files 20] [--postgres URL] [--ingest-only]
 
-1. Ingest: 20 synthetic results files of `--cases` cases (5 rounds of 10-30 samples each, the engine's
-   telemetry, 10-11 metrics per case, as benchmarks/scale.py writes them) go into a fresh SQLite store twice:
+1. Ingest: `--files` (20) synthetic results files of `--cases` cases (5 rounds of 10-30 samples each, the
+   engine's telemetry, 10-11 metrics per case, as benchmarks/scale.py writes them; past 20, copies of the first
+   20 under new run ids) go into a fresh SQLite store twice:
    through `perfci history ingest` (a subprocess: starting Python, reading and validating the files included)
    and through `HistoryStore.ingest_many` on runs already in memory (the store alone). Both print case-runs/s;
    the CLI also its CPU time (workers included) and peak memory: the RSS of its biggest process, and the PSS of
@@ -126,13 +127,23 @@ def postgres_schema(url: str) -> Iterator[str]:
         admin.dispose()
 
 
-def write_files(folder: Path, cases: int) -> list[Path]:
+def write_files(folder: Path, cases: int, count: int = FILES) -> list[Path]:
+    """`count` results files of `cases` cases: FILES distinct synthetic runs, and past FILES copies of them that
+    differ in run id and start time only (the store skips a run id it holds; writing 200 synthetic runs would
+    take minutes)."""
     files = []
-    for k in range(FILES):
-        run = synthetic_run(cases, False, seed=k)
-        run = replace(run, run_id=f"ingest-{k:03d}", started_at=f"2026-10-{1 + k:02d}T00:00:00Z")
+    for k in range(count):
         files.append(folder / f"results-{k:03d}.json")
-        dump_results(run, files[-1])
+        if k < FILES:
+            run = synthetic_run(cases, False, seed=k)
+            run = replace(run, run_id=f"ingest-{k:03d}", started_at=f"2026-10-{1 + k:02d}T00:00:00Z")
+            dump_results(run, files[-1])
+            continue
+        text = files[k % FILES].read_text("utf-8")
+        old_id, new_id = f'"ingest-{k % FILES:03d}"', f'"ingest-{k:03d}"'
+        if text.count(old_id) != 1:
+            raise RuntimeError(f"{files[k % FILES]}: expected its run id once")
+        files[-1].write_text(text.replace(old_id, new_id), "utf-8")
     return files
 
 
@@ -149,10 +160,13 @@ def fresh_store(folder: Path, name: str, postgres: str | None) -> Iterator[str]:
 
 
 def ingest_rates(folder: Path, files: list[Path], cases: int, postgres: str | None = None) -> dict[str, float]:
-    n = FILES * cases
+    n = len(files) * cases
     with fresh_store(folder, "ingest", postgres) as url:
         took, rss, tree, cpu = run_cli("history", "ingest", *map(str, files), "--db", url, "--runner", "bench")
-    loaded = [load_results(p) for p in files]
+    loaded = [load_results(p) for p in files[:FILES]] * (len(files) // FILES) + [
+        load_results(p) for p in files[: len(files) % FILES]
+    ]
+    loaded = [replace(run, run_id=f"{run.run_id}-{k}") for k, run in enumerate(loaded)]  # ids unique, as in files
     with fresh_store(folder, "ingest-store", postgres) as url:
         store = HistoryStore(url)
         start = time.perf_counter()
@@ -162,13 +176,13 @@ def ingest_rates(folder: Path, files: list[Path], cases: int, postgres: str | No
     return {"cli_rate": n / took, "cli_rss": rss, "cli_tree_rss": tree, "cli_cpu": cpu, "store_rate": n / alone}
 
 
-def report_ingest(label: str, rates: list[dict[str, float]], cases: int) -> None:
+def report_ingest(label: str, rates: list[dict[str, float]], files: int, cases: int) -> None:
     def spread(key: str, unit: str, rate: bool = True) -> str:
         """A rate's best and median; a memory figure's worst and median."""
         xs = [r[key] for r in rates]
         return f"{max(xs):,.0f}{unit} ({'best' if rate else 'worst'}) / {statistics.median(xs):,.0f}{unit} (median)"
 
-    print(f"ingest into {label}, {FILES} files x {cases} cases, {len(rates)} time(s), load average "
+    print(f"ingest into {label}, {files} files x {cases} cases, {len(rates)} time(s), load average "
           f"{os.getloadavg()[0]:.1f}:\n"
           f"  perfci history ingest         {spread('cli_rate', ' case-runs/s')}\n"
           f"    CPU time (workers included) {min(r['cli_cpu'] for r in rates):.2f} s (least) / "
@@ -238,19 +252,20 @@ def main() -> None:
     ap.add_argument("--runners", type=int, default=4)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--keep", type=Path, help="Folder to keep the store and reports in (default: a temporary one).")
+    ap.add_argument("--files", type=int, default=FILES, help=f"Results files to ingest (default {FILES}).")
     ap.add_argument("--repeat", type=int, default=1, help="Measure ingest this many times (min and median).")
     ap.add_argument("--postgres", help="Also measure ingest into this PostgreSQL database (in a scratch schema).")
     ap.add_argument("--ingest-only", action="store_true", help="Stop after the ingest figures.")
     args = ap.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-history-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    files = write_files(folder, args.cases)
+    files = write_files(folder, args.cases, args.files)
     for label, postgres in [("SQLite", None)] + ([("PostgreSQL", args.postgres)] if args.postgres else []):
         rates = []
         for _ in range(args.repeat):
             print(f"  load average {os.getloadavg()[0]:.1f}", flush=True)
             rates.append(ingest_rates(folder, files, args.cases, postgres))
-        report_ingest(label, rates, args.cases)
+        report_ingest(label, rates, len(files), args.cases)
     if args.ingest_only:
         return
     db = folder / "history.db"
