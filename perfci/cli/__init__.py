@@ -10,13 +10,15 @@ imports neither the history store (SQLAlchemy) nor the engine or the workloads (
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from perfci.api.sizes import parse_size
+from perfci.engine.protocol import WORKER_UNSET_VAR
 
 if TYPE_CHECKING:
     from perfci.cli.app import app
@@ -69,7 +71,25 @@ class _Package(ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
+BLAS_THREADS_VAR = "OPENBLAS_NUM_THREADS"
+
+
+def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
+    """OpenBLAS one-threaded in the CLI's own process, unless the user chose a thread count: its BLAS work (the
+    statistics of compare, trend and the reports) is too small for threads, while OpenBLAS (numpy's, and scipy's
+    own copy) starts one busy-waiting thread per CPU when it is imported. On a 16-core host `from scipy import
+    special` took 4.7 s of CPU (0.8 s wall), and `perfci compare` of 5,000 cases 5.2-5.5 s wall and 8.6-8.8 s
+    CPU, against 4.6 s and 4.3 s this way (docs/scale.md). Set before anything imports numpy; the variable is
+    named in WORKER_UNSET_VAR, so the workers that measure get the environment as the user gave it."""
+    if BLAS_THREADS_VAR in environ:
+        return
+    environ[BLAS_THREADS_VAR] = "1"
+    unset = [v for v in environ.get(WORKER_UNSET_VAR, "").split(",") if v]
+    environ[WORKER_UNSET_VAR] = ",".join([*unset, BLAS_THREADS_VAR])
+
+
 def entrypoint() -> None:
+    single_threaded_blas(os.environ)
     load_commands(sys.argv[1:])(prog_name="perfci")
 
 

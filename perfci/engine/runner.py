@@ -23,7 +23,18 @@ from typing import Any
 
 import psutil
 
-from perfci.engine.protocol import PRELOAD_VAR, Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
+from perfci.engine.protocol import (
+    PRELOAD_VAR,
+    WORKER_UNSET_VAR,
+    Error,
+    ErrorKind,
+    Event,
+    Job,
+    JobCase,
+    Result,
+    Start,
+    WorkerFailed,
+)
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
 from perfci.metrics import case_metrics
@@ -311,6 +322,8 @@ class Runner:
         that bias into noise that the rounds measure (two revisions with different PYTHONPATHs would otherwise
         differ by it for ever)."""
         env = dict(self.worker_env if self.worker_env is not None else os.environ)
+        for var in env.pop(WORKER_UNSET_VAR, "").split(","):
+            env.pop(var, None)  # set by the parent for itself only (the CLI's single-threaded BLAS)
         if self.settings.threads > 0:
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env[var] = str(self.settings.threads)
