@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from perfci.model import Comparison, RunResult
 from perfci.reports.charts import MAX_SAMPLES, chart_data
+from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import (
     RUNTIME_PARAM,
     ReportInput,
@@ -146,6 +147,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "mismatches": fingerprint_mismatches(fp_base, fp_cand) if fp_base and fp_cand else [],
         "warnings": list(comparison.warnings) if comparison else [],
         "sensitivity": _sensitivity_text(comparison),
+        "gpu_mode_notes": burst_sustained_notes(run),
         "fingerprint": fingerprint_summary(fp_cand) if fp_cand else [],
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,

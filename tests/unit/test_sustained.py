@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 
 from perfci.api.ab import ABRequest, ab_settings
 from perfci.api.run import RunRequest, run_settings
@@ -20,7 +21,9 @@ from perfci.profilers.cuda_timing import cuda_timer
 from perfci.profilers.telemetry import NvmlProbe
 from perfci.profilers.timing import Sampler, TimingSettings, clock_block_timer, sustain
 from perfci.reports.gpu_modes import burst_sustained_notes
+from perfci.reports.html import render_html
 from perfci.reports.markdown import render_markdown
+from perfci.reports.terminal import run_table
 from tests.fakes import FakeGpu, HeatingGpu, fake_torch
 from tests.report_fixtures import plain_round
 
@@ -124,6 +127,11 @@ def test_report_notes_where_burst_and_sustained_differ_by_more_than_3_percent() 
     notes = burst_sustained_notes(run)
     assert len(notes) == 1 and "+15.5%" in notes[0] and "1710 MHz, 699 W" in notes[0]
     assert "sustained median +15.5%" in render_markdown(run, None)
+    html = render_html(run, None)  # the HTML report and the terminal table say it too
+    assert '<p class="note gpu-mode">note: gpu.gemm[n=8192,gpu_mode=sustained]@cuda: sustained median +15.5%' in html
+    caption = run_table(run).caption
+    assert isinstance(caption, Text) and caption.plain == f"note: {notes[0]}"
+    assert run_table(_run(_gemm("hot", 1.60e-3), _gemm("sustained", 1.64e-3))).caption is None
     assert burst_sustained_notes(_run(_gemm("hot", 1.60e-3), _gemm("sustained", 1.64e-3))) == []  # 2.5%
     assert burst_sustained_notes(_run(_gemm("sustained", 1.64e-3))) == []  # only one of them
 
