@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from perfci.api.sizes import parse_size
-from perfci.engine.protocol import WORKER_UNSET_VAR
+from perfci.engine import WORKER_UNSET_VAR
 
 if TYPE_CHECKING:
     from perfci.cli.app import app

@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 # Environment variable of a worker started ahead of its job (engine/runner.py `prestart`): "torch" makes it
 # import torch while it waits for the job on stdin.
 PRELOAD_VAR = "PERFCI_PRELOAD"
-# Environment variable naming (comma-separated) variables that the process starting workers set for itself only:
-# a worker does not inherit them (engine/runner.py `_env`). The CLI sets OPENBLAS_NUM_THREADS so (cli/__init__.py).
-WORKER_UNSET_VAR = "PERFCI_WORKER_UNSET"
 
 ErrorKind = Literal["raised", "check", "oom", "skipped", "crash", "timeout"]
 

@@ -23,18 +23,8 @@ from typing import Any
 
 import psutil
 
-from perfci.engine.protocol import (
-    PRELOAD_VAR,
-    WORKER_UNSET_VAR,
-    Error,
-    ErrorKind,
-    Event,
-    Job,
-    JobCase,
-    Result,
-    Start,
-    WorkerFailed,
-)
+from perfci.engine import WORKER_UNSET_VAR
+from perfci.engine.protocol import PRELOAD_VAR, Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
 from perfci.metrics import case_metrics
