@@ -61,6 +61,20 @@ def test_truncated_file_is_a_clear_error(tmp_path: Path, tmp_results: Path) -> N
         (lambda d: d["cases"][0].update(status="fine"), "cases/0/status"),
         (lambda d: d.update(started_at="yesterday"), "started_at"),
         (lambda d: d["cases"][0].pop("device"), "cases/0"),
+        # the open-ended fingerprint and telemetry type the keys perfci reads (fuzzing: each made the readers
+        # raise a traceback in compare, report, merge or ingest)
+        (lambda d: d["fingerprint"].update(gpus=[1]), "fingerprint/gpus/0"),
+        (lambda d: d["fingerprint"].update(gpus="abc"), "fingerprint/gpus"),
+        (lambda d: d["fingerprint"].update(peaks=5), "fingerprint/peaks"),
+        (lambda d: d["fingerprint"].update(libraries={"torch": [1]}), "fingerprint/libraries/torch"),
+        (
+            lambda d: d["cases"][0]["rounds"][0]["telemetry"].update(memory_host_bytes="abc"),
+            "cases/0/rounds/0/telemetry/memory_host_bytes",
+        ),
+        (
+            lambda d: d["cases"][0]["rounds"][0]["telemetry"].update(throttle_flagged={"x": 1}),
+            "cases/0/rounds/0/telemetry/throttle_flagged",
+        ),
     ],
 )
 def test_schema_violations_name_the_place(tmp_results: Path, mutate, where: str) -> None:  # type: ignore[no-untyped-def]
