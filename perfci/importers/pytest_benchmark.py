@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,23 @@ def _table(value: object, source: str, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ResultsFormatError(f"{source}: invalid pytest-benchmark file at {where}: not an object.")
     return value
+
+
+def _utc(value: object, source: str) -> str:
+    """pytest-benchmark's `datetime` (ISO 8601; naive means UTC, as pytest-benchmark writes it) in UTC with `Z`;
+    absent, null or empty: the epoch. Another offset is converted (it was written with the offset and a `Z` behind it,
+    which the results schema then refused); anything else is refused, naming the field."""
+    if value is None or value == "":
+        return "1970-01-01T00:00:00Z"
+    try:
+        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise ResultsFormatError(
+            f"{source}: invalid pytest-benchmark file at datetime: {str(value)[:60]!r} is not an ISO 8601 time."
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat() + "Z"
 
 
 def _text(value: object) -> str | None:
@@ -98,9 +116,7 @@ def import_pytest_benchmark(path: Path) -> RunResult:
     commit = _table(doc.get("commit_info"), str(path), "commit_info")
     machine = _table(doc.get("machine_info"), str(path), "machine_info")
     cpu = machine.get("cpu")
-    when = str(doc.get("datetime") or "1970-01-01T00:00:00")
-    stamp = when.replace("+00:00", "")[:26]
-    stamp = stamp if stamp.endswith("Z") else stamp + "Z"
+    stamp = _utc(doc.get("datetime"), str(path))
     cases = tuple(_case(b, str(path), i) for i, b in enumerate(doc["benchmarks"]))
     dirty = commit.get("dirty")
     run = RunResult(

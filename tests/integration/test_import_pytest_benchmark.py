@@ -66,3 +66,23 @@ def test_import_without_raw_data_is_refused(tmp_path: Path, bench_json: Path) ->
     assert proc.returncode == 2
     assert "--benchmark-save-data" in proc.stderr
     assert not (tmp_path / "results.json").exists()
+
+
+def test_import_reads_the_time_in_utc_and_refuses_one_that_is_not_a_time(tmp_path: Path, bench_json: Path) -> None:
+    doc = json.loads(bench_json.read_text())
+    doc["datetime"] = "2026-03-01T12:30:00.250000+05:00"  # an offset: converted (it was written with a Z behind it)
+    shifted = tmp_path / "shifted.json"
+    shifted.write_text(json.dumps(doc))
+    proc = run("-m", "perfci", "import", "pytest-benchmark", str(shifted), "--out", "s.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert load_results(tmp_path / "s.json").started_at == "2026-03-01T07:30:00.250000Z"
+    doc["datetime"] = "yesterday"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    proc = run("-m", "perfci", "import", "pytest-benchmark", str(bad), "--out", "b.json", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        == f"error: {bad}: invalid pytest-benchmark file at datetime: 'yesterday' is not an ISO 8601 time."
+    )
+    assert not (tmp_path / "b.json").exists()
