@@ -200,6 +200,10 @@ class _Compiler:
             out.append(test if is_list else f"type({v}) is not list or {test}")
         if "items" in schema:
             items = schema["items"]
+            if isinstance(items, dict) and set(items) - _IGNORED == {"$ref"}:
+                target = self.target(items["$ref"])
+                if isinstance(target, dict) and not set(target) & _NESTED:
+                    items = target  # a leaf (the samples' "seconds"): inlined, so a list of numbers is checked in bulk
             if isinstance(items, dict) and set(items) - _IGNORED <= {"type", *_BOUNDS} and _types(items) == _NUMBER:
                 source = _bound_test(items, "v")
                 bound = eval(f"lambda v: {source}") if source else None  # our own text: numbers and comparisons

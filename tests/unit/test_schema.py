@@ -63,6 +63,9 @@ def test_truncated_file_is_a_clear_error(tmp_path: Path, tmp_results: Path) -> N
         (lambda d: d["cases"][0].pop("device"), "cases/0"),
         # the open-ended fingerprint and telemetry type the keys perfci reads (fuzzing: each made the readers
         # raise a traceback in compare, report, merge or ingest)
+        # a sample from a picosecond to 10^7 s: beyond, the ratio of two runs' times overflowed (fuzzing)
+        (lambda d: d["cases"][0]["rounds"][0].update(samples=[1e308]), "cases/0/rounds/0/samples/0"),
+        (lambda d: d["cases"][0]["rounds"][0].update(samples=[1e-3, 5e-324]), "cases/0/rounds/0/samples/1"),
         (lambda d: d["fingerprint"].update(gpus=[1]), "fingerprint/gpus/0"),
         (lambda d: d["fingerprint"].update(gpus="abc"), "fingerprint/gpus"),
         (lambda d: d["fingerprint"].update(peaks=5), "fingerprint/peaks"),
