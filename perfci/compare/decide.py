@@ -68,8 +68,8 @@ def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
     settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None,
 ) -> MetricComparison:  # fmt: skip
-    if paired:
-        common = sorted(set(base) & set(cand))
+    common = sorted(set(base) & set(cand)) if paired else []
+    if common:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired, below)
         # per pair: its step ratio where it has one (lockstep median latency), else the ratio of its rounds' values
         d = [steps[i] if steps and i in steps else math.log(cand[i]) - math.log(base[i]) for i in common]
         est = paired_differences(d, settings.trim)
@@ -106,7 +106,7 @@ def _timed_row(
         threshold=decision.threshold,
         note=note,
         direction=mdef.direction,
-        method="paired" if paired else "unpaired",
+        method="paired" if common else "unpaired",
         confidence=1.0 - alpha,
         bound=_nan_none(decision.bound),
         noise=_nan_none(est.se),

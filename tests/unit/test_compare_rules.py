@@ -60,6 +60,16 @@ def test_paired_rows_use_pairs_and_trim() -> None:
     assert row.bound is not None and 1.0 < row.bound < row.ratio
 
 
+def test_paired_files_without_a_round_index_in_common_are_compared_unpaired() -> None:
+    """Two files of one run (same run id and start: paired) whose rounds were renumbered, e.g. every round
+    index the same (fuzzing: `paired_differences` raised on no pairs, a traceback in `perfci compare`)."""
+    base = make_run([make_case("k", 1e-3, rounds=8)])
+    case = make_case("k", 1e-3, rounds=8, seed=1, scale=1.08)
+    renumbered = replace(case, rounds=tuple(replace(r, index=10**25) for r in case.rounds))
+    row = _rows(compare_runs(base, replace(base, cases=(renumbered,)), DecisionSettings()))["k"]
+    assert row.method == "unpaired" and row.verdict is not Verdict.ERROR and row.ratio > 1.0
+
+
 def _own_memory(case: CaseResult, nbytes: float) -> CaseResult:
     rounds = tuple(replace(r, telemetry={**r.telemetry, "memory_host_bytes": nbytes}) for r in case.rounds)
     return replace(case, rounds=rounds)
