@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from datetime import datetime
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
@@ -78,6 +79,8 @@ class DocumentFormat:
     # versions whose migration changes no nested content (an identity, or top-level keys only): a document of such
     # a version is not deep-copied before migrating (a large results file would pay seconds for the copy)
     shallow: frozenset[int] = frozenset()
+    # top-level fields that hold UTC times: the schema's pattern checks their shape, `load` their calendar
+    times: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.oldest <= self.version:
@@ -103,6 +106,8 @@ class DocumentFormat:
             )
         current = self.migrate(doc, source)
         self.validate(current, source)
+        for key in self.times:
+            _check_time(current[key], key, self.kind, source)
         return current
 
     def read(self, path: Path) -> dict[str, Any]:
@@ -213,6 +218,25 @@ def _orjson_reads_as_json(data: bytes) -> bool:
     (which only sends the file to the json path: time, not a difference)."""
     digits = data.translate(_BEFORE_NUMBER)
     return not digits.startswith(_DIGIT_RUN) and b":" + _DIGIT_RUN not in digits
+
+
+# The years a run's time may lie in: from the epoch (an imported file without a time) to the end of pandas'
+# nanosecond timestamps (2262), which `perfci history export` turns the times into.
+TIME_YEARS = (1970, 2261)
+
+
+def _check_time(value: str, key: str, kind: str, source: str) -> None:
+    """A UTC time of the schema's shape that is also a real date and time in TIME_YEARS (fuzzing: 2026-13-45,
+    2026-02-30 or 0000-00-00 passed the pattern, and made the history export fail with a traceback)."""
+    try:
+        year = datetime.fromisoformat(value).year
+    except ValueError:
+        year = 0
+    if not TIME_YEARS[0] <= year <= TIME_YEARS[1]:
+        raise ResultsFormatError(
+            f"{source}: invalid {kind} file at {key}: {value[:40]!r} is not a date and time between "
+            f"{TIME_YEARS[0]} and {TIME_YEARS[1]}."
+        )
 
 
 def _place(key: object) -> str:
@@ -379,7 +403,13 @@ def _results_v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 RESULTS = DocumentFormat(
-    SCHEMA_NAME, "results", SCHEMA_VERSION, shipped_schemas("results"), {1: _results_v1_to_v2}, shallow=frozenset({1})
+    SCHEMA_NAME,
+    "results",
+    SCHEMA_VERSION,
+    shipped_schemas("results"),
+    {1: _results_v1_to_v2},
+    shallow=frozenset({1}),
+    times=("started_at", "finished_at"),
 )
 
 

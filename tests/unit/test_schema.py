@@ -60,6 +60,14 @@ def test_truncated_file_is_a_clear_error(tmp_path: Path, tmp_results: Path) -> N
         (lambda d: d["cases"][0]["rounds"][0].update(iterations=0), "cases/0/rounds/0/iterations"),
         (lambda d: d["cases"][0].update(status="fine"), "cases/0/status"),
         (lambda d: d.update(started_at="yesterday"), "started_at"),
+        # the shape of a time but not a time, or out of pandas' range: the history export failed on them (fuzzing)
+        (lambda d: d.update(started_at="2026-02-30T00:00:00Z"), "started_at"),
+        (lambda d: d.update(finished_at="2026-13-45T99:99:99Z"), "finished_at"),
+        (lambda d: d.update(started_at="9999-01-01T00:00:00Z"), "started_at"),
+        (
+            lambda d: d.update(started_at="\u0662\u0660\u0662\u0666-01-01T00:00:00Z"),
+            "started_at",
+        ),  # Arabic-Indic digits
         (lambda d: d["cases"][0].pop("device"), "cases/0"),
         # the open-ended fingerprint and telemetry type the keys perfci reads (fuzzing: each made the readers
         # raise a traceback in compare, report, merge or ingest)
