@@ -20,6 +20,7 @@ import gc
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -315,15 +316,37 @@ def _non_finite_place(text: str) -> str:
     return "<unknown>"
 
 
+MAX_NESTING = 1_024  # levels of nesting read: as far as orjson goes (it refuses deeper documents)
+
+
+@contextmanager
+def _nesting_limit() -> Iterator[None]:
+    """Python's json module recurses once per level of nesting, as deep as the interpreter's recursion limit
+    lets it (raised by the CLI: cli/__init__.py RECURSION_LIMIT). Parsing under a limit of MAX_NESTING levels
+    above this frame refuses what orjson refuses, and what the code after the parse could not recurse through."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + MAX_NESTING + 20)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
 def parse_json_text(text: str, source: str, kind: str) -> Any:
     """JSON text parsed; every way it can be unparsable, and any NaN, infinity or number beyond a float's range
     (which Python's json module would accept), is one ResultsFormatError naming `source` and the place."""
     huge = _may_hold_huge_number(text)
     try:
-        if huge:
-            doc = json.loads(text, parse_constant=_refuse_constant, parse_float=_checked_float, parse_int=_checked_int)
-        else:
-            doc = json.loads(text, parse_constant=_refuse_constant)
+        with _nesting_limit():
+            if huge:
+                doc = json.loads(
+                    text, parse_constant=_refuse_constant, parse_float=_checked_float, parse_int=_checked_int
+                )
+            else:
+                doc = json.loads(text, parse_constant=_refuse_constant)
     except _NonFinite as exc:
         raise ResultsFormatError(
             f"{source}: invalid {kind} file at {_non_finite_place(text)}: {exc} is not a finite number.",
@@ -334,7 +357,11 @@ def parse_json_text(text: str, source: str, kind: str) -> Any:
             f"{source}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "it may be truncated.",
         ) from None
-    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits; nesting deeper than the stack
+    except RecursionError:
+        raise ResultsFormatError(
+            f"{source}: {kind} file nests deeper than {MAX_NESTING:,} levels, which perfci does not read."
+        ) from None
+    except ValueError as exc:  # an integer of thousands of digits
         raise ResultsFormatError(f"{source}: {kind} file cannot be parsed ({str(exc)[:200]}).") from None
     if _SURROGATE_ESCAPE.search(text) is not None:
         _refuse_lone_surrogates(doc, source, kind)

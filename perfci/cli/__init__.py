@@ -88,8 +88,16 @@ def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
     environ[WORKER_UNSET_VAR] = ",".join([*unset, BLAS_THREADS_VAR])
 
 
+# Deep enough for any document the JSON parsers accept (orjson stops at 1,024 levels of nesting): copying,
+# writing or pickling one nested 500 levels deep in its free-form fields (a fingerprint, the settings, a round's
+# telemetry) ran past Python's default 1,000 frames (fuzzing: a traceback in merge, compare --out, baseline update
+# and history ingest). Python 3.11 calls between Python functions do not grow the C stack.
+RECURSION_LIMIT = 4_000
+
+
 def entrypoint() -> None:
     single_threaded_blas(os.environ)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     load_commands(sys.argv[1:])(prog_name="perfci")
 
 

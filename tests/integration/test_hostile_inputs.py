@@ -1,0 +1,47 @@
+"""Inputs that fuzzing (2026-12-02) found to end in a traceback, through the real CLI in a subprocess: each now
+ends in one error line and exit code 2, or is read as it should be."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def refused(proc: subprocess.CompletedProcess[str], words: str) -> bool:
+    lines = proc.stderr.strip().splitlines()
+    return (
+        proc.returncode == 2 and "Traceback" not in proc.stderr and lines[0].startswith("error:") and words in lines[0]
+    )
+
+
+def _nested(results: Path, out: Path, levels: int) -> Path:
+    """`results` with a list nested `levels` deep in its fingerprint (written as text: no recursion here)."""
+    text = results.read_text()
+    out.write_text(text.replace('"fingerprint": {', '"fingerprint": {"deep": ' + "[" * levels + "]" * levels + ", ", 1))
+    return out
+
+
+def test_deep_nesting_up_to_what_the_parser_reads_is_written_again_and_deeper_is_refused(
+    tmp_path: Path, tmp_results: Path
+) -> None:
+    """500 levels in a free-form field made merge, compare --out, baseline update and history ingest run out of
+    Python's recursion limit while copying, writing or pickling it."""
+    deep = _nested(tmp_results, tmp_path / "deep.json", 1_000)
+    merged = perfci("merge", str(deep), "--out", "merged", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    assert '"deep":[[[' in (tmp_path / "merged" / "results.json").read_text().replace("\n", "").replace(" ", "")
+    ingested = perfci("history", "ingest", str(deep), "--db", f"sqlite:///{tmp_path / 'h.db'}", cwd=tmp_path)
+    assert ingested.returncode == 0, ingested.stderr
+    deeper = _nested(tmp_results, tmp_path / "deeper.json", 3_000)
+    assert refused(perfci("merge", str(deeper), "--out", "m2", cwd=tmp_path), "nests deeper than 1,024 levels")
+    ingest = perfci("history", "ingest", str(deeper), "--db", f"sqlite:///{tmp_path / 'h2.db'}", cwd=tmp_path)
+    assert refused(ingest, "nests deeper than 1,024 levels")
