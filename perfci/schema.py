@@ -21,6 +21,7 @@ import json
 import math
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -80,8 +81,8 @@ class DocumentFormat:
     # versions whose migration changes no nested content (an identity, or top-level keys only): a document of such
     # a version is not deep-copied before migrating (a large results file would pay seconds for the copy)
     shallow: frozenset[int] = frozenset()
-    # top-level fields that hold UTC times: the schema's pattern checks their shape, `load` their calendar
-    times: tuple[str, ...] = ()
+    # what a JSON Schema cannot say (a time's calendar, ids unique across a list): run on a valid document
+    semantic: Callable[[dict[str, Any], str], None] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.oldest <= self.version:
@@ -107,8 +108,8 @@ class DocumentFormat:
             )
         current = self.migrate(doc, source)
         self.validate(current, source)
-        for key in self.times:
-            _check_time(current[key], key, self.kind, source)
+        if self.semantic is not None:
+            self.semantic(current, source)
         return current
 
     def read(self, path: Path) -> dict[str, Any]:
@@ -226,6 +227,26 @@ def _orjson_reads_as_json(data: bytes) -> bool:
 TIME_YEARS = (1970, 2261)
 
 
+def _check_results(doc: dict[str, Any], source: str) -> None:
+    """A valid results document's times are real times, its case ids unique, and each case's round indexes
+    unique (fuzzing: a second case with the same id was compared or ingested depending on the order of the two,
+    and per-round values are keyed by index, so a round with a repeated index was dropped without a word)."""
+    for key in ("started_at", "finished_at"):
+        _check_time(doc[key], key, "results", source)
+    cases = doc["cases"]
+    ids = {c["id"] for c in cases}
+    if len(ids) < len(cases):
+        counts = Counter(c["id"] for c in cases)
+        first = next(i for i, n in counts.items() if n > 1)
+        raise ResultsFormatError(f"{source}: invalid results file: case id {first!r} appears more than once.")
+    for i, c in enumerate(cases):
+        rounds = c["rounds"]
+        if len({r["index"] for r in rounds}) < len(rounds):
+            raise ResultsFormatError(
+                f"{source}: invalid results file at cases/{i}/rounds: two rounds of {c['id']!r} have the same index."
+            )
+
+
 def _check_time(value: str, key: str, kind: str, source: str) -> None:
     """A UTC time of the schema's shape that is also a real date and time in TIME_YEARS (fuzzing: 2026-13-45,
     2026-02-30 or 0000-00-00 passed the pattern, and made the history export fail with a traceback)."""
@@ -325,7 +346,7 @@ def _nesting_limit() -> Iterator[None]:
     lets it (raised by the CLI: cli/__init__.py RECURSION_LIMIT). Parsing under a limit of MAX_NESTING levels
     above this frame refuses what orjson refuses, and what the code after the parse could not recurse through."""
     depth, frame = 0, sys._getframe()
-    while frame is not None:
+    while frame.f_back is not None:
         depth, frame = depth + 1, frame.f_back
     before = sys.getrecursionlimit()
     sys.setrecursionlimit(depth + MAX_NESTING + 20)
@@ -436,7 +457,7 @@ RESULTS = DocumentFormat(
     shipped_schemas("results"),
     {1: _results_v1_to_v2},
     shallow=frozenset({1}),
-    times=("started_at", "finished_at"),
+    semantic=_check_results,
 )
 
 

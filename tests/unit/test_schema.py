@@ -191,3 +191,17 @@ def test_every_version_read_has_its_shipped_schema(fmt: DocumentFormat) -> None:
         props = fmt.json_schema(version)["properties"]
         assert props["schema"] == {"const": fmt.name}
         assert props["schema_version"] == {"const": version}
+
+
+def test_duplicate_case_ids_and_round_indexes_are_refused(tmp_results: Path) -> None:
+    """Fuzzing: a second case with the same id was compared (or ingested) depending on which came first, and a
+    round with a repeated index was dropped without a word (per-round values are keyed by index)."""
+    doc = json.loads(tmp_results.read_text())
+    twice = {**doc, "cases": [*doc["cases"], doc["cases"][0]]}
+    with pytest.raises(ResultsFormatError, match=r"case id '.+' appears more than once"):
+        parse_results(twice, "x.json")
+    case = doc["cases"][0]
+    rounds = [case["rounds"][0], {**case["rounds"][1], "index": case["rounds"][0]["index"]}, *case["rounds"][2:]]
+    renumbered = {**doc, "cases": [{**case, "rounds": rounds}, *doc["cases"][1:]]}
+    with pytest.raises(ResultsFormatError, match=r"at cases/0/rounds: two rounds of .+ have the same index"):
+        parse_results(renumbered, "x.json")
