@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci.cpus import parse_cpu_list
+from perfci.cpus import MAX_CPU, parse_cpu_list
 from perfci.errors import ConfigError
 from perfci.patterns import case_pattern
 
@@ -69,8 +69,8 @@ def configured_threshold(thresholds: Mapping[str, Mapping[str, float]], case_id:
 
 
 def _has_tool_table(pyproject: Path) -> bool:
-    try:
-        text = pyproject.read_text(encoding="utf-8")
+    try:  # bytes that are not UTF-8 elsewhere in a project's pyproject.toml are not perfci's business
+        text = pyproject.read_bytes().decode("utf-8", "replace")
     except OSError:
         return False
     return re.search(r"^\s*\[\s*tool\s*\.\s*perfci\s*[\].]", text, re.MULTILINE) is not None
@@ -103,7 +103,10 @@ def load_config(path: Path | None = None, start: Path | None = None, *, metric_k
             return Config()
     elif not path.is_file():
         raise ConfigError(f"{path}: configuration file not found.")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # TOML is UTF-8
+        raise ConfigError(f"{path}: cannot read the configuration ({exc}).") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -111,6 +114,8 @@ def load_config(path: Path | None = None, start: Path | None = None, *, metric_k
     if path.name == PYPROJECT:
         tool = data.get("tool", {})
         table = tool.get("perfci", {}) if isinstance(tool, dict) else {}
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: tool.perfci must be a table ([tool.perfci]), got {table!r}.")
         return parse_config(table, path, text, prefix="tool.perfci.", metric_keys=metric_keys)
     return parse_config(data, path, text, prefix="", metric_keys=metric_keys)
 
@@ -172,6 +177,15 @@ def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_z
     return value
 
 
+MAX_THREADS = 4_096  # threads per worker: beyond, torch.set_num_threads overflows (fuzzing: every case failed)
+
+
+def _threads(w: _Where, value: int) -> int:
+    if value > MAX_THREADS:
+        raise w.error(("threads",), f"must be at most {MAX_THREADS:,}, got {value!r}.")
+    return value
+
+
 def _flag(w: _Where, key: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise w.error((key,), f"must be true or false, got {value!r}.")
@@ -193,7 +207,7 @@ def _cpus(w: _Where, value: object) -> tuple[int, ...]:
     if (
         isinstance(value, list)
         and value
-        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_CPU for v in value)
     ):
         return tuple(sorted(set(value)))
     raise w.error(("cpus",), f'must be a CPU list like "2-3" or a list of CPU numbers, got {value!r}.')
@@ -202,6 +216,8 @@ def _cpus(w: _Where, value: object) -> tuple[int, ...]:
 def _paths(w: _Where, value: object) -> tuple[Path, ...]:
     out = []
     for i, raw in enumerate(_str_list(w, "paths", value)):
+        if "\0" in raw:
+            raise w.error(("paths",), f"paths[{i}] {raw!r} holds a NUL character.")
         p = Path(raw)
         p = p if p.is_absolute() else w.source.parent / p
         if not p.exists():
@@ -255,7 +271,7 @@ _FIELDS: dict[str, Callable[[_Where, object], Any]] = {
     "budget_s": lambda w, v: float(_positive(w, "budget_s", v)),
     "runner": lambda w, v: _text(w, "runner", v),
     "build_command": lambda w, v: _text(w, "build_command", v),
-    "threads": lambda w, v: _positive(w, "threads", v, integer=True, allow_zero=True),
+    "threads": lambda w, v: _threads(w, _positive(w, "threads", v, integer=True, allow_zero=True)),
     "cpus": _cpus,
     "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
     "gpu_mode": lambda w, v: _text(w, "gpu_mode", v),

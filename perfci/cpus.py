@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+MAX_CPU = 8_191  # the highest CPU number of a Linux kernel (NR_CPUS is at most 8,192)
+
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
     """The sorted CPU numbers of a list like "0,4-7"; ValueError says what is wrong."""
@@ -21,6 +23,8 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
         lo, hi = int(first), int(last) if sep else int(first)
         if hi < lo:
             raise ValueError(f"range {part!r} in {text!r} runs backwards")
+        if hi > MAX_CPU:  # before the range is expanded (fuzzing: "0-99999999999" filled the memory)
+            raise ValueError(f"CPU {hi} in {text!r} is beyond the highest CPU number Linux allows ({MAX_CPU})")
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
 

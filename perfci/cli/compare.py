@@ -43,6 +43,7 @@ from perfci.cli.app import (
 )
 from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
+from perfci.config import MAX_THREADS
 from perfci.metrics.registry import LATENCY
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
@@ -107,7 +108,7 @@ Extra = Annotated[int, typer.Option(min=1, help="Pairs added per further look (u
 Looks = Annotated[int, typer.Option(min=1, help="Looks in all (alpha is split over them).")]
 Budget = Annotated[float, typer.Option(help="Time budget of the whole A/B, seconds.")]
 SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
-Threads = Annotated[int | None, typer.Option(min=0, help="Threads per worker [default: 1].")]
+Threads = Annotated[int | None, typer.Option(min=0, max=MAX_THREADS, help="Threads per worker [default: 1].")]
 Cpus = Annotated[
     str | None, typer.Option("--cpus", help="CPUs both workers run on, e.g. 2-3 [default: the last --threads].")
 ]

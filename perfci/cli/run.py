@@ -29,6 +29,7 @@ from perfci.cli.app import (
 )
 from perfci.cli.compare import FailOn, print_unsettled_hint
 from perfci.compare.gate import ExitCode
+from perfci.config import MAX_THREADS
 from perfci.model import RunResult
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.reports.terminal import run_table, verdict_line
@@ -65,7 +66,8 @@ FmtOpt = Annotated[OutputFormat, typer.Option("--format")]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
 RoundsOpt = Annotated[int | None, typer.Option(min=1, help="Worker processes per case [default: 5].")]
 ThreadsOpt = Annotated[
-    int | None, typer.Option(min=0, help="torch/ORT threads per worker (0: the library's default) [default: 1].")
+    int | None,
+    typer.Option(min=0, max=MAX_THREADS, help="torch/ORT threads per worker (0: the library's default) [default: 1]."),
 ]
 SeedOpt = Annotated[int, typer.Option(help="Seed for inputs and round order.")]
 TimeoutOpt = Annotated[float | None, typer.Option(help="Per-case time-out in seconds [default: 120].")]

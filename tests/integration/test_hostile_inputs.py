@@ -45,3 +45,26 @@ def test_deep_nesting_up_to_what_the_parser_reads_is_written_again_and_deeper_is
     assert refused(perfci("merge", str(deeper), "--out", "m2", cwd=tmp_path), "nests deeper than 1,024 levels")
     ingest = perfci("history", "ingest", str(deeper), "--db", f"sqlite:///{tmp_path / 'h2.db'}", cwd=tmp_path)
     assert refused(ingest, "nests deeper than 1,024 levels")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "words"),
+    [
+        ("perfci.toml", b'name = "Jos\xe9"\n', "cannot read the configuration ('utf-8' codec"),
+        ("perfci.toml", b'paths = ["x\\u0000y"]\n', "holds a NUL character"),
+        ("perfci.toml", b'cpus = "0-99999999999"\n', "beyond the highest CPU number Linux allows (8191)"),
+        ("perfci.toml", b"threads = 9000000000000000000\n", "must be at most 4,096"),
+        ("pyproject.toml", b"[tool]\nperfci = 5\n", "tool.perfci must be a table"),
+    ],
+)
+def test_hostile_configuration_is_one_error(tmp_path: Path, name: str, content: bytes, words: str) -> None:
+    """Before: a UnicodeDecodeError, a ValueError (NUL), memory filling up (a range of 10^11 CPUs), every case
+    failing (threads past what torch takes), an AttributeError (tool.perfci not a table)."""
+    (tmp_path / name).write_bytes(content)
+    assert refused(perfci("list", "--suite", "default", "--config", name, cwd=tmp_path), words)
+
+
+def test_a_pyproject_that_is_not_utf8_elsewhere_is_not_perfcis_business(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "x"\nauthors = [{name = "Jos\xe9"}]\n')
+    listed = perfci("list", "--suite", "default", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
