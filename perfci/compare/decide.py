@@ -27,7 +27,7 @@ from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, implausibl
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
-from perfci.stats.logratio import paired_differences, step_log_ratio, unpaired_log_ratio
+from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import median
 
 __all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
@@ -79,7 +79,7 @@ def _timed_row(
         # of the rounds' values; medians of rounds, or means over pairs the estimate trimmed, could even move the
         # other way: seen 1.65 ms -> 1.50 ms shown as +9.5%; 191 us -> 183 us, +0.1%)
         shown_base = geometric_mean([base[common[i]] for i in kept])
-        shown_cand = shown_base * math.exp(math.fsum(d[i] for i in kept) / len(kept))
+        shown_cand = shown_base * ratio_of(math.fsum(d[i] for i in kept) / len(kept))
     else:
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
         shown_base, shown_cand = geometric_mean(list(base.values())), geometric_mean(list(cand.values()))

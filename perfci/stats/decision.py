@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cache
 from statistics import NormalDist
 
-from perfci.stats.logratio import LogRatio
+from perfci.stats.logratio import LogRatio, change_of, ratio_of
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -62,7 +62,7 @@ class Decision:
 def effective_threshold(theta: float, se: float, noise_factor: float = 3.0) -> float:
     if math.isnan(se):
         return theta
-    return max(theta, math.expm1(noise_factor * se))
+    return max(theta, change_of(noise_factor * se))
 
 
 def cutoff(theta_eff: float, se: float, catch: float = 0.5, noise_factor: float = 3.0) -> float:
@@ -103,12 +103,12 @@ def decide(
         return Decision(INCONCLUSIVE, math.nan, theta)
     theta_eff = effective_threshold(theta, est.se, noise_factor)
     needed = cutoff(theta_eff, est.se, catch, noise_factor)
-    cut = math.expm1(needed)
+    cut = change_of(needed)
     t = est.t_quantile(1.0 - alpha)
     worse_low = b - t * est.se  # lower bound of "worseness"
     worse_high = b + t * est.se
-    worse_bound = math.exp(sign * worse_low)  # the ratio at the bound, in the metric's own orientation
-    better_bound = math.exp(sign * worse_high)
+    worse_bound = ratio_of(sign * worse_low)  # the ratio at the bound, in the metric's own orientation
+    better_bound = ratio_of(sign * worse_high)
     if worse_low > 0 and b >= needed:
         return Decision(REGRESSION, worse_bound, theta_eff, cut)
     if worse_high < 0 and -b >= needed:
@@ -129,7 +129,7 @@ def min_detectable(est: LogRatio, alpha: float, power: float = POWER) -> float:
     standard error."""
     if math.isnan(est.se) or not 0 < alpha < 1 or not 0 < power < 1:
         return math.nan
-    return math.expm1((est.t_quantile(1.0 - alpha) + est.t_quantile(power)) * est.se)
+    return change_of((est.t_quantile(1.0 - alpha) + est.t_quantile(power)) * est.se)
 
 
 def tolerance_verdict(

@@ -16,11 +16,25 @@ The result is a `LogRatio`: pure data with its own bounds. Nothing here reads cl
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from perfci.stats.summary import median
+
+_LOG_MAX = math.log(sys.float_info.max)
+
+
+def ratio_of(log_ratio: float) -> float:
+    """exp of a log ratio, infinity past the largest float: the interval bound of a noisy case with few rounds at
+    a high confidence (fuzzing: `--confidence 0.9999999999999999` ended in an OverflowError)."""
+    return math.exp(log_ratio) if log_ratio < _LOG_MAX else math.inf
+
+
+def change_of(log_ratio: float) -> float:
+    """expm1 of a log ratio (the relative change, precise near 0), infinity past the largest float."""
+    return math.expm1(log_ratio) if log_ratio < _LOG_MAX else math.inf
 
 
 @dataclass(frozen=True)
@@ -38,7 +52,7 @@ class LogRatio:
 
     @property
     def ratio(self) -> float:
-        return math.exp(self.log_ratio)
+        return ratio_of(self.log_ratio)
 
     def t_quantile(self, p: float) -> float:
         if math.isnan(self.se) or self.dof <= 0:
@@ -50,16 +64,16 @@ class LogRatio:
 
     def lower(self, alpha: float) -> float:
         """One-sided (1 - alpha) lower confidence bound of the ratio."""
-        return math.exp(self.log_ratio - self.t_quantile(1.0 - alpha) * self.se)
+        return ratio_of(self.log_ratio - self.t_quantile(1.0 - alpha) * self.se)
 
     def upper(self, alpha: float) -> float:
         """One-sided (1 - alpha) upper confidence bound of the ratio."""
-        return math.exp(self.log_ratio + self.t_quantile(1.0 - alpha) * self.se)
+        return ratio_of(self.log_ratio + self.t_quantile(1.0 - alpha) * self.se)
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """Two-sided interval of the ratio at `confidence`."""
         half = self.t_quantile(0.5 + confidence / 2.0) * self.se
-        return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
+        return ratio_of(self.log_ratio - half), ratio_of(self.log_ratio + half)
 
 
 @lru_cache(maxsize=256)  # a row's decision, interval and detectable change ask for the same quantile thrice

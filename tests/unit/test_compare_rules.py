@@ -338,3 +338,32 @@ def test_ab_pairs_run_the_energy_block_only_where_energy_is_compared(tmp_path: P
     assert ab_settings(settings, ABRequest("HEAD")).run.timing.energy_window_s == 0.0
     asked = ABRequest("HEAD", decision=DecisionOptions(metrics=("latency.median", "energy_per_call")))
     assert ab_settings(settings, asked).run.timing.energy_window_s == TimingSettings().energy_window_s > 0
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"threshold": float("nan")},  # fuzzing: turned a 3x regression into a pass
+        {"threshold": -1.0},
+        {"threshold": float("inf")},
+        {"job_noise": float("nan")},
+        {"job_noise": 1e308},  # an OverflowError
+        {"job_noise": -1.0},
+    ],
+)
+def test_threshold_and_job_noise_outside_0_to_10_are_usage_errors(opts: dict[str, float]) -> None:
+    from perfci.api.compare import DecisionOptions, decision_settings
+
+    with pytest.raises(UsageError, match="must be a fraction from 0 to 10"):
+        decision_settings(Settings(), DecisionOptions(**opts))
+
+
+def test_confidence_next_to_1_gives_infinite_bounds_not_an_overflow() -> None:
+    """Fuzzing: `--confidence 0.9999999999999999` made exp and expm1 of the bounds overflow (a traceback)."""
+    from perfci.api.compare import DecisionOptions, decision_settings
+
+    base = make_run([make_case("k", 1e-3, rounds=3)])
+    cand = make_run([make_case("k", 1e-3, rounds=3, seed=1, scale=2.0)])
+    decision = decision_settings(Settings(), DecisionOptions(confidence=0.9999999999999999))
+    row = _rows(compare_runs(base, cand, decision))["k"]
+    assert row.verdict is Verdict.INCONCLUSIVE and row.ratio_high is not None and row.ratio_high > 1e30
