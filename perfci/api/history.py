@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import re
 import signal
 from collections import deque
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -140,15 +142,37 @@ def ingest(settings: Settings, results: list[Path], db: str | None, runner: str 
         return open_store(settings, db).ingest_many(itertools.chain(first, rest))
 
 
+# `--since` / `--until`: an ISO date, or a date and time, in the form the store keeps (runs are filtered by
+# comparing the start times as text, so 20261101 or 2026-11-1 would compare wrongly)
+_ISO_PREFIX = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}(:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?)?Z?")
+
+
+def checked_filter(where: RunFilter) -> RunFilter:
+    """`where` when its dates are ISO dates or times; UsageError otherwise (fuzzing: `--since garbage` listed
+    nothing and `--until garbage` exported everything, without a word)."""
+    for flag, value in (("--since", where.since), ("--until", where.until)):
+        if value is None:
+            continue
+        valid = _ISO_PREFIX.fullmatch(value) is not None
+        if valid:
+            try:
+                datetime.fromisoformat(value[:10])
+            except ValueError:
+                valid = False
+        if not valid:
+            raise UsageError(f"{flag} {value!r} is not an ISO date or time.", hint=f"e.g. {flag} 2026-11-01")
+    return where
+
+
 def list_runs(settings: Settings, db: str | None, where: RunFilter, limit: int | None = None) -> list[RunInfo]:
     """`perfci history list`: the stored runs matching `where`, newest first."""
-    return open_store(settings, db).list_runs(where, limit)
+    return open_store(settings, db).list_runs(checked_filter(where), limit)
 
 
 def measurements_frame(settings: Settings, db: str | None, where: RunFilter | None = None) -> Any:
     """The store's measurements as a pandas DataFrame: one row per run, case and metric (runner, run_id,
     commit, branch, started_at, case_id, metric, unit, direction, value, low, high, rounds, log_mean, log_sd)."""
-    return open_store(settings, db).measurements_frame(where or RunFilter())
+    return open_store(settings, db).measurements_frame(checked_filter(where or RunFilter()))
 
 
 HistoryFilter = RunFilter  # for callers above the store (the CLI): runner, branch, since, until

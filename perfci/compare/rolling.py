@@ -37,6 +37,9 @@ PREFIX = "store:"
 DEFAULT_RUNS = 10
 
 
+MAX_RUNS = 100_000  # `store:BRANCH:N`: far more runs than a rolling baseline uses
+
+
 @dataclass(frozen=True)
 class StoreBaselineSpec:
     branch: str
@@ -54,8 +57,11 @@ def parse_store_baseline(text: str) -> StoreBaselineSpec | None:
     branch, _, count = text.removeprefix(PREFIX).partition(":")
     if not branch:
         raise UsageError(f"--baseline {text!r} names no branch.", hint="e.g. --baseline store:main or store:main:20")
-    if count and (not count.isdigit() or int(count) < 2):
-        raise UsageError(f"--baseline {text!r}: the number of runs must be 2 or more.", hint="e.g. store:main:20")
+    if count and (not count.isascii() or not count.isdigit() or not 2 <= int(count) <= MAX_RUNS):
+        # past MAX_RUNS: fuzzing found 10^20 runs raised an OverflowError in the database driver
+        raise UsageError(
+            f"--baseline {text!r}: the number of runs must be from 2 to {MAX_RUNS:,}.", hint="e.g. store:main:20"
+        )
     return StoreBaselineSpec(branch, int(count) if count else DEFAULT_RUNS)
 
 

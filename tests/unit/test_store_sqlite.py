@@ -130,6 +130,12 @@ def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
     assert [r["run_id"] for r in json.loads(res.stdout)] == ["run-11", "run-10"]
     res = runner.invoke(app, ["history", "list", "--db", db, "--branch", "main", "--limit", "3"])
     assert res.exit_code == 0 and "run-11" in res.stdout and "run-08" not in res.stdout
+    for flag, bad in (("--since", "garbage"), ("--until", "2026-13-01"), ("--since", "20261101")):
+        # fuzzing: `--since garbage` listed nothing and `--until garbage` exported everything, without a word
+        res = runner.invoke(app, ["history", "list", "--db", db, flag, bad])
+        assert res.exit_code == 2 and f"{flag} '{bad}' is not an ISO date or time" in res.stderr
+        res = runner.invoke(app, ["history", "export", "--db", db, flag, bad, "--out", str(tmp_path / "x.csv")])
+        assert res.exit_code == 2 and not (tmp_path / "x.csv").exists()
     out = tmp_path / "m.csv"
     res = runner.invoke(app, ["history", "export", "--db", db, "--format", "csv", "--out", str(out)])
     assert res.exit_code == 0, res.output
@@ -141,6 +147,8 @@ def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
     assert "main: last 10 run(s) of cpu-test" in res.stdout + res.stderr
     res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:", "--db", db])
     assert res.exit_code == 2 and "names no branch" in res.stderr
+    res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:main:99999999999999999999", "--db", db])
+    assert res.exit_code == 2 and "the number of runs must be from 2 to 100,000" in res.stderr  # was a traceback
     res = runner.invoke(app, ["compare", str(cand), "--baseline", "store:dev", "--db", db, "--runner", "cpu-test"])
     assert res.exit_code == 2 and "0 run(s) of runner class 'cpu-test' on branch 'dev'" in res.stderr
 
