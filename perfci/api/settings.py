@@ -77,9 +77,12 @@ class Settings:
 
     def store_url(self, flag: str | None, cwd: Path | None = None) -> str:
         """`--db` > $PERFCI_DB > the SQLite file under .perfci/ of the current folder."""
-        from perfci.store.history import default_url  # here: importing the store imports SQLAlchemy (docs/scale.md)
+        from perfci.store.history import default_url, in_memory  # here: the store imports SQLAlchemy (docs/scale.md)
 
-        return first(flag, self.env.get(ENV_DB) or None, default_url(cwd or Path.cwd()))
+        url = first(flag, self.env.get(ENV_DB) or None, default_url(cwd or Path.cwd()))
+        if in_memory(url):  # fuzzing: `history ingest --db sqlite://` said "ingested 1 run(s)" and kept nothing
+            raise UsageError(f"{url!r} is an in-memory database: it keeps nothing.", hint="e.g. sqlite:///history.db")
+        return url
 
     def memory_limit(self, flag: str | None) -> str | None:
         """`--memory-limit` > $PERFCI_MEMORY_LIMIT (default: the engine's, half of RAM)."""

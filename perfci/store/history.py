@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Select, create_engine, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import (
     ArgumentError,
     DatabaseError,
@@ -194,6 +194,16 @@ def measurement_rows(run: RunResult, run_pk: int) -> list[dict[str, Any]]:
     if prepared.refusal:
         raise ResultsFormatError(prepared.refusal)
     return [dict(zip(ROW_COLUMNS, (run_pk, *row), strict=True)) for row in prepared.rows]
+
+
+def in_memory(url: str) -> bool:
+    """Whether `url` is an SQLite database in memory (`sqlite://`, `sqlite:///:memory:`), which no later command
+    sees; False for anything that is not a database URL (HistoryStore words that)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
 
 
 def default_url(root: Path) -> str:

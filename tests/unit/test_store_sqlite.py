@@ -130,6 +130,10 @@ def test_history_list_export_and_rolling_compare_cli(tmp_path: Path) -> None:
     assert [r["run_id"] for r in json.loads(res.stdout)] == ["run-11", "run-10"]
     res = runner.invoke(app, ["history", "list", "--db", db, "--branch", "main", "--limit", "3"])
     assert res.exit_code == 0 and "run-11" in res.stdout and "run-08" not in res.stdout
+    dump_results(runs[0], tmp_path / "r0.json")
+    for memory in ("sqlite://", "sqlite:///:memory:"):  # fuzzing: "ingested 1 run(s)", and nothing was kept
+        res = runner.invoke(app, ["history", "ingest", str(tmp_path / "r0.json"), "--db", memory])
+        assert res.exit_code == 2 and "is an in-memory database: it keeps nothing" in res.stderr
     for flag, bad in (("--since", "garbage"), ("--until", "2026-13-01"), ("--since", "20261101")):
         # fuzzing: `--since garbage` listed nothing and `--until garbage` exported everything, without a word
         res = runner.invoke(app, ["history", "list", "--db", db, flag, bad])
