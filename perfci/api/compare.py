@@ -54,6 +54,14 @@ class DecisionOptions:
 MAX_FRACTION = 10.0  # --threshold and --job-noise: 1,000%, far past any use
 
 
+def checked_fraction(flag: str, value: float | None) -> float | None:
+    """`value` when it is None or a fraction from 0 to MAX_FRACTION; UsageError otherwise (fuzzing: a NaN
+    threshold turned a regression into a pass; -1 or 1e308 ended in a traceback)."""
+    if value is not None and not 0.0 <= value <= MAX_FRACTION:  # False for NaN
+        raise UsageError(f"{flag} must be a fraction from 0 to {MAX_FRACTION:g} (0.05 is 5%), not {value!r}.")
+    return value
+
+
 def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSettings:
     if opts.family not in ("none", "bonferroni"):
         raise UsageError(f"--family must be 'none' or 'bonferroni', not {opts.family!r}.")
@@ -61,10 +69,8 @@ def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSett
         raise UsageError("--confidence must lie between 0.5 and 1.")
     if not 0.5 <= opts.catch < 1.0:
         raise UsageError("--catch must lie in [0.5, 1).")
-    for flag, value in (("--threshold", opts.threshold), ("--job-noise", opts.job_noise)):
-        if value is not None and not 0.0 <= value <= MAX_FRACTION:  # False for NaN
-            # fuzzing: NaN turned a regression into a pass; -1 or 1e308 ended in a traceback
-            raise UsageError(f"{flag} must be a fraction from 0 to {MAX_FRACTION:g} (0.05 is 5%), not {value!r}.")
+    checked_fraction("--threshold", opts.threshold)
+    checked_fraction("--job-noise", opts.job_noise)
     for name in opts.metrics:
         try:
             metric_def(name)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfci.api.compare import checked_fraction
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
 from perfci.compare.saved import parse_comparison
@@ -88,7 +89,11 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     if len(runs) == 2:
         labels = (str(paths[kinds.index("results")]), str(paths[len(paths) - 1]))
         return ReportInputs(
-            runs[1], compare_runs(runs[0], runs[1], DecisionSettings(threshold=threshold), labels), runs[0]
+            runs[1],
+            compare_runs(
+                runs[0], runs[1], DecisionSettings(threshold=checked_fraction("--threshold", threshold)), labels
+            ),
+            runs[0],
         )
     return ReportInputs(runs[0], None, None)
 

@@ -68,3 +68,10 @@ def test_a_pyproject_that_is_not_utf8_elsewhere_is_not_perfcis_business(tmp_path
     (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "x"\nauthors = [{name = "Jos\xe9"}]\n')
     listed = perfci("list", "--suite", "default", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
+
+
+def test_report_threshold_outside_0_to_10_is_one_error(tmp_path: Path, tmp_results: Path) -> None:
+    """Fuzzing: `perfci report A B --threshold -1` ended in a ValueError traceback (compare refused it already)."""
+    proc = perfci("report", str(tmp_results), str(tmp_results), "--threshold", "-1", "--out", "r.html", cwd=tmp_path)
+    assert refused(proc, "--threshold must be a fraction from 0 to 10")
+    assert not (tmp_path / "r.html").exists()
