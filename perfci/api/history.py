@@ -222,6 +222,12 @@ class TrendQuery:
     min_effect: float = 0.03
     window: int = DEFAULT_WINDOW  # runs: the movers overview covers change points within each series' latest ones
 
+    def __post_init__(self) -> None:
+        if not 0.0 < self.min_effect <= 10.0:  # False for NaN (fuzzing: NaN or inf made `trend --check` pass)
+            raise UsageError(
+                f"--min-effect must be a fraction above 0 and at most 10 (0.03 is 3%), not {self.min_effect!r}."
+            )
+
 
 @dataclass(frozen=True)
 class TrendView:

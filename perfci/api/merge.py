@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfci.api.compare import checked_fraction
 from perfci.api.settings import Settings
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -105,6 +106,10 @@ def merge_runs(parts: list[tuple[Path, RunResult]]) -> RunResult:
 def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     """Join the parts, compare with the baseline (a file given, else baselines/<runner>.json when it exists),
     write results.json, report.html, summary.md (and comparison.json when compared)."""
+    checked_fraction("--threshold", req.threshold)  # fuzzing: NaN, inf or 1e308 left every row without one
+    written_to = (req.out / "results.json").resolve()
+    if any(Path(p).resolve() == written_to for p in req.files):  # fuzzing: the shard was replaced by the merge
+        raise UsageError(f"--out {req.out}: its results.json is one of the files merged; choose another folder.")
     parts = [(p, load_results(p)) for p in req.files]
     merged = merge_runs(parts)
     base_file = req.baseline or baseline_path(settings.runner_class(req.runner, merged.fingerprint))

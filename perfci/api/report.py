@@ -69,6 +69,15 @@ class ReportInputs:
     baseline: RunResult | None
 
 
+def check_outputs(inputs: list[Path], out: Path, markdown: Path | None) -> None:
+    """UsageError when the report or the summary would be written over one of the files read (fuzzing:
+    `perfci report cmp.json --out cmp.json` replaced the comparison with HTML, and exited 0)."""
+    read = {p.resolve() for p in inputs}
+    for flag, path in (("--out", out), ("--markdown", markdown)):
+        if path is not None and str(path) != "-" and path.resolve() in read:
+            raise UsageError(f"{flag} {path} is one of the files read; write the report elsewhere.")
+
+
 def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     """The candidate run, comparison and baseline run from 1-3 files."""
     read = [_read(p) for p in paths]

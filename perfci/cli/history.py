@@ -74,7 +74,7 @@ def history_ingest(
 
 @history_app.command("prune")
 def history_prune(
-    keep: Annotated[int, typer.Option(min=1, help="Runs to keep per runner class: the latest ones.")],
+    keep: Annotated[int, typer.Option(min=1, max=10**9, help="Runs to keep per runner class: the latest ones.")],
     db: DbOpt = None,
     runner: Runner = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")] = False,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfci.api.report import load_inputs, render
+from perfci.api.report import check_outputs, load_inputs, render
 from perfci.cli.app import app, consoles, guard
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
@@ -33,6 +33,7 @@ def report(
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""
 
     def body() -> int:
+        check_outputs(results, out, markdown)
         inputs = load_inputs(results, threshold)
         cand, comparison = inputs.candidate, inputs.comparison
         o, err = consoles()

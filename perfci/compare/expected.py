@@ -70,7 +70,9 @@ def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc}).") from None
-    if doc.get("version") != VERSION:
+    except RecursionError:  # fuzzing: arrays nested 5,000 deep
+        raise ConfigError(f"{source}: not valid TOML (nested too deeply).") from None
+    if doc.get("version") != VERSION or type(doc.get("version")) is not int:  # `true` and `1.0` equal 1
         raise ConfigError(f"{source}: 'version = {VERSION}' is required (found {doc.get('version')!r}).")
     unknown = set(doc) - {"version", "change"}
     if unknown:
@@ -86,7 +88,11 @@ def load_expected(path: Path, required: bool = False) -> tuple[ExpectedChange, .
         if required:
             raise ConfigError(f"{path}: expected-changes file not found.")
         return ()
-    return parse_expected(path.read_text("utf-8"), str(path))
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # fuzzing: bytes that are not UTF-8 were a traceback
+        raise ConfigError(f"{path}: cannot read the expected-changes file ({exc}).") from None
+    return parse_expected(text, str(path))
 
 
 def _worsening(row: MetricComparison) -> float | None:

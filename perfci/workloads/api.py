@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, overload
@@ -98,14 +99,21 @@ class Workload:
                 f"{', '.join(f'{k}=...' for k in params)}): {exc}.",
                 hint="accept the parameters by name, or **kwargs",
             ) from None
+        except Exception as exc:  # fuzzing: a predicate that raised ended `perfci list` in a traceback
+            raise WorkloadDefinitionError(
+                f"workload {self.name!r}: its skip predicate raised {type(exc).__name__}: {exc} "
+                f"(device={device!r}, {', '.join(f'{k}={v!r}' for k, v in params.items())})."
+            ) from None
         if verdict is True:
             return "skipped by the workload's skip predicate"
         return str(verdict) if verdict else None
 
     def all_cases(self, stem: str, source: str) -> list[tuple[CaseSpec, str | None]]:
-        """Every combination with the reason it is skipped (None: it runs)."""
+        """Every combination with the reason it is skipped (None: it runs). Two combinations whose ids are the
+        same (values with "," or "=" in them can spell another parameter) are a WorkloadDefinitionError: one of
+        them would be dropped without a word (fuzzing)."""
         full = f"{stem}.{self.name}"
-        return [
+        out = [
             (
                 CaseSpec(workload=full, params=p, device=d, source=source, tags=self.tags, suite=self.suite or stem),
                 self.skip_reason(p, d),
@@ -113,6 +121,16 @@ class Workload:
             for d in self.devices
             for p in self.grid(d)
         ]
+        seen: dict[str, CaseSpec] = {}
+        for spec, _ in out:
+            other = seen.setdefault(spec.id, spec)
+            if other is not spec:
+                raise WorkloadDefinitionError(
+                    f"workload {self.name!r}: parameters {dict(other.params)!r} and {dict(spec.params)!r} give the "
+                    f"same case id {spec.id!r}.",
+                    hint="parameter values must not spell other parameters (avoid ',' and '=' in strings)",
+                )
+        return out
 
     def cases(self, stem: str, source: str) -> list[CaseSpec]:
         return [spec for spec, reason in self.all_cases(stem, source) if reason is None]
@@ -169,10 +187,10 @@ def workload(
 def _validate_values(who: str, key: str, values: object) -> None:
     if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
         raise WorkloadDefinitionError(f"{who}: parameter {key!r} must be a non-empty list of values.")
-    bad = [v for v in values if not isinstance(v, PARAM_TYPES)]
+    bad = [v for v in values if not isinstance(v, PARAM_TYPES) or (isinstance(v, float) and not math.isfinite(v))]
     if bad:
         raise WorkloadDefinitionError(
-            f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, float or bool.",
+            f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, finite float or bool.",
         )
     if len(set(values)) != len(values):
         raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")

@@ -7,6 +7,7 @@ folder and its project root (the closest folder above it with a `perfci.toml`, a
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -50,13 +51,18 @@ def load_source(source: str) -> ModuleType:
             sys.path.insert(0, str(folder))
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        # what the file prints goes to stderr: stdout carries `--format json` (fuzzing: a print broke the JSON)
+        with contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
         raise WorkloadDefinitionError(
             f"{path}:{exc.lineno}: syntax error in workload file: {exc.msg}.",
         ) from None
-    except Exception as exc:
+    except WorkloadDefinitionError as exc:  # the decorator's own error: the file named, the words kept
+        del sys.modules[name]
+        raise WorkloadDefinitionError(f"{path}: {exc.message}", hint=exc.hint) from None
+    except (Exception, SystemExit) as exc:  # SystemExit: fuzzing, `sys.exit(3)` at import ended perfci silently
         del sys.modules[name]
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise WorkloadDefinitionError(

@@ -3,6 +3,7 @@ ends in one error line and exit code 2, or is read as it should be."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,59 @@ def test_report_threshold_outside_0_to_10_is_one_error(tmp_path: Path, tmp_resul
     proc = perfci("report", str(tmp_results), str(tmp_results), "--threshold", "-1", "--out", "r.html", cwd=tmp_path)
     assert refused(proc, "--threshold must be a fraction from 0 to 10")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_outputs_over_inputs_and_unchecked_options_are_refused(tmp_path: Path, tmp_results: Path) -> None:
+    """Second fuzzing pass: `report` wrote its HTML over the comparison it read, `merge --out` over the shard it
+    merged, `merge --threshold nan` and `trend --min-effect nan` were taken (the trend gate then passed), a
+    not-UTF-8 expected-changes file was a traceback, `history prune --keep 2**63` an OverflowError."""
+    original = tmp_results.read_bytes()
+    assert refused(perfci("report", str(tmp_results), "--out", str(tmp_results), cwd=tmp_path), "is one of the files")
+    assert refused(perfci("merge", str(tmp_results), "--out", str(tmp_path), cwd=tmp_path), "is one of the files")
+    assert tmp_results.read_bytes() == original
+    merge = perfci(
+        "merge", str(tmp_results), "--baseline", str(tmp_results), "--threshold", "nan", "--out", "m", cwd=tmp_path
+    )
+    assert refused(merge, "--threshold must be a fraction from 0 to 10")
+    (tmp_path / "e.toml").write_bytes(b"\xff\xfe\x00garbage\x80")
+    compare = perfci("compare", str(tmp_results), str(tmp_results), "--expected", "e.toml", cwd=tmp_path)
+    assert refused(compare, "cannot read the expected-changes file")
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    assert refused(perfci("trend", "--db", db, "--min-effect", "nan", cwd=tmp_path), "--min-effect must be a fraction")
+    prune = perfci("history", "prune", "--keep", str(2**63), "--db", db, cwd=tmp_path)
+    assert prune.returncode == 2 and "Traceback" not in prune.stderr
+
+
+WORKLOADS = {
+    "collide.py": 'import perfci\n\n@perfci.workload(params={"a": ["1", "1,b=2"], "b": ["2,b=3", "3"]})\n'
+    "def p(ctx, a, b):\n    return lambda: None\n",
+    "nan_param.py": 'import perfci\n\n@perfci.workload(params={"x": [float("nan"), 1.0]})\n'
+    "def q(ctx, x):\n    return lambda: None\n",
+    "skip_raises.py": 'import perfci\n\n@perfci.workload(params={"n": [1]}, skip=lambda device, n: 1 / 0)\n'
+    "def s(ctx, n):\n    return lambda: None\n",
+    "exits.py": "import sys\nsys.exit(3)\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("collide.py", "give the same case id"),  # one of the two cases was dropped without a word
+        ("nan_param.py", "that is not a str, int, finite float or bool"),  # no results.json was written at all
+        ("skip_raises.py", "its skip predicate raised ZeroDivisionError"),  # a traceback
+        ("exits.py", "importing the workload file raised SystemExit: 3"),  # exit 3 and nothing said
+    ],
+)
+def test_hostile_workload_definitions_are_one_error(tmp_path: Path, name: str, words: str) -> None:
+    (tmp_path / name).write_text(WORKLOADS[name])
+    assert refused(perfci("list", name, cwd=tmp_path), words)
+
+
+def test_what_a_workload_file_prints_at_import_stays_out_of_json_output(tmp_path: Path) -> None:
+    (tmp_path / "loud.py").write_text(
+        'import perfci\nprint("HELLO FROM IMPORT")\n\n@perfci.workload(params={"n": [1]})\n'
+        "def t(ctx, n):\n    return lambda: None\n"
+    )
+    listed = perfci("list", "loud.py", "--format", "json", cwd=tmp_path)
+    assert listed.returncode == 0 and "HELLO FROM IMPORT" in listed.stderr
+    assert [c["id"] for c in json.loads(listed.stdout)] == ["loud.t[n=1]@cpu"]
