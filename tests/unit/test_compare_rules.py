@@ -165,6 +165,9 @@ def test_expected_changes_pass_the_gate_with_a_note() -> None:
         ("version = 1\n[[change]]\ncase='x'\nmax_change=-1\nreason='r'", "max_change"),
         ("version = 1\n[[change]]\ncase='re:('\nmax_change=0.1\nreason='r'", "bad case pattern"),
         ("version = 1\n[[chnage]]\ncase='x'", "unknown key"),
+        ("version = true", "version = 1"),  # fuzzing: true and 1.0 passed for 1
+        ("version = 1.0", "version = 1"),
+        ("version = 1\nx = " + "[" * 5000 + "]" * 5000, "nested too deeply"),  # a RecursionError in tomllib
     ],
 )
 def test_expected_file_errors(text: str, message: str) -> None:
