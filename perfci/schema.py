@@ -344,12 +344,13 @@ MAX_NESTING = 1_024  # levels of nesting read: as far as orjson goes (it refuses
 def _nesting_limit() -> Iterator[None]:
     """Python's json module recurses once per level of nesting, as deep as the interpreter's recursion limit
     lets it (raised by the CLI: cli/__init__.py RECURSION_LIMIT). Parsing under a limit of MAX_NESTING levels
-    above this frame refuses what orjson refuses, and what the code after the parse could not recurse through."""
+    above this frame refuses what orjson refuses, and what the code after the parse could not recurse through.
+    The limit is only ever lowered here (a library caller's own limit stays the bound)."""
     depth, frame = 0, sys._getframe()
     while frame.f_back is not None:
         depth, frame = depth + 1, frame.f_back
     before = sys.getrecursionlimit()
-    sys.setrecursionlimit(depth + MAX_NESTING + 20)
+    sys.setrecursionlimit(min(before, depth + MAX_NESTING + 20))
     try:
         yield
     finally:
