@@ -120,6 +120,16 @@ def test_parse_size() -> None:
         parse_size("lots")
 
 
+def test_memory_limit_between_64_mib_and_1_eib() -> None:
+    """Fuzzing: `PERFCI_MEMORY_LIMIT=0` (or `1B`) made every case fail as out of memory; 10^23 GiB was taken."""
+    from perfci.api.run import memory_limit_bytes
+
+    assert memory_limit_bytes("8GiB") == 8 * 2**30
+    for bad in ("0", "1B", "0GiB", "99999999999999999999999GiB"):
+        with pytest.raises(UsageError, match="is not between 64 MiB and 1 EiB"):
+            memory_limit_bytes(bad)
+
+
 def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sample_run: RunResult) -> None:
     from perfci.model import CaseError, CaseStatus
 
