@@ -42,7 +42,7 @@ class Config:
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
     cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
-    gpu_mode: str | None = None  # CUDA cases' timing mode: hot | cold | graph | sustained (profilers/cuda_timing.py)
+    gpu_mode: str | None = None  # CUDA timing: hot | cold | graph | sustained | sustained-cold (cuda_timing)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
     fail_on: str | None = None  # what fails the gate: "regression" (default) or "slower" (also below-threshold)
 

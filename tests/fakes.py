@@ -191,6 +191,9 @@ class FakeEvent:
     def synchronize(self) -> None:
         self.gpu.log.append("sync")
 
+    def query(self) -> bool:
+        return False  # the synchronous fake GPU: read as a GPU that is always busy ahead of the host
+
     def elapsed_time(self, other: FakeEvent) -> float:
         assert self.t is not None and other.t is not None
         return (other.t - self.t) * 1e3  # milliseconds, like torch
@@ -339,6 +342,9 @@ def async_torch(gpu: AsyncGpu, with_sleep: bool = True) -> Any:
 
         def synchronize(self) -> None:
             gpu.host = max(gpu.host, self.t)
+
+        def query(self) -> bool:
+            return self.t <= gpu.host  # the stream has passed the event by the host's time now
 
         def elapsed_time(self, other: Event) -> float:
             return (other.t - self.t) * 1e3

@@ -114,7 +114,7 @@ class ABRequest:
     junit: Path | None = None
     expected: Path | None = None
     shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
-    gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
+    gpu_mode: str | None = None  # hot | cold | graph | sustained | sustained-cold (docs/measurement.md)
     base_python: Path | None = None  # interpreter or venv folder of the base side's workers (default: this one)
     head_python: Path | None = None
 

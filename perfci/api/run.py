@@ -60,7 +60,7 @@ class RunRequest:
     history_noise: bool | None = None
     db: str | None = None
     shard: Shard | None = None  # keep only this shard's cases (perfci/api/shards.py)
-    gpu_mode: str | None = None  # hot | cold | graph | sustained (docs/measurement.md)
+    gpu_mode: str | None = None  # hot | cold | graph | sustained | sustained-cold (docs/measurement.md)
     fail_on: str | None = None  # --fail-on: regression | slower (None: configuration, then regression)
     resume: bool = False  # --resume: continue the interrupted results.json in `out` (perfci/engine/resume.py)
 

@@ -199,8 +199,9 @@ GpuModeOpt = Annotated[
     str | None,
     typer.Option(
         "--gpu-mode",
-        help="How CUDA cases are timed: hot, cold, graph or sustained (back to back at the power and thermal "
-        "steady state; docs/measurement.md). A workload's own choice wins [default: config, else hot].",
+        help="How CUDA cases are timed: hot, cold, graph, sustained (back to back at the power and thermal "
+        "steady state) or sustained-cold (the same with the L2 flushed before each call; docs/measurement.md). "
+        "A workload's own choice wins [default: config, else hot].",
     ),
 ]
 ShardOpt = Annotated[

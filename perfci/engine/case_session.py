@@ -13,7 +13,7 @@ from typing import Any
 from perfci.engine.protocol import Job, JobCase, Result
 from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
-from perfci.profilers.cuda_timing import SUSTAINED, cuda_timer
+from perfci.profilers.cuda_timing import FLUSHING_MODES, SETTLING_MODES, cuda_timer
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
 from perfci.profilers.timing import (
@@ -60,6 +60,7 @@ class CaseSession:
     reference: SpeedReference | None = None  # CPU torch cases: timed before each sample
     own_memory: dict[str, int] = field(default_factory=dict)  # profilers/case_memory.py: memory.host/device
     sustained: Sustained | None = None  # sustained GPU mode: the steady state reached before sampling
+    block_timer: BlockTimer | None = None  # the timer under the sampler's (sustained-cold: counts host-bound blocks)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -140,7 +141,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
     timer, fixed, timer_name = _timer(ctx.device, mode, torch)
     clock = time.perf_counter
-    sustained = cuda is not None and mode == SUSTAINED
+    sustained = cuda is not None and mode in SETTLING_MODES
     if sustained:
         # blocks long enough that the GPU never idles between them (`sustain_block_s`), for the calibration,
         # the settling, the running before each slice and the samples alike
@@ -174,6 +175,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
         faults=faults,
         own_memory=own.telemetry(),
         sustained=settled,
+        block_timer=timer,
     )
     if settled is not None:
         busy = settings.sustain_window_s / 4
@@ -200,7 +202,7 @@ def finish(s: CaseSession) -> Result:
     samples = tuple(sampler.samples)
     if s.probe is not None and s.snapshots:
         start, end, calls = s.snapshots[0], s.snapshots[-1], 0
-        if s.mode != "cold" and s.settings.energy_window_s > 0:
+        if s.mode not in FLUSHING_MODES and s.settings.energy_window_s > 0:  # a flush's energy is not the call's
             start, end, calls = energy_block(
                 s.probe,
                 lambda n: sampler.timer(sampler.fn, n),
@@ -215,6 +217,9 @@ def finish(s: CaseSession) -> Result:
     telemetry.update(s.own_memory)
     if s.sustained is not None:
         telemetry["sustained"] = s.sustained.telemetry()
+        host_bound = getattr(s.block_timer, "host_bound_blocks", None)
+        if host_bound is not None:  # sustained-cold: blocks (settling included) the GPU may have waited inside
+            telemetry["sustained"]["host_bound_blocks"] = host_bound
     if s.probe is not None and (nvml_bytes := s.probe.process_memory(os.getpid())) is not None:
         telemetry["nvml_process_bytes"] = nvml_bytes
     if s.reference is not None and s.reference.per_call:

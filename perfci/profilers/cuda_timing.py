@@ -12,6 +12,12 @@ fake `torch` that records the order of calls; the GPU machine runs it for real (
   before the host waits for that event, so they run while the host reads telemetry and enqueues the next block.
   Before sampling, the case runs back to back until the power and thermal steady state (timing.sustain); the
   clock and power reached are recorded. This is what a training loop sees; hot mode is a burst at boost clock.
+- sustained-cold: sustained, with the L2 flushed (read, as in cold mode) before every call: the cadence of
+  `triton.testing.do_bench` and nvbench, and closer than back-to-back calls to a training step, where memory-bound
+  kernels run between the GEMMs. Each call is timed between its own events, the flushes are not; the GPU never
+  idles (untimed flush+call pairs are queued behind each block), so the power and clock reach the steady state of
+  that cadence. Without a launch guard: a block whose host enqueueing outlasted its GPU time (calls shorter than
+  the host's launches) is counted in `host_bound_blocks`, and such a case belongs in cold mode.
 - graph: `iterations` calls are captured once into a CUDA graph (after warm-up on a side stream); a sample
   replays the graph between events, behind the same launch guard. Launch overhead disappears; per-call time =
   sample / iterations.
@@ -28,7 +34,10 @@ from typing import Any
 from perfci.profilers.timing import BlockTimer
 
 SUSTAINED = "sustained"
-MODES = ("hot", "cold", "graph", SUSTAINED)
+SUSTAINED_COLD = "sustained-cold"
+MODES = ("hot", "cold", "graph", SUSTAINED, SUSTAINED_COLD)
+SETTLING_MODES = (SUSTAINED, SUSTAINED_COLD)  # settled to the power and thermal steady state before sampling
+FLUSHING_MODES = ("cold", SUSTAINED_COLD)  # the L2 flushed before every timed call
 DEFAULT_L2_BYTES = 64 * 2**20
 GUARD_START_S = 200e-6  # first launch-guard length; grows when the host needs longer to enqueue a sample
 GUARD_MAX_S = 20e-3
@@ -134,6 +143,33 @@ def cold_block_timer(torch: Any, flush_bytes: int, clock: Callable[[], float] = 
     return time_block
 
 
+class SustainedColdTimer:
+    """Sustained-cold mode's block timer: `iterations` pairs of (L2 flush, call between its own events), then
+    `iterations // 2 + 1` untimed pairs queued before the host waits, so the GPU never idles between blocks. A
+    sample is the sum of the calls' event times. `host_bound_blocks` counts the blocks in which the GPU caught up
+    with the host: the last call's start event had already passed when the host had just launched that call, so
+    the GPU waited for launches, inside timed calls too (calls shorter than the host's launches: use cold mode)."""
+
+    def __init__(self, torch: Any, flush_bytes: int) -> None:
+        self.torch = torch
+        self.scratch = torch.empty(flush_bytes // 4, dtype=torch.float32, device="cuda")
+        self.scratch.fill_(1.0)
+        self.host_bound_blocks = 0
+
+    def __call__(self, fn: Callable[[], object], iterations: int) -> float:
+        calls = []
+        for _ in range(iterations):
+            self.scratch.sum()
+            calls.append(_timed(self.torch, fn))
+        if calls[-1][0].query():  # the GPU had reached the last timed call before the host was done launching it
+            self.host_bound_blocks += 1
+        for _ in range(iterations // 2 + 1):
+            self.scratch.sum()
+            fn()
+        calls[-1][1].synchronize()
+        return sum(float(start.elapsed_time(end)) for start, end in calls) / 1e3
+
+
 def _timed(torch: Any, fn: Callable[[], object]) -> tuple[Any, Any]:
     """Enqueue `fn` between two timing events; returns (start, end)."""
     start = torch.cuda.Event(enable_timing=True)
@@ -196,4 +232,6 @@ def cuda_timer(torch: Any, mode: str, clock: Callable[[], float] = time.perf_cou
         return CudaTimerSetup(graph_block_timer(torch, clock), None, 0)
     if mode == SUSTAINED:
         return CudaTimerSetup(sustained_block_timer(torch), None, 0)
+    if mode == SUSTAINED_COLD:
+        return CudaTimerSetup(SustainedColdTimer(torch, flush), None, flush)
     return CudaTimerSetup(event_block_timer(torch), None, 0)

@@ -1,8 +1,9 @@
 """Burst against sustained GPU timing: a note where both were measured for one case and their medians differ.
 
-A case measured in hot (or graph) mode and in sustained mode (`gpu_mode` in its parameter grid, docs/measurement.md)
-gives a burst and a sustained median; where they differ by more than NOTE_ABOVE the reports say so, with the SM
-clock and power the sustained run reached, so that nobody reads a burst figure as what a training loop sees."""
+A case measured in hot (or graph) mode and in sustained mode, or in cold and in sustained-cold mode (`gpu_mode` in
+its parameter grid, docs/measurement.md), gives a burst and a sustained median; where they differ by more than
+NOTE_ABOVE the reports say so, with the SM clock and power the sustained run reached, so that nobody reads a burst
+figure as what a training loop sees."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from perfci.metrics.registry import LATENCY
 from perfci.model import CaseResult, RunResult
 
 NOTE_ABOVE = 0.03
-BURST = ("hot", "graph")
-SUSTAINED = "sustained"
+# each sustained mode against the burst modes of the same cache policy
+BURSTS = {"sustained": ("hot", "graph"), "sustained-cold": ("cold",)}
 
 
 def _mode(case: CaseResult) -> str | None:
@@ -45,9 +46,10 @@ def _pairs(run: RunResult) -> Iterator[tuple[CaseResult, CaseResult]]:
         if mode is not None and case.metric(LATENCY) is not None:
             by_key.setdefault(_key(case), {})[mode] = case
     for modes in by_key.values():
-        burst = next((modes[m] for m in BURST if m in modes), None)
-        if burst is not None and SUSTAINED in modes:
-            yield burst, modes[SUSTAINED]
+        for sustained, bursts in BURSTS.items():
+            burst = next((modes[m] for m in bursts if m in modes), None)
+            if burst is not None and sustained in modes:
+                yield burst, modes[sustained]
 
 
 def burst_sustained_notes(run: RunResult | None) -> list[str]:

@@ -99,3 +99,30 @@ def test_graph_mode_keeps_the_replay_launch_out_of_the_timed_region_behind_the_g
     assert gpu.log.count("replay:16") == 3 and "call" in gpu.log  # warm-up calls run, then one capture
     expected = 16e-6 if with_sleep else 16e-6 + gpu.replay_host_s
     assert samples == pytest.approx([expected] * 3)
+
+
+def test_sustained_cold_flushes_before_every_call_times_only_the_calls_and_keeps_the_gpu_busy() -> None:
+    gpu = FakeGpu(kernel_s=1e-5, cold_penalty_s=5e-6)
+    setup = cuda_timer(fake_torch(gpu, l2=50 * 2**20), "sustained-cold")
+    assert setup.fixed_iterations is None and setup.flush_bytes == 100 * 2**20  # calibrated, unlike cold mode
+    gpu.log.clear()
+    elapsed = setup.timer(gpu.kernel, 4)
+    flush = f"flush:{100 * 2**20}"
+    # 4 timed (flush, call) pairs, then 3 untimed pairs queued before the host waits
+    assert gpu.log == [*[flush, "record", "kernel", "record"] * 4, *[flush, "kernel"] * 3, "sync"]
+    assert elapsed == pytest.approx(4 * 1.5e-5)  # every call cold; the 1 ms flushes are not timed
+    assert setup.timer.host_bound_blocks == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("call_host_s", "host_bound"), [(1e-6, 0), (150e-6, 1)])
+def test_sustained_cold_counts_blocks_where_the_gpu_waited_for_the_host(call_host_s: float, host_bound: int) -> None:
+    """50 us calls after 10 us flushes: a host that launches a call in 1 us stays ahead and every timed call is
+    the GPU's 52 us; one that needs 150 us falls behind, the GPU waits inside timed calls, and the block counts."""
+    gpu = AsyncGpu(kernel_s=50e-6, cold_penalty_s=2e-6, call_host_s=call_host_s)
+    setup = cuda_timer(async_torch(gpu), "sustained-cold", clock=lambda: gpu.host)
+    elapsed = setup.timer(gpu.call, 8)
+    assert setup.timer.host_bound_blocks == host_bound  # type: ignore[attr-defined]
+    if host_bound:
+        assert elapsed > 8 * 52e-6 * 1.5
+    else:
+        assert elapsed == pytest.approx(8 * 52e-6)

@@ -153,3 +153,11 @@ def test_sustained_blocks_are_long_enough_that_the_gpu_never_idles() -> None:
     assert long * 2e-4 == pytest.approx(0.1, rel=0.01)
     assert (long // 2 + 1) * 2e-4 >= 0.05  # the untimed calls queued behind each block (cuda_timing)
     assert sustained_settings(TimingSettings(min_sample_s=0.5)).min_sample_s == 0.5  # never shorter than asked
+
+
+def test_report_pairs_cold_with_sustained_cold_and_not_with_sustained() -> None:
+    cold, sustained_cold = _gemm("cold", 1.50e-3), _gemm("sustained-cold", 1.62e-3)
+    notes = burst_sustained_notes(_run(cold, sustained_cold))
+    assert len(notes) == 1 and "sustained median +8.0% against burst" in notes[0] and "gpu_mode=cold]" in notes[0]
+    # a cold burst says nothing about the back-to-back (warm-L2) sustained figure
+    assert burst_sustained_notes(_run(_gemm("cold", 1.50e-3), _gemm("sustained", 1.62e-3))) == []
