@@ -132,7 +132,7 @@ def gemm_table(out: Path, rounds: int) -> bool:
     refs: dict[int, dict[str, float]] = {}
     for n in SIZES:
         for mode in MODES:
-            found = perfci_run(out / f"gemm-{n}-{mode}", rounds, str(source), "-k", f"n={n},gpu_mode={mode}")
+            found = perfci_run(out / f"gemm-{n}-{mode}", rounds, str(source), "-k", f"n={n},gpu_mode={mode}]")
             if len(found) != 1:
                 raise RuntimeError(f"expected one GEMM case for n={n}, {mode}; found {[c.id for c in found]}")
             cases[(n, mode)] = found[0]
