@@ -1,9 +1,10 @@
 """`perfci merge`: the results files of a sharded run (`perfci run --shard I/N` in N jobs) joined into one run,
 with one results.json, one report, one summary and one exit code, as if one job had measured every case.
 
-Shards are only joined when they are parts of one run: no case measured twice, the same runner class, the same
-measuring settings and the same git commit, and every part complete. Anything else is refused with one line
-that names the two files that disagree.
+Shards are only joined when they are parts of one run: no case measured twice, the same runner class and the same
+fingerprint otherwise (the merged file carries one), the same measuring settings and the same git commit, every
+part complete, and, for files that record their shard (`settings["shard"]`, "I/N"), every shard 1..N there once.
+Anything else is refused with one line that names the two files that disagree, or the shards missing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from perfci.api.compare import checked_fraction
 from perfci.api.settings import Settings
+from perfci.api.shards import SHARD_KEY, shard_text_parts
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
@@ -22,6 +24,7 @@ from perfci.engine.runner import new_run_id
 from perfci.errors import UsageError
 from perfci.model import Comparison, RunResult
 from perfci.profilers.fingerprint import runner_name
+from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.schema import dump_results, load_results
@@ -75,6 +78,13 @@ def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
                 if _measuring_settings(run).get(k) != _measuring_settings(first).get(k)
             )
             raise UsageError(f"{first_path} and {path} were measured with different settings ({', '.join(diff)}).")
+        hardware, software = fingerprint_changes(first.fingerprint, run.fingerprint)
+        if hardware or software:  # fuzzing: shards on other Python or torch merged under the first's fingerprint
+            raise UsageError(
+                f"{first_path} and {path} were measured in different environments "
+                f"({change_text(hardware + software)}); the merged file would claim one.",
+                hint="run every shard of a run on one runner image",
+            )
         commits = (first.git.commit if first.git else None, run.git.commit if run.git else None)
         if commits[0] != commits[1]:
             raise UsageError(f"{first_path} and {path} measured different git commits ({commits[0]}, {commits[1]}).")
@@ -82,6 +92,37 @@ def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
             if case.id in seen:
                 raise UsageError(f"{seen[case.id]} and {path} both hold case {case.id!r}; shards must not overlap.")
             seen[case.id] = path
+    _check_shard_set(parts)
+
+
+def _check_shard_set(parts: list[tuple[Path, RunResult]]) -> None:
+    """Files that record their shard ("I/N") must be shards of one N, each index once, none missing (a shard
+    whose job never ran would otherwise go unnoticed: the merge looked complete). Files without the record
+    (written before perfci kept it) are not checked."""
+    recorded = [(path, shard_text_parts(run.settings.get(SHARD_KEY))) for path, run in parts]
+    known = [(path, s) for path, s in recorded if s is not None]
+    if not known:
+        return
+    if len(known) < len(parts):
+        unsharded = next(path for path, s in recorded if s is None)
+        raise UsageError(f"{known[0][0]} is shard {known[0][1][0]}/{known[0][1][1]} but {unsharded} records no shard.")
+    counts = {s[1] for _, s in known}
+    if len(counts) > 1:
+        (pa, a), (pb, b) = known[0], next((p, s) for p, s in known if s[1] != known[0][1][1])
+        raise UsageError(f"{pa} is shard {a[0]}/{a[1]} but {pb} is shard {b[0]}/{b[1]}: shards of different splits.")
+    count = counts.pop()
+    by_index: dict[int, Path] = {}
+    for path, (index, _) in known:
+        if index in by_index:
+            raise UsageError(f"{by_index[index]} and {path} are both shard {index}/{count}.")
+        by_index[index] = path
+    missing = [i for i in range(1, count + 1) if i not in by_index]
+    if missing:
+        names = ", ".join(f"{i}/{count}" for i in missing)
+        raise UsageError(
+            f"shard(s) {names} missing: {len(by_index)} of {count} given; the merge would look complete without them.",
+            hint="merge the results.json of every shard of the run",
+        )
 
 
 def merge_runs(parts: list[tuple[Path, RunResult]]) -> RunResult:

@@ -13,7 +13,7 @@ from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, select_cases
 from perfci.api.settings import Settings
-from perfci.api.shards import Shard, empty_shard_error
+from perfci.api.shards import SHARD_KEY, Shard, empty_shard_error
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -108,10 +108,15 @@ class Planned:
     noise: HistoryNoise | None  # the learned cross-job noise, when --history-noise
     workloads: str = ""  # content hash of the workload files (settings["workloads"], perfci/engine/resume.py)
     resume_from: RunResult | None = None  # --resume: the interrupted run in out_dir (None: measure from the start)
+    shard: Shard | None = None  # --shard I/N: recorded in the results, so that `perfci merge` can check the set
+
+    def extra_settings(self) -> dict[str, Any]:
+        """What the runner writes into the results' settings beside the run settings."""
+        return {WORKLOADS_KEY: self.workloads, **({SHARD_KEY: str(self.shard)} if self.shard is not None else {})}
 
     def results_settings(self) -> dict[str, Any]:
         """What the results file's settings will hold, less `complete` and the resume notes."""
-        return {**self.settings.as_dict(), WORKLOADS_KEY: self.workloads}
+        return {**self.settings.as_dict(), **self.extra_settings()}
 
 
 def _resumable(planned: Planned) -> RunResult | None:
@@ -156,7 +161,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         fail_on=settings.fail_on(req.fail_on),
     )
     out = req.out or default_run_out()
-    planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads)
+    planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard)
     return replace(planned, resume_from=_resumable(planned)) if req.resume else planned
 
 
@@ -178,8 +183,7 @@ class RunOutcome:
 
 
 def measure(planned: Planned, specs: list[CaseSpec], progress: ProgressFn | None = None) -> RunResult:
-    extra = {WORKLOADS_KEY: planned.workloads}
-    runner = Runner(planned.settings, planned.out_dir, progress, extra_settings=extra)
+    runner = Runner(planned.settings, planned.out_dir, progress, extra_settings=planned.extra_settings())
     return runner.run(specs, planned.resume_from)
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from perfci.errors import UsageError
 
+SHARD_KEY = "shard"  # a sharded run's results settings: "I/N" (`perfci merge` checks that every shard is there)
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -52,3 +54,15 @@ def empty_shard_error(shard: Shard, total: int) -> UsageError:
         f"shard {shard} holds none of the {total} selected case(s).",
         hint="use fewer shards than cases (cases are split by a hash of their id, so small suites split unevenly)",
     )
+
+
+def shard_text_parts(text: object) -> tuple[int, int] | None:
+    """(I, N) of a results file's `settings["shard"]`; None when it is not an "I/N" text (files written before
+    perfci recorded the shard have none)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        shard = parse_shard(text)
+    except UsageError:
+        return None
+    return (shard.index, shard.count) if shard is not None else None

@@ -74,3 +74,12 @@ def test_merge_refuses_different_settings(runs: Path) -> None:
 def test_bad_shard_is_a_usage_error(runs: Path) -> None:
     proc = perfci(runs, "run", "wl.py", "--shard", "3/2")
     assert proc.returncode == 2 and "--shard" in proc.stderr
+
+
+def test_the_results_record_the_shard_and_merge_refuses_a_missing_one(runs: Path) -> None:
+    settings = json.loads((runs / "s1" / "results.json").read_text())["settings"]
+    assert settings["shard"] == "1/2"
+    assert "shard" not in json.loads((runs / "all" / "results.json").read_text())["settings"]
+    proc = perfci(runs, "merge", "s1/results.json", "--out", "half")
+    assert proc.returncode == 2 and "shard(s) 2/2 missing" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (runs / "half" / "results.json").exists()

@@ -1,0 +1,67 @@
+"""`perfci merge`'s checks that its parts are the shards of one run: every recorded shard there once, one split,
+and one environment (the merged file carries one fingerprint)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfci.api.merge import check_parts, merge_runs
+from perfci.errors import UsageError
+from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, RunResult
+from tests.report_fixtures import plain_round
+
+FINGERPRINT = {"machine": "x86_64", "cpu_model": "cpu", "cpu_logical_cores": 2, "python": "3.11.7",
+               "libraries": {"torch": "2.13.0"}}  # fmt: skip
+
+
+def shard(index: int | None, count: int = 3, **fingerprint: object) -> tuple[Path, RunResult]:
+    case = CaseResult(CaseSpec("w", {"i": index or 0}, "cpu"), CaseStatus.OK, (plain_round(0, (1e-3, 1e-3)),), ())
+    settings = {"rounds": 1, "complete": True, **({"shard": f"{index}/{count}"} if index is not None else {})}
+    run = RunResult(f"run-{index}", "2026-12-02T00:00:00Z", "2026-12-02T00:01:00Z",
+                    {**FINGERPRINT, **fingerprint}, GitInfo("a" * 40, "main", False), settings, (case,))  # fmt: skip
+    return Path(f"s{index}/results.json"), run
+
+
+def test_every_shard_of_the_split_merges_and_the_shard_record_is_dropped() -> None:
+    merged = merge_runs([shard(2), shard(1), shard(3)])
+    assert len(merged.cases) == 3 and "shard" not in merged.settings
+
+
+def test_a_missing_shard_is_refused_naming_it() -> None:
+    with pytest.raises(UsageError, match=r"shard\(s\) 2/3 missing: 2 of 3 given"):
+        check_parts([shard(1), shard(3)])
+
+
+def test_shards_of_different_splits_are_refused() -> None:
+    with pytest.raises(UsageError, match="is shard 1/3 but s2/results.json is shard 2/4"):
+        check_parts([shard(1), shard(2, count=4)])
+
+
+def test_one_shard_twice_is_refused() -> None:
+    path, run = shard(1)
+    other = replace(run, cases=(replace(run.cases[0], spec=CaseSpec("w", {"i": 9}, "cpu")),))
+    with pytest.raises(UsageError, match="are both shard 1/3"):
+        check_parts([(path, run), (Path("copy/results.json"), other)])
+
+
+def test_a_file_without_a_shard_record_beside_shards_is_refused() -> None:
+    with pytest.raises(UsageError, match="records no shard"):
+        check_parts([shard(1), shard(None)])
+
+
+def test_files_that_record_no_shard_merge_as_before() -> None:
+    path, run = shard(None)
+    other = replace(run, cases=(replace(run.cases[0], spec=CaseSpec("w", {"i": 9}, "cpu")),))
+    assert len(merge_runs([(path, run), (Path("b/results.json"), other)]).cases) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [({"python": "3.12.1"}, "python 3.11.7 -> 3.12.1"), ({"libraries": {"torch": "2.14.0"}}, "torch 2.13.0 -> 2.14.0")],
+)
+def test_shards_measured_in_different_environments_are_refused(change: dict[str, object], named: str) -> None:
+    with pytest.raises(UsageError, match=f"different environments \\({named}\\)"):
+        check_parts([shard(1), shard(2, **change), shard(3)])
