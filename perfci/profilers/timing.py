@@ -53,6 +53,57 @@ class TimingSettings:
     speed_reference: bool = False  # CPU torch cases: time the speed reference before each sample (reference.py)
 
 
+# What each timing setting a workload may set (`timing={...}`) must be: its kind and its closed range. A value
+# outside it ended in a case error in every worker (a traceback), or in a case that never stopped sampling.
+_HOUR, _DAY = 3600.0, 86400.0
+TIMING_RANGES: dict[str, tuple[type, float, float]] = {
+    "warmup_s": (float, 0.0, _HOUR),
+    "min_warmup_calls": (int, 0, 1e6),
+    "min_sample_s": (float, 0.0, 60.0),
+    "max_overhead": (float, 1e-6, 1.0),
+    "max_iterations": (int, 1, 1e9),
+    "min_samples": (int, 1, 1e6),
+    "max_samples": (int, 1, 1e7),
+    "noise_target": (float, 1e-6, 1.0),
+    "confidence": (float, 0.5, 0.999999),
+    "budget_s": (float, 1e-6, _DAY),
+    "steady_tol": (float, 0.0, 1.0),
+    "steady_max_s": (float, 0.0, _HOUR),
+    "calibration_blocks": (int, 1, 1000),
+    "sustain_window_s": (float, 1e-3, 600.0),
+    "sustain_tol": (float, 1e-6, 1.0),
+    "sustain_max_s": (float, 0.0, _HOUR),
+    "sustain_block_s": (float, 1e-6, 60.0),
+    "energy_window_s": (float, 0.0, 600.0),
+}
+
+
+def timing_problem(values: Mapping[str, Any]) -> str | None:
+    """Why `values` (timing settings by name) cannot be used, in a few words; None when they can. Names are not
+    checked here (the caller knows the fields); `gpu_mode` is a text and `speed_reference` a bool."""
+    for name, value in values.items():
+        if name == "gpu_mode":
+            if not isinstance(value, str):
+                return f"gpu_mode must be a text, not {value!r}"
+            continue
+        if name == "speed_reference":
+            if not isinstance(value, bool):
+                return f"speed_reference must be true or false, not {value!r}"
+            continue
+        if name not in TIMING_RANGES:
+            continue
+        kind, low, high = TIMING_RANGES[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (kind is int and not isinstance(value, int)) or not math.isfinite(value):
+            return f"{name} must be {'an integer' if kind is int else 'a number'}, not {value!r}"
+        if not low <= value <= high:
+            return f"{name} = {value!r} is not between {low:g} and {high:g}"
+    low_n, high_n = values.get("min_samples"), values.get("max_samples")
+    if isinstance(low_n, int) and isinstance(high_n, int) and high_n < low_n:
+        return f"max_samples ({high_n}) is below min_samples ({low_n})"
+    return None
+
+
 @dataclass(frozen=True)
 class SamplingOutcome:
     iterations: int

@@ -215,6 +215,7 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
             f"{who}: unknown timing setting {unknown[0]!r}.",
             hint=f"known settings: {', '.join(sorted(_timing_fields()))}",
         )
+    _validate_timing(who, grid, timing)
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
@@ -225,6 +226,27 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
         raise WorkloadDefinitionError(
             f"{who}: parameter {missing[0]!r} is not an argument of {f.__name__}{sig}.",
         )
+
+
+def _validate_timing(who: str, grid: Mapping[str, object], timing: Mapping[str, Any]) -> None:
+    """Timing values of the kind and range they need, and GPU modes that exist, in a `timing` dict or a
+    `gpu_mode` parameter (fuzzing: a negative budget, a text for a count or an unknown mode failed every case of
+    the workload in its worker, with a traceback)."""
+    from perfci.profilers.cuda_timing import MODES
+    from perfci.profilers.timing import timing_problem
+
+    problem = timing_problem(timing) if timing else None
+    if problem is not None:
+        raise WorkloadDefinitionError(f"{who}: timing setting {problem}.")
+    modes: Any = grid.get("gpu_mode", [])  # a list of values, or one per device (checked above)
+    given = [timing["gpu_mode"]] if "gpu_mode" in timing else []
+    for values in modes.values() if isinstance(modes, Mapping) else [modes]:
+        given += list(values)
+    for mode in given:
+        if mode not in MODES:
+            raise WorkloadDefinitionError(
+                f"{who}: unknown GPU timing mode {mode!r}.", hint=f"use one of {', '.join(MODES)}"
+            )
 
 
 def _timing_fields() -> set[str]:

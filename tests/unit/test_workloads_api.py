@@ -71,11 +71,34 @@ def test_skip_predicate_with_wrong_signature_is_a_definition_error() -> None:
         ({"devices": []}, "at least one device"),
         ({"devices": "cpu"}, "at least one device"),
         ({"timing": {"budget": 1.0}}, "unknown timing setting 'budget'"),
+        # fuzzing: values of the wrong kind or range failed every case in its worker, with a traceback
+        ({"timing": {"budget_s": -1.0}}, r"budget_s = -1.0 is not between 1e-06 and 86400"),
+        ({"timing": {"budget_s": float("nan")}}, "budget_s must be a number, not nan"),
+        ({"timing": {"min_samples": "10"}}, "min_samples must be an integer, not '10'"),
+        ({"timing": {"min_samples": 2.5}}, "min_samples must be an integer"),
+        ({"timing": {"max_samples": True}}, "max_samples must be an integer, not True"),
+        ({"timing": {"confidence": 1.0}}, "confidence = 1.0 is not between 0.5 and 0.999999"),
+        ({"timing": {"min_samples": 20, "max_samples": 5}}, r"max_samples \(5\) is below min_samples \(20\)"),
+        ({"timing": {"speed_reference": 1}}, "speed_reference must be true or false"),
+        ({"timing": {"gpu_mode": "lukewarm"}}, "unknown GPU timing mode 'lukewarm'"),
+        ({"timing": {"gpu_mode": 3}}, "gpu_mode must be a text"),
+        ({"params": {"gpu_mode": ["hot", "tepid"]}, "devices": ["cuda"]}, "unknown GPU timing mode 'tepid'"),
+        ({"params": {"gpu_mode": {"cuda": ["sustained", "x"]}}, "devices": ["cuda"]}, "unknown GPU timing mode 'x'"),
     ],
 )
 def test_invalid_declarations_are_rejected(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(WorkloadDefinitionError, match=message):
         perfci.workload(**kwargs)(_setup)  # type: ignore[call-overload]
+
+
+def test_timing_values_in_range_and_every_gpu_mode_are_accepted() -> None:
+    def setup(ctx: WorkloadContext, gpu_mode: str) -> object:
+        return lambda: None
+
+    modes = ["hot", "cold", "graph", "sustained", "sustained-cold"]
+    timing = {"budget_s": 0.01, "min_samples": 3, "max_samples": 3, "warmup_s": 0, "confidence": 0.99}
+    wl = perfci.workload(params={"gpu_mode": modes}, devices=["cuda"], timing=timing)(setup)
+    assert len(wl.cases("f", "src")) == 5
 
 
 def test_parameter_must_be_an_argument_of_the_setup() -> None:
