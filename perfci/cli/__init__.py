@@ -11,7 +11,9 @@ imports neither the history store (SQLAlchemy) nor the engine or the workloads (
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import MutableMapping, Sequence
 from importlib import import_module
 from types import ModuleType
@@ -95,10 +97,36 @@ def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
 RECURSION_LIMIT = 4_000
 
 
+INTERRUPTED_EXIT = 130  # Ctrl-C or SIGTERM, here and in the commands' guard (cli/app.py)
+
+
+_signals: list[int] = []  # Ctrl-C or SIGTERM received, from the first moment
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _signals.append(signum)
+    raise KeyboardInterrupt
+
+
 def entrypoint() -> None:
-    single_threaded_blas(os.environ)
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-    load_commands(sys.argv[1:])(prog_name="perfci")
+    # Ctrl-C and SIGTERM from the first moment. While the commands were imported (half a second) a cancelled CI
+    # job's SIGTERM killed perfci with the signal (143), and typer's own start-up let the interrupt end the
+    # process with SIGINT; inside click's parsing it became "Aborted!" and exit 1, which CI reads as a regression
+    # (kill trials, benchmarks/kill_check.py). The README promises 130; each command's guard then takes over.
+    if threading.current_thread() is threading.main_thread():  # where signal handlers live
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
+    try:
+        single_threaded_blas(os.environ)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        load_commands(sys.argv[1:])(prog_name="perfci")
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted.\n")  # before any command ran: nothing measured or written
+        raise SystemExit(INTERRUPTED_EXIT) from None
+    except SystemExit as exc:
+        if _signals and exc.code == 1:  # click's "Aborted!" after an interrupt
+            raise SystemExit(INTERRUPTED_EXIT) from None
+        raise
 
 
 __all__ = ["app", "entrypoint", "parse_size"]

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
+from perfci.cli import INTERRUPTED_EXIT
 from perfci.cli.progress import PlainProgress
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
@@ -63,7 +64,6 @@ def fail(exc: PerfciError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-INTERRUPTED_EXIT = 130
 _PATH_ERRNOS = {
     errno.EACCES,
     errno.EPERM,
