@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
-from perfci.cli import INTERRUPTED_EXIT
+from perfci.cli import INTERRUPTED_EXIT, on_interrupt
 from perfci.cli.progress import PlainProgress
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
@@ -99,10 +99,6 @@ def writable_folder(path: Path, option: str) -> None:
         raise UsageError(f"{option} {path}: cannot write there ({existing} is not writable).")
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a cancelled CI job) takes the same way out as Ctrl-C
-
-
 def guard(fn: Callable[[], int]) -> NoReturn:
     """Run a command body; map perfci errors to one line and exit code, tracebacks only with --debug.
 
@@ -110,7 +106,7 @@ def guard(fn: Callable[[], int]) -> NoReturn:
     already on disk) and exit 130 with one line on stderr; a body may catch KeyboardInterrupt to say more and
     re-raise it."""
     main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
-    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, on_interrupt) if main_thread else None
     try:
         code = fn()
     except PerfciError as exc:
