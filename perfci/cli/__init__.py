@@ -126,6 +126,10 @@ def entrypoint() -> None:
     except SystemExit as exc:
         if exc.code == INTERRUPTED_EXIT or _signals:  # after an interrupt, whatever ended the command
             _exit_interrupted()
+        if threading.current_thread() is threading.main_thread():
+            # the command is done and its files are written: a SIGTERM during the interpreter's shutdown (a tenth
+            # of a second, with the signal's default action back) ended a finished run with -15 (kill trials)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise
     except BaseException:
         if not _signals:

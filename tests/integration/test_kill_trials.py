@@ -6,6 +6,7 @@ every round that was on disk unchanged."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ def _kill_check():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("kill_check", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["kill_check"] = module  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
 
