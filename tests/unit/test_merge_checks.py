@@ -36,7 +36,7 @@ def test_a_missing_shard_is_refused_naming_it() -> None:
 
 
 def test_shards_of_different_splits_are_refused() -> None:
-    with pytest.raises(UsageError, match="is shard 1/3 but s2/results.json is shard 2/4"):
+    with pytest.raises(UsageError, match=r"is shard 1/3 but s2/results\.json is shard 2/4"):
         check_parts([shard(1), shard(2, count=4)])
 
 
