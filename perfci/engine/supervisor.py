@@ -58,9 +58,16 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
+STDERR_TAIL_BYTES = 16 * 1024  # what is read of a worker's stderr log for its last lines
+
+
 def _stderr_tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a worker's stderr log, from its last STDERR_TAIL_BYTES (fuzzing: a worker that wrote a
+    gigabyte made perfci read the whole log into memory, 2 GB)."""
     try:
-        text = path.read_text(errors="replace").strip().splitlines()
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+            text = f.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
     tail = " | ".join(line.strip() for line in text[-lines:] if line.strip())

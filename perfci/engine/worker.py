@@ -39,6 +39,7 @@ from perfci.engine.protocol import (
     Start,
     WorkerEvent,
     decode_command,
+    decode_event,
     decode_job,
 )
 from perfci.workloads.api import SkipCase
@@ -66,15 +67,26 @@ def _error_event(case_id: str, exc: BaseException) -> Error:
 
 
 def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T | None]:
-    """Run one step of a case with the case marked in flight; report an exception as the case's error."""
+    """Run one step of a case with the case marked in flight; report an exception as the case's error. The
+    working folder is put back after the step (fuzzing: a set-up's `os.chdir` made the next cases' workload
+    files, named by relative paths, impossible to import)."""
     _emit(out, Start(case_id))
+    cwd = os.getcwd()
     try:
         value = step()
     except (Exception, SystemExit) as exc:  # the workload's failure, reported for this case only
         _emit(out, _error_event(case_id, exc))
         return False, None
+    finally:
+        _back_to(cwd)
     _emit(out, Idle())
     return True, value
+
+
+def _back_to(cwd: str) -> None:
+    with contextlib.suppress(OSError):
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
 
 
 def _prepare_all(job: Job, out: IO[str]) -> list[CaseSession]:
@@ -86,11 +98,22 @@ def _prepare_all(job: Job, out: IO[str]) -> list[CaseSession]:
     return sessions
 
 
+def _result_line(s: CaseSession) -> str:
+    """The case's result, encoded and read back as the supervisor will read it: a result that cannot be sent
+    (a note that is not JSON, work of the wrong type) is this case's error, raised while the case is in flight.
+    Sent after the case's `Idle`, it was a malformed message with no case in flight, and the supervisor blamed
+    every case left in the round (fuzzing)."""
+    line = finish(s).encode()
+    decode_event(line)
+    return line
+
+
 def _finish_all(sessions: list[CaseSession], out: IO[str]) -> None:
     for s in sessions:
-        ok, event = _guarded(out, s.case_id, functools.partial(finish, s))
-        if ok and event is not None:
-            _emit(out, event)
+        ok, line = _guarded(out, s.case_id, functools.partial(_result_line, s))
+        if ok and line is not None:
+            out.write(line + "\n")
+            out.flush()
 
 
 def run_job(job: Job, out: IO[str]) -> None:

@@ -21,6 +21,7 @@ Derivation, used only when the workload declares nothing:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -136,10 +137,30 @@ def derive_flops(fn: Callable[[], object], torch: Any) -> float | None:
     return float(counter.total) if counter.total else None
 
 
+MAX_DECLARED_WORK = 1e30  # per call: far above any real kernel; keeps every derived rate a finite float
+
+
+def checked_work(name: str, value: object) -> float | None:
+    """A declared amount of work (`ctx.flops`, `ctx.bytes`) as a float; None stays None. ValueError (the case's
+    error) for anything else: not a number, NaN, infinite, negative or past MAX_DECLARED_WORK (fuzzing: NaN or
+    an int of 400 digits stopped the results file from being written at all, and 1e308 overflowed FLOP/s into
+    a null that perfci's own reader refused)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, not {value!r}")
+    number = float(value) if not isinstance(value, int) or abs(value) <= MAX_DECLARED_WORK else math.inf
+    if not 0.0 <= number <= MAX_DECLARED_WORK:  # NaN fails too
+        raise ValueError(f"{name} = {value!r:.40} is not a number between 0 and {MAX_DECLARED_WORK:g}")
+    return number
+
+
 def resolve_work(
     fn: Callable[[], object], declared_flops: float | None, declared_bytes: float | None, torch: Any | None
 ) -> tuple[float | None, float | None, dict[str, str]]:
     """(flops, bytes, sources) where each source is 'declared', 'derived' or 'unknown'."""
+    declared_flops = checked_work("ctx.flops", declared_flops)
+    declared_bytes = checked_work("ctx.bytes", declared_bytes)
     sources = {
         "flops": "declared" if declared_flops else "unknown",
         "bytes": "declared" if declared_bytes else "unknown",

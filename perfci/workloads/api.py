@@ -184,13 +184,35 @@ def workload(
     return wrap(fn) if fn is not None else wrap
 
 
+MAX_PARAM_INT = 2**63 - 1
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _validate_values(who: str, key: str, values: object) -> None:
     if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
         raise WorkloadDefinitionError(f"{who}: parameter {key!r} must be a non-empty list of values.")
     bad = [v for v in values if not isinstance(v, PARAM_TYPES) or (isinstance(v, float) and not math.isfinite(v))]
     if bad:
         raise WorkloadDefinitionError(
-            f"{who}: parameter {key!r} has a value {bad[0]!r} that is not a str, int, finite float or bool.",
+            f"{who}: parameter {key!r} has a value {bad[0]!r:.60} that is not a str, int, finite float or bool.",
+        )
+    # fuzzing: an int of 5,000 digits broke the case id, a lone surrogate the report and the results file
+    huge = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_PARAM_INT]
+    if huge:
+        raise WorkloadDefinitionError(
+            f"{who}: parameter {key!r} has an integer beyond 64 bits ({huge[0].bit_length()} bits)."
+        )
+    unencodable = [v for v in values if isinstance(v, str) and not _utf8(v)]
+    if unencodable:
+        raise WorkloadDefinitionError(
+            f"{who}: parameter {key!r} has a value {unencodable[0]!r} that is not valid Unicode (a lone surrogate)."
         )
     if len(set(values)) != len(values):
         raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")
@@ -200,6 +222,9 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
     who = f"workload {getattr(f, '__name__', f)!r}"
     if not devices or isinstance(devices, str):
         raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
+    odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not _utf8(d)]
+    if odd:  # fuzzing: `devices=[1]` ended in a traceback where cases are selected
+        raise WorkloadDefinitionError(f"{who}: device {odd[0]!r} is not a device name such as 'cpu' or 'cuda:0'.")
     for key, values in grid.items():
         if not isinstance(values, Mapping):
             _validate_values(who, key, values)

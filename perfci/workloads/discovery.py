@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -34,6 +36,28 @@ def source_stem(source: str) -> str:
     return Path(source).stem
 
 
+@contextlib.contextmanager
+def _fd1_to_stderr() -> Iterator[None]:
+    """File descriptor 1 pointed at 2 for the duration (what C code or `os.write(1, ...)` prints); nothing
+    changes where either descriptor is closed."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def load_source(source: str) -> ModuleType:
     """Import a workload module given as `module:<dotted name>` or as a file path."""
     if source.startswith(MODULE_PREFIX):
@@ -51,8 +75,9 @@ def load_source(source: str) -> ModuleType:
             sys.path.insert(0, str(folder))
     sys.modules[name] = module
     try:
-        # what the file prints goes to stderr: stdout carries `--format json` (fuzzing: a print broke the JSON)
-        with contextlib.redirect_stdout(sys.stderr):
+        # what the file prints goes to stderr: stdout carries `--format json` (fuzzing: a print broke the JSON,
+        # and so did a write to file descriptor 1)
+        with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
@@ -88,7 +113,19 @@ def import_roots(path: Path) -> list[Path]:
 
 
 def workloads_in(module: ModuleType) -> list[Workload]:
-    return [obj for obj in vars(module).values() if isinstance(obj, Workload)]
+    """The module's workloads (one bound under two names counts once). Two that share a name are refused
+    (fuzzing: the second was never measured, or its cases ran the first one's set-up)."""
+    found: dict[str, Workload] = {}
+    for obj in vars(module).values():
+        if not isinstance(obj, Workload) or found.get(obj.name) is obj:
+            continue
+        if obj.name in found:
+            where = getattr(module, "__file__", None) or module.__name__
+            raise WorkloadDefinitionError(
+                f"{where}: two workloads are named {obj.name!r}.", hint="give each its own name= or function name"
+            )
+        found[obj.name] = obj
+    return list(found.values())
 
 
 def find_workload(source: str, workload_id: str) -> Workload:

@@ -1,0 +1,98 @@
+"""Workloads that misbehave in ways a third fuzzing pass found (docs/reliability.md, #33 on): each becomes its own
+case's error, or one definition error at import, and the other workloads' results are still measured and written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+FAST = '{"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.03, "min_sample_s": 0.0005}'
+GOOD = f"""import perfci
+FAST = {FAST}
+@perfci.workload(params={{"n": [100, 200, 300, 400]}}, timing=FAST)
+def good(ctx, n):
+    data = list(range(n))
+    return lambda: sum(data)
+"""
+BAD = f"""import os
+import perfci
+FAST = {FAST}
+@perfci.workload(timing=FAST)
+def nan_flops(ctx):
+    ctx.flops = float("nan")
+    return lambda: None
+@perfci.workload(timing=FAST)
+def huge_bytes(ctx):
+    ctx.bytes = 10**400
+    return lambda: None
+@perfci.workload(timing=FAST)
+def text_flops(ctx):
+    ctx.flops = "abc"
+    return lambda: None
+@perfci.workload(timing=FAST)
+def odd_note(ctx):
+    ctx.notes["x"] = object()
+    return lambda: None
+@perfci.workload(timing=FAST)
+def wanders(ctx):
+    os.chdir("/")
+    return lambda: None
+"""
+
+
+def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_bad_work_notes_and_wandering_set_ups_fail_only_their_own_cases(tmp_path: Path) -> None:
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "bad.py").write_text(BAD)
+    (tmp_path / "w" / "zok.py").write_text(GOOD)
+    proc = perfci("run", "w", "--rounds", "2", "--out", "o", cwd=tmp_path)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    cases = {c["id"]: c for c in json.loads((tmp_path / "o" / "results.json").read_text())["cases"]}
+    errors = {i: c["errors"][0]["message"] for i, c in cases.items() if c["status"] == "error"}
+    assert set(errors) == {"bad.nan_flops@cpu", "bad.huge_bytes@cpu", "bad.text_flops@cpu", "bad.odd_note@cpu"}
+    assert "ctx.flops = nan is not a number between 0 and 1e+30" in errors["bad.nan_flops@cpu"]
+    assert "ctx.bytes = 1000000" in errors["bad.huge_bytes@cpu"]
+    assert "ctx.flops must be a number, not 'abc'" in errors["bad.text_flops@cpu"]
+    assert "not JSON serializable" in errors["bad.odd_note@cpu"]
+    assert all(c["errors"][0]["kind"] == "raised" for i, c in cases.items() if i in errors)  # not "infrastructure"
+    ok = [i for i, c in cases.items() if c["status"] == "ok"]
+    assert sorted(ok) == ["bad.wanders@cpu", *(f"zok.good[n={n}]@cpu" for n in (100, 200, 300, 400))]
+    assert all(len(cases[i]["rounds"]) == 2 for i in ok)
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("@perfci.workload(devices=[1])\ndef d(ctx):\n    return lambda: None\n", "device 1 is not a device name"),
+        ('@perfci.workload(params={"n": [10**5000]})\ndef d(ctx, n):\n    return lambda: None\n', "beyond 64 bits"),
+        ('@perfci.workload(params={"s": ["\\ud800"]})\ndef d(ctx, s):\n    return lambda: None\n', "lone surrogate"),
+        (
+            '@perfci.workload(name="x")\ndef a(ctx):\n    return lambda: None\n'
+            '@perfci.workload(name="x")\ndef b(ctx):\n    return lambda: None\n',
+            "two workloads are named 'x'",
+        ),
+    ],
+)
+def test_hostile_definitions_are_one_error_at_import(tmp_path: Path, source: str, words: str) -> None:
+    (tmp_path / "wl.py").write_text("import perfci\n" + source)
+    proc = perfci("list", "wl.py", cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_what_a_workload_file_writes_to_descriptor_1_stays_out_of_json_output(tmp_path: Path) -> None:
+    (tmp_path / "loud.py").write_text(
+        'import os\nimport perfci\nos.write(1, b"HELLO FROM FD 1\\n")\n\n@perfci.workload(params={"n": [1]})\n'
+        "def t(ctx, n):\n    return lambda: None\n"
+    )
+    listed = perfci("list", "loud.py", "--format", "json", cwd=tmp_path)
+    assert listed.returncode == 0 and "HELLO FROM FD 1" in listed.stderr
+    assert [c["id"] for c in json.loads(listed.stdout)] == ["loud.t[n=1]@cpu"]
