@@ -22,7 +22,7 @@ from perfci.api.ab import ABRequest, Sources, ab
 from perfci.api.compare import DecisionOptions
 from perfci.api.history import ingest
 from perfci.api.run import RunRequest, finish_run, measure, plan_run
-from perfci.api.settings import CIEnvironment, Settings
+from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard
 from perfci.compare.gate import ExitCode
 from perfci.engine.runner import ProgressFn
@@ -113,8 +113,15 @@ def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIP
     if req.mode not in MODES:
         raise UsageError(f"--mode {req.mode!r}: expected one of {', '.join(MODES)}.")
     where = settings.ci_environment(req.base, req.step_summary, req.github_output)
-    pull_request = where.event in ("pull_request", "pull_request_target", "merge_group")
+    pull_request = where.event in PULL_REQUEST_EVENTS
     mode = req.mode
+    if mode == "auto" and pull_request and not where.base_ref and not req.environments:
+        # a gate on a pull request or merge group that silently measured without comparing passed everything
+        raise UsageError(
+            f"perfci ci: a {where.event} event needs a base revision to compare with, and none is known "
+            "(no GITHUB_BASE_REF, no base in the event payload).",
+            hint="pass --base REV, or --mode baseline to compare with the stored baseline",
+        )
     if mode == "auto":
         mode = "ab" if (req.base or (pull_request and where.base_ref) or req.environments) else "baseline"
     if mode == "ab":

@@ -7,6 +7,7 @@ The table of settings, their variables, keys and defaults is in docs/settings.md
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ ENV_MEMORY_LIMIT = "PERFCI_MEMORY_LIMIT"
 ENV_GITHUB_ACTIONS = "GITHUB_ACTIONS"
 ENV_GITHUB_EVENT_NAME = "GITHUB_EVENT_NAME"
 ENV_GITHUB_BASE_REF = "GITHUB_BASE_REF"
+ENV_GITHUB_EVENT_PATH = "GITHUB_EVENT_PATH"
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target", "merge_group")
 ENV_GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 ENV_GITHUB_OUTPUT = "GITHUB_OUTPUT"
 
@@ -62,6 +65,30 @@ class CIEnvironment:
     base_ref: str | None = None  # a pull request's base branch
     step_summary: Path | None = None
     output: Path | None = None
+
+
+def _read_event(path: Path) -> Any:
+    """The GitHub event payload; None where it cannot be read or parsed (then no base is known from it)."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def event_base(event: str, payload: Any) -> str | None:
+    """A pull request's or merge group's base from the event payload, where GITHUB_BASE_REF is not set: GitHub sets
+    that variable for pull requests only, so a merge-queue run (`merge_group`) fell back to a baseline run that
+    passed with nothing to compare (fuzzing). A merge group's base commit, else a pull request's base branch."""
+    if not isinstance(payload, dict):
+        return None
+    if event == "merge_group":
+        group = payload.get("merge_group")
+        sha = group.get("base_sha") if isinstance(group, dict) else None
+        return sha if isinstance(sha, str) and sha else None
+    pull = payload.get("pull_request")
+    base = pull.get("base") if isinstance(pull, dict) else None
+    ref = base.get("ref") if isinstance(base, dict) else None
+    return ref if isinstance(ref, str) and ref else None
 
 
 @dataclass(frozen=True)
@@ -161,7 +188,10 @@ class Settings:
         summary = step_summary or (Path(v) if (v := self.env.get(ENV_GITHUB_STEP_SUMMARY)) else None)
         out = output or (Path(v) if (v := self.env.get(ENV_GITHUB_OUTPUT)) else None)
         event = self.env.get(ENV_GITHUB_EVENT_NAME) or None
-        return CIEnvironment(github, event, base or self.env.get(ENV_GITHUB_BASE_REF) or None, summary, out)
+        base = base or self.env.get(ENV_GITHUB_BASE_REF) or None
+        if base is None and event in PULL_REQUEST_EVENTS and (path := self.env.get(ENV_GITHUB_EVENT_PATH)):
+            base = event_base(event, _read_event(Path(path)))
+        return CIEnvironment(github, event, base, summary, out)
 
     def store_configured(self, flag: str | None) -> bool:
         """A history store was named (`--db` or $PERFCI_DB), not just the default file."""

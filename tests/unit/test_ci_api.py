@@ -30,6 +30,31 @@ def test_a_pull_request_is_an_ab_against_its_base(tmp_path: Path) -> None:
     assert (plan.mode, plan.base_rev, plan.ingest) == ("ab", "main", False)
 
 
+def test_a_merge_group_takes_its_base_commit_from_the_event_payload(tmp_path: Path) -> None:
+    """GitHub sets GITHUB_BASE_REF for pull requests only: a merge-queue run fell back to a baseline run that
+    passed with nothing to compare (fuzzing)."""
+    event = tmp_path / "event.json"
+    event.write_text('{"merge_group": {"base_sha": "abc123", "base_ref": "refs/heads/main"}}')
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "merge_group", "GITHUB_EVENT_PATH": str(event)}
+    plan = plan_ci(Settings(env), CIRequest(), repo=tmp_path)
+    assert (plan.mode, plan.base_rev) == ("ab", "abc123")
+    event.write_text('{"pull_request": {"base": {"ref": "release"}}}')
+    pull = {**env, "GITHUB_EVENT_NAME": "pull_request"}
+    assert plan_ci(Settings(pull), CIRequest(), repo=tmp_path).base_rev == "release"
+
+
+@pytest.mark.parametrize("payload", [None, "not json", '{"merge_group": 5}', '{"merge_group": {"base_sha": 7}}'])
+def test_a_pull_request_event_without_a_known_base_is_refused(tmp_path: Path, payload: str | None) -> None:
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "merge_group"}
+    if payload is not None:
+        (tmp_path / "event.json").write_text(payload)
+        env["GITHUB_EVENT_PATH"] = str(tmp_path / "event.json")
+    with pytest.raises(UsageError, match="a merge_group event needs a base revision"):
+        plan_ci(Settings(env), CIRequest(), repo=tmp_path)
+    assert plan_ci(Settings(env), CIRequest(mode="baseline")).mode == "baseline"  # asked for: allowed
+    assert plan_ci(Settings(env), CIRequest(base="main"), repo=tmp_path).mode == "ab"
+
+
 def test_a_push_is_a_run_ingested_only_with_a_store() -> None:
     env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push"}
     assert plan_ci(Settings(env), CIRequest()).mode == "baseline"
