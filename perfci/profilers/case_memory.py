@@ -70,6 +70,14 @@ def warm_runtime(torch: Any, device: str) -> None:
     x = torch.ones(256, 256, device=device)
     y = (x @ x).softmax(-1).add_(1.0).sum()
     _ = torch.randn(256, device=device).float().mean() + y
+    # A module's first forward, in inference mode: nn.Linear (a product with a bias) and GELU. The BLAS sizes its
+    # buffers by the shapes it meets: a product of few rows into 2,048 columns reached what the default suite's
+    # MLPs need. Without this, 5.5-6.2 MiB went to whichever MLP case ran first in its worker, and A/A memory
+    # intervals read 0.57x..1.76x (docs/measurement.md).
+    a, w, b = (torch.ones(*shape, device=device) for shape in ((8, 2048), (2048, 2048), (2048,)))
+    with torch.inference_mode():
+        torch.nn.functional.gelu(torch.nn.functional.linear(a, w, b))
+        torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).to(device)(torch.ones(2, 16, device=device))
     if kind == "cuda":
         torch.cuda.synchronize()
     _warmed.add(kind)
