@@ -22,6 +22,7 @@ Derivation, used only when the workload declares nothing:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -141,17 +142,22 @@ MAX_DECLARED_WORK = 1e30  # per call: far above any real kernel; keeps every der
 
 
 def checked_work(name: str, value: object) -> float | None:
-    """A declared amount of work (`ctx.flops`, `ctx.bytes`) as a float; None stays None. ValueError (the case's
-    error) for anything else: not a number, NaN, infinite, negative or past MAX_DECLARED_WORK (fuzzing: NaN or
-    an int of 400 digits stopped the results file from being written at all, and 1e308 overflowed FLOP/s into
-    a null that perfci's own reader refused)."""
+    """A declared amount of work (`ctx.flops`, `ctx.bytes`, the pytest plugin's `flops=`) as a float; None stays
+    None. TypeError for what is not a real number (numpy's scalars are), ValueError for NaN, infinity, a negative
+    value or one past MAX_DECLARED_WORK; the message starts with `name` (fuzzing: NaN or an int of 400 digits
+    stopped the results file from being written at all, and 1e308 overflowed FLOP/s into a null that perfci's
+    own reader refused)."""
+    __tracebackhide__ = True  # in a pytest test, the failure points at the user's call
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, not {value!r}")
-    number = float(value) if not isinstance(value, int) or abs(value) <= MAX_DECLARED_WORK else math.inf
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, not {value!r:.60}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        number = math.inf
     if not 0.0 <= number <= MAX_DECLARED_WORK:  # NaN fails too
-        raise ValueError(f"{name} = {value!r:.40} is not a number between 0 and {MAX_DECLARED_WORK:g}")
+        raise ValueError(f"{name}{value!r:.40} is not a number from 0 to {MAX_DECLARED_WORK:g} (per call)")
     return number
 
 
@@ -159,8 +165,8 @@ def resolve_work(
     fn: Callable[[], object], declared_flops: float | None, declared_bytes: float | None, torch: Any | None
 ) -> tuple[float | None, float | None, dict[str, str]]:
     """(flops, bytes, sources) where each source is 'declared', 'derived' or 'unknown'."""
-    declared_flops = checked_work("ctx.flops", declared_flops)
-    declared_bytes = checked_work("ctx.bytes", declared_bytes)
+    declared_flops = checked_work("ctx.flops=", declared_flops)
+    declared_bytes = checked_work("ctx.bytes=", declared_bytes)
     sources = {
         "flops": "declared" if declared_flops else "unknown",
         "bytes": "declared" if declared_bytes else "unknown",

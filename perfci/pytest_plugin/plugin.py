@@ -15,6 +15,7 @@ imports this module in every session of an environment where perfci is installed
 from __future__ import annotations
 
 import io
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 RESULTS_FILE = "results.json"
 REGRESSION_EXIT = 1
+WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -108,7 +110,11 @@ class PerfciSession:
         run = self.run()
         with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
             path = (self.out or Path(tmp)) / RESULTS_FILE
-            dump_results(run, path)
+            try:
+                dump_results(run, path)
+            except OSError as exc:  # checked at configure time; what is left: no permission, a full disk, a race
+                self.error = f"perfci could not write {path}: {exc.strerror or exc}"
+                return WRITE_FAILED_EXIT
             self.written = path if self.out is not None else None
             return self._compare(path) if self.baseline is not None else 0
 
@@ -128,7 +134,7 @@ class PerfciSession:
             )
             self.outcome = compare_files(settings, req)
         except PerfciError as exc:
-            self.error = str(exc)
+            self.error = f"perfci compare failed: {exc}"
             return exc.exit_code
         return int(self.outcome.exit_code())
 
@@ -140,17 +146,63 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings
 
     rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
-    if rounds < MIN_ROUNDS or budget <= 0:
-        raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS} and --perfci-budget positive")
+    if rounds < MIN_ROUNDS:
+        raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
+    if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0` (fuzzing)
+        raise pytest.UsageError(f"--perfci-budget must be a finite number of seconds above 0, not {budget!r}")
+    threshold = config.getoption("perfci_threshold")
+    if threshold is not None:  # refused now, not after every test has run (the comparison refused a NaN late)
+        _check_threshold(threshold)
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
+    baseline = Path(base).resolve() if base else None
     config.stash[SESSION_KEY] = PerfciSession(
         settings=InProcessSettings(rounds=rounds, budget_s=budget),
-        out=Path(out).resolve() if out else None,
-        baseline=Path(base).resolve() if base else None,
-        threshold=config.getoption("perfci_threshold"),
+        out=_checked_out(out, baseline) if out else None,
+        baseline=baseline,
+        threshold=threshold,
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
     )
+
+
+def _check_threshold(threshold: float) -> None:
+    from perfci.api.compare import checked_fraction
+    from perfci.errors import UsageError
+
+    try:
+        checked_fraction("--perfci-threshold", threshold)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _checked_out(out: str, baseline: Path | None) -> Path:
+    """`--perfci-out` resolved, when results.json can be written there and is not the baseline; a usage error
+    otherwise (fuzzing: a file there ended the session in a traceback, and `--perfci-out base --perfci-compare
+    base/results.json` overwrote the baseline and compared it with itself: PASS on a 3x slowdown)."""
+    path = Path(out).resolve()
+    existing = next(p for p in (path, *path.parents) if p.exists())  # the root exists
+    if not existing.is_dir():
+        raise pytest.UsageError(
+            f"--perfci-out {out}: {existing} is a file, not a folder; --perfci-out names the folder that "
+            f"{RESULTS_FILE} is written in"
+        )
+    results = path / RESULTS_FILE
+    if results.is_dir():
+        raise pytest.UsageError(f"--perfci-out {out}: {results} is a folder, so the results file cannot be written")
+    if baseline is not None and (baseline == results or _same_file(baseline, results)):
+        raise pytest.UsageError(
+            f"--perfci-compare {baseline} is the {RESULTS_FILE} that --perfci-out {out} writes: the run would "
+            "overwrite its baseline and compare it with itself; give --perfci-out another folder"
+        )
+    return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are one existing file (a hard link, a case-insensitive file system)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 class Perf:
@@ -169,19 +221,47 @@ class Perf:
         bytes: float | None = None,  # the word the results format uses
     ) -> CaseResult | None:
         """Measure `fn`; `name` tells apart several measurements in one test; `flops`/`bytes` per call give
-        FLOP/s and bandwidth. With --perfci-disable, `fn` is called once and None returned."""
+        FLOP/s and bandwidth. With --perfci-disable, `fn` is called once and None returned.
+
+        Bad arguments fail this call (and so the test) at once, before anything is measured: a `name` or node id
+        that UTF-8 cannot hold (a lone UTF-16 surrogate), or `flops`/`bytes` that are not a number from 0 to
+        1e30 (fuzzing: a NaN stopped the whole session's results file from being written; a surrogate wrote a
+        file that `perfci compare` refused)."""
+        workload = f"{self._nodeid}::{name}" if name else self._nodeid
+        if isinstance(name, str):
+            _check_utf8("name", name)
+        _check_utf8("the case id", workload)
+        flops, bytes = _checked_work("flops", flops), _checked_work("bytes", bytes)
         if self._state.disabled:
             fn()
             return None
         from perfci.model import CaseSpec
         from perfci.pytest_plugin.measure import measured_case
 
-        workload = f"{self._nodeid}::{name}" if name else self._nodeid
         self._state.start()
         spec = CaseSpec(workload=workload, params={}, device="cpu", source=self._nodeid, suite="pytest")
         case = measured_case(spec, fn, self._state.settings, flops, bytes)
         self._state.record(case)
         return case
+
+
+def _check_utf8(what: str, text: str) -> None:
+    __tracebackhide__ = True  # the test's failure points at its `perf(...)` call
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"perf(): {what} {text!r} cannot be written as UTF-8 (it holds a lone UTF-16 surrogate); "
+            "names must be encodable as UTF-8"
+        ) from None
+
+
+def _checked_work(what: str, value: object) -> float | None:
+    """`flops=`/`bytes=` as a float (None stays None); TypeError or ValueError naming the argument otherwise."""
+    __tracebackhide__ = True
+    from perfci.profilers.work import checked_work  # lazily: this module is imported by every pytest session
+
+    return checked_work(f"perf(): {what}=", value)
 
 
 @pytest.fixture
@@ -221,7 +301,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.written is not None:
         tr.write_line(f"perfci results: {state.written} ({len(state.cases)} case(s))")
     if state.error is not None:
-        tr.write_line(f"perfci compare failed: {state.error}", red=True)
+        tr.write_line(state.error, red=True)
     if state.outcome is not None:
         width = max(120, int(getattr(getattr(tr, "_tw", None), "fullwidth", 120)))  # a CI log is 80 wide
         tr.write(_table_text(state.outcome, width))
