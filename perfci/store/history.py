@@ -3,7 +3,10 @@
 `HistoryStore(url)` opens (and creates) the store: `sqlite:///path/history.db` or
 `postgresql+psycopg://user@host/db`. Ingesting the same run twice for a runner is a no-op, so a CI job can
 retry safely. A store written by a newer perfci (higher `store_version`) is refused with a clear error; an
-older one is upgraded in place (tables.py).
+older one is upgraded in place (tables.py). A database that holds other tables but no perfci `store_meta` (another
+application's file), or whose `store_version` is not a version perfci wrote, is refused before anything is
+written into it; an empty database is made a store in one transaction, so another process opening it at the
+same moment sees either nothing or the whole store.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, create_engine, delete, func, insert, select, text, update
+from sqlalchemy import Select, create_engine, delete, func, insert, inspect, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import (
@@ -215,6 +218,31 @@ def default_url(root: Path) -> str:
 # half-made tables or lock retries with back-off, up to RETRIES times (docs/reliability.md).
 SQLITE_BUSY_TIMEOUT_S = 60.0
 RETRIES = 8
+# PostgreSQL: how long to wait for the server to answer a connection (a server that accepts the connection but
+# never replies would otherwise hang the command); a URL's own `?connect_timeout=N` wins.
+POSTGRES_CONNECT_TIMEOUT_S = 10
+
+
+def connect_args(url: str) -> dict[str, Any]:
+    """The driver's connection settings for a store URL: SQLite's busy timeout; for PostgreSQL through libpq
+    (psycopg, psycopg2), a connect timeout unless the URL gives its own."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    libpq = parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2")
+    if libpq and "connect_timeout" not in parsed.query:
+        return {"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S}
+    return {}
+
+
+def parse_version(value: str) -> int | None:
+    """A `store_version` value as perfci writes it (a positive whole number), or None for anything else."""
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else None
+
+
+def one_line(exc: object) -> str:
+    """A driver's error message on one line (libpq's span several)."""
+    return " ".join(str(exc).split())
 
 
 def _another_writer(exc: SQLAlchemyError) -> bool:
@@ -234,8 +262,7 @@ class HistoryStore:
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         try:
-            connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if url.startswith("sqlite") else {}
-            self.engine: Engine = create_engine(url, future=True, connect_args=connect_args)
+            self.engine: Engine = create_engine(url, future=True, connect_args=connect_args(url))
             self._create()
         except ArgumentError:
             raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
@@ -245,10 +272,11 @@ class HistoryStore:
                 hint="perfci supports sqlite:///PATH and postgresql+psycopg://... (pip install 'perfci[postgres]')",
             ) from None
         except OperationalError as exc:
-            raise InfrastructureError(f"cannot open the history store {self.label}: {exc.orig}") from None
+            raise InfrastructureError(f"cannot open the history store {self.label}: {one_line(exc.orig)}") from None
         except DatabaseError as exc:  # reachable, but not a database perfci can use (e.g. a corrupt SQLite file)
             raise UsageError(
-                f"{self.label} is not a usable history store: {exc.orig}.", hint="point --db (or $PERFCI_DB) at one"
+                f"{self.label} is not a usable history store: {one_line(exc.orig)}.",
+                hint="point --db (or $PERFCI_DB) at one",
             ) from None
 
     @staticmethod
@@ -261,16 +289,49 @@ class HistoryStore:
         return url
 
     def _create(self) -> None:
-        """The tables made where missing and the version checked, retried while another process does the same."""
+        """An empty database made a store, then the store checked (and upgraded), retried while another process
+        does the same."""
         for attempt in range(RETRIES):
             try:
-                metadata.create_all(self.engine)
+                if not self._table_names():
+                    self._initialise()
                 self._check_version()
                 return
             except (OperationalError, IntegrityError, ProgrammingError) as exc:
                 if attempt == RETRIES - 1 or not _another_writer(exc):
                     raise
                 _back_off(attempt)
+
+    def _table_names(self) -> set[str]:
+        """The tables and views of the database (its default schema)."""
+        with self.engine.connect() as conn:
+            found = inspect(conn)
+            return {*found.get_table_names(), *found.get_view_names()}
+
+    def _initialise(self) -> None:
+        """Make every table and record the version in one transaction (SQLite: holding the write lock), so
+        another process sees an empty database or a whole store, never a half-made one. Nothing is done where
+        tables appeared in the meantime (another process made the store, or they are not perfci's:
+        _check_version tells)."""
+        with self.engine.begin() as conn:
+            self._lock_for_write(conn)
+            if inspect(conn).get_table_names():
+                return
+            metadata.create_all(conn)
+            conn.execute(insert(store_meta).values(key="store_version", value=str(STORE_VERSION)))
+
+    def _refuse_foreign(self) -> None:
+        """Refuse a database that has tables but is not a perfci store: no `store_meta` table of perfci's
+        shape (another application's database). Nothing has been written into it."""
+        found = inspect(self.engine)
+        names = set(found.get_table_names())
+        if "store_meta" in names and {"key", "value"} <= {c["name"] for c in found.get_columns("store_meta")}:
+            return
+        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+        raise UsageError(
+            f"{self.label} is not a perfci history store: it has tables ({shown or 'views'}) but not perfci's "
+            "store_meta table; point --db (or $PERFCI_DB) at a perfci store or a new database."
+        )
 
     def _lock_for_write(self, conn: Connection) -> None:
         """SQLite: take the write lock when the transaction begins (BEGIN IMMEDIATE), waiting and retrying while
@@ -288,27 +349,39 @@ class HistoryStore:
                 _back_off(attempt)
 
     def _version(self) -> int | None:
+        """The store's version; None where `store_meta` has no `store_version` row. A value perfci never writes
+        (not a positive whole number) is refused."""
         with self.engine.connect() as conn:
             row = conn.execute(select(store_meta.c.value).where(store_meta.c.key == "store_version")).first()
-        return None if row is None else int(row[0])
+        if row is None:
+            return None
+        version = parse_version(str(row[0]))
+        if version is None:
+            raise UsageError(f"{self.label} is not a usable perfci history store (store_version {row[0]!r}).")
+        return version
 
     def _check_version(self) -> None:
+        """Refuse what is not a store of a version this perfci reads; make the tables added without a version
+        change where missing; upgrade an older store in place."""
+        self._refuse_foreign()
         version = self._version()
-        if version is None:
-            with self.engine.begin() as conn:
-                conn.execute(insert(store_meta).values(key="store_version", value=str(STORE_VERSION)))
-        elif version > STORE_VERSION:
+        if version is None:  # made by perfci at once with its version (_initialise): not a perfci store
+            raise UsageError(
+                f"{self.label} is not a perfci history store: its store_meta table has no store_version; point "
+                "--db (or $PERFCI_DB) at a perfci store or a new database."
+            )
+        if version > STORE_VERSION:
             raise UsageError(
                 f"the history store has version {version}; this perfci reads up to {STORE_VERSION}.",
                 hint="upgrade perfci",
             )
-        else:
-            if version < 2:
-                self._upgrade_to_2()
-            if version < 3:
-                self._upgrade_to_3()
-            if version < 4:
-                self._upgrade_to_4()
+        metadata.create_all(self.engine)  # only what is missing (change_points came without a version change)
+        if version < 2:
+            self._upgrade_to_2()
+        if version < 3:
+            self._upgrade_to_3()
+        if version < 4:
+            self._upgrade_to_4()
 
     def _upgrade_to_2(self) -> None:
         """Add the version-2 columns in one transaction. Two jobs may upgrade a shared store at once: the one
