@@ -130,7 +130,24 @@ class ABResult:
         return gate(self.comparison, self.outcome.head)
 
 
+MAX_AB_BUDGET_S = 7 * 86400.0
+MAX_PAIRS = 10_000  # per look (first or further); MAX_LOOKS looks
+MAX_LOOKS = 100
+
+
+def _check_ab_limits(req: ABRequest) -> None:
+    """Options checked before anything is checked out (fuzzing: `--budget nan` never stopped a look, and
+    `--pairs 1000000000` ran on past its time budget, which is only read between looks)."""
+    if not 0.0 < req.budget_s <= MAX_AB_BUDGET_S:  # False for NaN
+        raise UsageError(f"--budget must be above 0 and at most {MAX_AB_BUDGET_S:g} s, not {req.budget_s!r}.")
+    for flag, value, high in (("--pairs", req.pairs, MAX_PAIRS), ("--extra", req.extra, MAX_PAIRS),
+                              ("--looks", req.looks, MAX_LOOKS)):  # fmt: skip
+        if value is not None and value > high:
+            raise UsageError(f"{flag} {value} is more than {high:,}.")
+
+
 def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
+    _check_ab_limits(req)
     decision = decision_settings(settings, req.decision)
     # the energy block (a contiguous half second per GPU case at the end of each worker) only where energy per
     # call is compared: on an H200 it was 2 s of every pair's 12-15 s outside sampling (docs/measurement.md)

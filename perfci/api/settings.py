@@ -34,6 +34,7 @@ ENV_GITHUB_EVENT_NAME = "GITHUB_EVENT_NAME"
 ENV_GITHUB_BASE_REF = "GITHUB_BASE_REF"
 ENV_GITHUB_EVENT_PATH = "GITHUB_EVENT_PATH"
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target", "merge_group")
+MAX_SAMPLE_BUDGET_S = 3600.0
 ENV_GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 ENV_GITHUB_OUTPUT = "GITHUB_OUTPUT"
 
@@ -125,7 +126,13 @@ class Settings:
         return first(flag, self.cfg.case_timeout_s, DEFAULT_CASE_TIMEOUT_S)
 
     def budget_s(self, flag: float | None, default: float) -> float:
-        return first(flag, self.cfg.budget_s, default)
+        """The sampling budget per case and round (`run --budget`, `ab --sample-budget`, config `budget_s`)."""
+        value = first(flag, self.cfg.budget_s, default)
+        if not 0.0 < value <= MAX_SAMPLE_BUDGET_S:  # False for NaN (fuzzing: NaN and inf were taken)
+            raise UsageError(
+                f"the sampling budget must be above 0 and at most {MAX_SAMPLE_BUDGET_S:g} s, not {value!r}."
+            )
+        return value
 
     def speed_reference(self, flag: bool | None) -> bool:
         return first(flag, self.cfg.speed_reference, False)

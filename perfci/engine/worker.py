@@ -52,18 +52,28 @@ def _emit(stream: IO[str], event: WorkerEvent) -> None:
     stream.flush()
 
 
+MAX_MESSAGE_CHARS = 4_000  # of an error's message (fuzzing: a 20 MB message went into results.json whole)
+
+
+def _text(exc: BaseException) -> str:
+    text = str(exc)
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return f"{text[:MAX_MESSAGE_CHARS]}... ({len(text) - MAX_MESSAGE_CHARS:,} more characters)"
+
+
 def _error_event(case_id: str, exc: BaseException) -> Error:
     if isinstance(exc, SkipCase):
-        return Error(case_id, "skipped", str(exc))
+        return Error(case_id, "skipped", _text(exc))
     if isinstance(exc, CheckFailed):
-        return Error(case_id, "check", str(exc))
+        return Error(case_id, "check", _text(exc))
     if isinstance(exc, MemoryError):
         return Error(case_id, "oom", "the workload ran out of memory")
     if isinstance(exc, SystemExit):
         return Error(case_id, "raised", f"the workload called sys.exit({exc.code!r})")
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
-    return Error(case_id, "raised", f"{type(exc).__name__}: {exc} (at {where})")
+    return Error(case_id, "raised", f"{type(exc).__name__}: {_text(exc)} (at {where})")
 
 
 def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T | None]:
