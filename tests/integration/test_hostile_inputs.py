@@ -124,9 +124,13 @@ def test_hostile_workload_definitions_are_one_error(tmp_path: Path, name: str, w
     assert refused(perfci("list", name, cwd=tmp_path), words)
 
 
-def test_what_a_workload_file_prints_at_import_stays_out_of_json_output(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "prints",
+    ['print("HELLO FROM IMPORT")', 'os.write(1, b"HELLO FROM IMPORT\\n")'],  # the second: file descriptor 1
+)
+def test_what_a_workload_file_prints_at_import_stays_out_of_json_output(tmp_path: Path, prints: str) -> None:
     (tmp_path / "loud.py").write_text(
-        'import perfci\nprint("HELLO FROM IMPORT")\n\n@perfci.workload(params={"n": [1]})\n'
+        f'import os\nimport perfci\n{prints}\n\n@perfci.workload(params={{"n": [1]}})\n'
         "def t(ctx, n):\n    return lambda: None\n"
     )
     listed = perfci("list", "loud.py", "--format", "json", cwd=tmp_path)

@@ -86,13 +86,3 @@ def test_hostile_definitions_are_one_error_at_import(tmp_path: Path, source: str
     (tmp_path / "wl.py").write_text("import perfci\n" + source)
     proc = perfci("list", "wl.py", cwd=tmp_path)
     assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-
-
-def test_what_a_workload_file_writes_to_descriptor_1_stays_out_of_json_output(tmp_path: Path) -> None:
-    (tmp_path / "loud.py").write_text(
-        'import os\nimport perfci\nos.write(1, b"HELLO FROM FD 1\\n")\n\n@perfci.workload(params={"n": [1]})\n'
-        "def t(ctx, n):\n    return lambda: None\n"
-    )
-    listed = perfci("list", "loud.py", "--format", "json", cwd=tmp_path)
-    assert listed.returncode == 0 and "HELLO FROM FD 1" in listed.stderr
-    assert [c["id"] for c in json.loads(listed.stdout)] == ["loud.t[n=1]@cpu"]
