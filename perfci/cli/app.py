@@ -86,6 +86,21 @@ def file_error(exc: OSError) -> PerfciError:
     return InfrastructureError(text)
 
 
+def appendable_file(path: Path | None, option: str) -> None:
+    """Check up front that a file perfci appends to at the end (the step summary, the outputs file) can be
+    appended to: a folder, or a file in a missing or read-only folder, was found only after measuring (fuzzing),
+    and the gate's own exit code was lost to exit 2."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: cannot append to it (a folder).")
+    folder = path.parent if not path.exists() else None
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"{option} {path}: cannot append to it ({folder} is not a folder).")
+    if not os.access(path if folder is None else folder, os.W_OK):
+        raise UsageError(f"{option} {path}: cannot append to it (not writable).")
+
+
 def writable_folder(path: Path, option: str) -> None:
     """Check up front that an output folder can be made and written (without making it: a command refused
     later for another reason leaves nothing behind), so a run that measured for minutes does not fail at its

@@ -15,6 +15,7 @@ from perfci.cli.app import (
     DbOpt,
     ShardOpt,
     app,
+    appendable_file,
     consoles,
     guard,
     note,
@@ -79,6 +80,8 @@ def ci_command(
     def body() -> int:
         settings = project_settings(config)
         plan = plan_ci(settings, req)
+        appendable_file(plan.where.step_summary, "--step-summary ($GITHUB_STEP_SUMMARY)")
+        appendable_file(plan.where.output, "--github-output ($GITHUB_OUTPUT)")
         note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest, req.environments)}")
         planned_pairs = (pairs or 8) + extra * (looks - 1) if plan.mode == "ab" else None
         bar, update = progress_bar("starting", prefix="A/B " if plan.mode == "ab" else "",

@@ -111,3 +111,12 @@ def test_ci_on_a_push_runs_and_feeds_the_history_store(tmp_path: Path) -> None:
     assert "1 run(s) added" in proc.stderr
     outputs = (files / "github_output.txt").read_text().splitlines()
     assert "mode=baseline" in outputs and "cases=2" in outputs
+
+
+@pytest.mark.parametrize("which", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_an_unusable_summary_or_outputs_file_is_refused_before_measuring(tmp_path: Path, which: str) -> None:
+    """Found only after measuring before (fuzzing), when the gate's own exit code was lost to exit 2."""
+    repo = make_repo(tmp_path, feature_k="20000")
+    proc, _ = perfci_ci(repo, "push", "--path", "perf", **{which: str(tmp_path)})  # a folder
+    assert proc.returncode == 2 and "cannot append to it (a folder)" in proc.stderr, proc.stderr
+    assert not (repo / "perfci-out").exists()  # nothing measured
