@@ -31,8 +31,9 @@ from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak
 from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends
 
 
-def open_store(settings: Settings, db: str | None) -> HistoryStore:
-    return HistoryStore(settings.store_url(db))
+def open_store(settings: Settings, db: str | None, create: bool = True) -> HistoryStore:
+    """The history store; `create=False` for commands that only read (a missing SQLite file is refused)."""
+    return HistoryStore(settings.store_url(db), create)
 
 
 PRELOAD_FILES = 4  # read before the store is opened
@@ -166,13 +167,13 @@ def checked_filter(where: RunFilter) -> RunFilter:
 
 def list_runs(settings: Settings, db: str | None, where: RunFilter, limit: int | None = None) -> list[RunInfo]:
     """`perfci history list`: the stored runs matching `where`, newest first."""
-    return open_store(settings, db).list_runs(checked_filter(where), limit)
+    return open_store(settings, db, create=False).list_runs(checked_filter(where), limit)
 
 
 def measurements_frame(settings: Settings, db: str | None, where: RunFilter | None = None) -> Any:
     """The store's measurements as a pandas DataFrame: one row per run, case and metric (runner, run_id,
     commit, branch, started_at, case_id, metric, unit, direction, value, low, high, rounds, log_mean, log_sd)."""
-    return open_store(settings, db).measurements_frame(checked_filter(where or RunFilter()))
+    return open_store(settings, db, create=False).measurements_frame(checked_filter(where or RunFilter()))
 
 
 HistoryFilter = RunFilter  # for callers above the store (the CLI): runner, branch, since, until
@@ -280,7 +281,7 @@ class TrendView:
 def trend_view(settings: Settings, db: str | None, query: TrendQuery) -> TrendView:
     from perfci.api.select import compile_patterns
 
-    store = open_store(settings, db)
+    store = open_store(settings, db, create=False)
     items = read_trends(store, query.metric, query.runner, compile_patterns(query.patterns), query.min_effect)
     return TrendView(store, query, items)
 

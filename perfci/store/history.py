@@ -257,10 +257,19 @@ def _back_off(attempt: int) -> None:
 
 
 class HistoryStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
+        """Open the store at `url`; `create=False` (commands that only read) refuses a SQLite file that does not
+        exist rather than making it, with its folders (fuzzing: a mistyped path listed nothing, exit 0, and left
+        an empty store behind)."""
         self.label = self._safe(url)  # for reports and messages: the URL without a password
         if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(url.removeprefix("sqlite:///"))
+            plain = "?" not in url and not str(path).startswith("file:")  # not a URI with options (mode=ro...)
+            if not create and plain and not path.exists():
+                raise UsageError(
+                    f"no history store at {path}.", hint="runs are added with: perfci history ingest RESULTS --db URL"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.engine: Engine = create_engine(url, future=True, connect_args=connect_args(url))
             self._create()

@@ -55,9 +55,19 @@ def test_history_cli_ingest_and_trend(tmp_path: Path) -> None:
 
 
 def test_trend_on_empty_store_is_a_clear_error(tmp_path: Path) -> None:
+    HistoryStore(f"sqlite:///{tmp_path / 'empty.db'}")
     res = CliRunner().invoke(app, ["trend", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
     assert res.exit_code == 2
     assert "no values" in res.stderr
+
+
+def test_commands_that_only_read_refuse_a_missing_store_and_make_nothing(tmp_path: Path) -> None:
+    """Fuzzing: a mistyped path listed nothing, exit 0, and left folders and an empty store behind."""
+    db = f"sqlite:///{tmp_path / 'typo' / 'h.db'}"
+    for args in (["history", "list"], ["history", "export", "--out", str(tmp_path / "x.csv")], ["trend"]):
+        res = CliRunner().invoke(app, [*args, "--db", db])
+        assert res.exit_code == 2 and "no history store at" in res.stderr, (args, res.stderr)
+    assert not (tmp_path / "typo").exists()
 
 
 def test_ingest_rejects_a_corrupt_file_without_writing(tmp_path: Path) -> None:
