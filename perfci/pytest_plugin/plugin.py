@@ -231,7 +231,7 @@ class Perf:
         if isinstance(name, str):
             _check_utf8("name", name)
         _check_utf8("the case id", workload)
-        flops, bytes = _checked_work("flops", flops), _checked_work("bytes", bytes)
+        flops, bytes = _checked_work("perf(): flops=", flops), _checked_work("perf(): bytes=", bytes)
         if self._state.disabled:
             fn()
             return None
@@ -256,12 +256,12 @@ def _check_utf8(what: str, text: str) -> None:
         ) from None
 
 
-def _checked_work(what: str, value: object) -> float | None:
+def _checked_work(argument: str, value: object) -> float | None:
     """`flops=`/`bytes=` as a float (None stays None); TypeError or ValueError naming the argument otherwise."""
     __tracebackhide__ = True
     from perfci.profilers.work import checked_work  # lazily: this module is imported by every pytest session
 
-    return checked_work(f"perf(): {what}=", value)
+    return checked_work(argument, value)
 
 
 @pytest.fixture
