@@ -188,7 +188,9 @@ def test_swapping_sides_negates_and_mirrors_the_verdict(pairs: list[tuple[float,
     a, b = [p[0] for p in pairs], [p[1] for p in pairs]
     fwd, back = paired_log_ratio(a, b), paired_log_ratio(b, a)
     assert back.log_ratio == pytest.approx(-fwd.log_ratio, abs=1e-9)
-    mirror = {"regression": "improvement", "improvement": "regression"}
+    # below the threshold but beyond the floor, "slower" and "faster" mirror each other too (hypothesis found
+    # three pairs of 417 and 411: faster one way, slower the other, as they should be)
+    mirror = {"regression": "improvement", "improvement": "regression", "slower": "faster", "faster": "slower"}
     v1, v2 = decide(fwd, 0.03, 0.01).verdict, decide(back, 0.03, 0.01).verdict
     assert v2 == mirror.get(v1, v1)
 
