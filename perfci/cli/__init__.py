@@ -116,7 +116,8 @@ def entrypoint() -> None:
     # RuntimeError from a class being made), end typer's start-up with SIGINT, or become click's "Aborted!" and
     # exit 1, which CI reads as a regression (kill trials, benchmarks/kill_check.py). The README promises 130;
     # each command's guard (cli/app.py) handles the interrupts of its body.
-    if threading.current_thread() is threading.main_thread():  # where signal handlers live
+    main_thread = threading.current_thread() is threading.main_thread()  # where signal handlers live
+    if main_thread:
         signal.signal(signal.SIGTERM, on_interrupt)
         signal.signal(signal.SIGINT, on_interrupt)
     try:
@@ -126,7 +127,7 @@ def entrypoint() -> None:
     except SystemExit as exc:
         if exc.code == INTERRUPTED_EXIT or _signals:  # after an interrupt, whatever ended the command
             _exit_interrupted()
-        if threading.current_thread() is threading.main_thread():
+        if main_thread:
             # the command is done and its files are written: a SIGTERM during the interpreter's shutdown (a tenth
             # of a second, with the signal's default action back) ended a finished run with -15 (kill trials)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

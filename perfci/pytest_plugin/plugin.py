@@ -247,13 +247,13 @@ class Perf:
 
 def _check_utf8(what: str, text: str) -> None:
     __tracebackhide__ = True  # the test's failure points at its `perf(...)` call
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    from perfci.workloads.api import is_utf8  # lazily: this module is imported by every pytest session
+
+    if not is_utf8(text):
         raise ValueError(
             f"perf(): {what} {text!r} cannot be written as UTF-8 (it holds a lone UTF-16 surrogate); "
             "names must be encodable as UTF-8"
-        ) from None
+        )
 
 
 def _checked_work(argument: str, value: object) -> float | None:

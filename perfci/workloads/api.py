@@ -187,7 +187,8 @@ def workload(
 MAX_PARAM_INT = 2**63 - 1
 
 
-def _utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether `text` can be written as UTF-8 (not with a lone UTF-16 surrogate): names and values in case ids."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -209,7 +210,7 @@ def _validate_values(who: str, key: str, values: object) -> None:
         raise WorkloadDefinitionError(
             f"{who}: parameter {key!r} has an integer beyond 64 bits ({huge[0].bit_length()} bits)."
         )
-    unencodable = [v for v in values if isinstance(v, str) and not _utf8(v)]
+    unencodable = [v for v in values if isinstance(v, str) and not is_utf8(v)]
     if unencodable:
         raise WorkloadDefinitionError(
             f"{who}: parameter {key!r} has a value {unencodable[0]!r} that is not valid Unicode (a lone surrogate)."
@@ -222,7 +223,7 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
     who = f"workload {getattr(f, '__name__', f)!r}"
     if not devices or isinstance(devices, str):
         raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
-    odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not _utf8(d)]
+    odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not is_utf8(d)]
     if odd:  # fuzzing: `devices=[1]` ended in a traceback where cases are selected
         raise WorkloadDefinitionError(f"{who}: device {odd[0]!r} is not a device name such as 'cpu' or 'cuda:0'.")
     for key, values in grid.items():
