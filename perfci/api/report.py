@@ -84,7 +84,7 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     kinds = [k for k, _ in read]
     comparisons = [(p, doc) for p, (k, doc) in zip(paths, read, strict=True) if k == "comparison"]
     with gc_paused():
-        runs = [parse_results(doc, str(p)) for p, (k, doc) in zip(paths, read, strict=True) if k == "results"]
+        runs = [parse_results(doc, str(p), own=True) for p, (k, doc) in zip(paths, read, strict=True) if k == "results"]
     if len(comparisons) > 1 or len(runs) > 2:
         raise UsageError(
             "give one results file, two (baseline then candidate), or one comparison file "

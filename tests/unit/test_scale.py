@@ -22,7 +22,17 @@ from perfci.compare.policy import DecisionSettings
 from perfci.compare.saved import dump_comparison
 from perfci.model import CaseSpec, Metric, Round, format_case_id
 from perfci.reports.html import PAGE_ROWS, render_html
-from perfci.schema import _METRIC, _ROUND, dump_results, gc_paused, json_safe, load_results, shallow_dict
+from perfci.schema import (
+    _METRIC,
+    _ROUND,
+    dump_results,
+    gc_paused,
+    json_safe,
+    load_results,
+    parse_results,
+    run_to_dict,
+    shallow_dict,
+)
 from tests.conftest import make_case, make_run
 from tests.report_fixtures import suite_comparison
 
@@ -74,6 +84,27 @@ def test_builders_make_what_the_constructors_make() -> None:
         _ROUND({**minimal, "unknown": 1}, (1.0,))  # refused by the class itself, as before
     with pytest.raises(TypeError):
         _METRIC({"name": "x"}, None)
+
+
+def test_owned_builders_take_the_dict_over_and_others_copy_it() -> None:
+    r = make_case("a", 1e-3).rounds[0]
+    doc = json.loads(json.dumps(json_safe(shallow_dict(r))))
+    minimal = {k: doc[k] for k in ("index", "pid", "iterations", "warmup_s", "stop_reason", "threads", "samples")}
+    kept = dict(minimal)
+    copied = _ROUND(minimal, tuple(minimal["samples"]))
+    assert minimal == kept and copied.__dict__ is not minimal  # not owned: the caller's dict is left as it was
+    owned = _ROUND(minimal, tuple(minimal["samples"]), True)
+    assert owned.__dict__ is minimal and owned == copied  # owned: the dict itself, completed with the defaults
+    assert owned.telemetry == {} and owned.peak_rss_bytes is None and owned.samples == tuple(kept["samples"])
+
+
+def test_parse_leaves_the_document_alone_unless_handed_over() -> None:
+    doc = json.loads(json.dumps(run_to_dict(make_run([make_case("a", 1e-3)]))))
+    before = json.dumps(doc)
+    first = parse_results(doc, "x.json")
+    assert json.dumps(doc) == before  # the caller's document is unchanged
+    second = parse_results(doc, "x.json", own=True)
+    assert second == first and second.cases[0].rounds[0].__dict__ is doc["cases"][0]["rounds"][0]
 
 
 def test_load_round_trips_and_leaves_the_collector_on(tmp_path: Path) -> None:
