@@ -231,19 +231,23 @@ def _check_results(doc: dict[str, Any], source: str) -> None:
     """A valid results document's times are real times, its case ids unique, and each case's round indexes
     unique (fuzzing: a second case with the same id was compared or ingested depending on the order of the two,
     and per-round values are keyed by index, so a round with a repeated index was dropped without a word)."""
-    for key in ("started_at", "finished_at"):
-        _check_time(doc[key], key, "results", source)
-    cases = doc["cases"]
-    ids = {c["id"] for c in cases}
+    cases = [(c["id"], [r["index"] for r in c["rounds"]]) for c in doc["cases"]]
+    check_results_semantics(doc["started_at"], doc["finished_at"], cases, source)
+
+
+def check_results_semantics(started: str, finished: str, cases: list[tuple[str, list[int]]], source: str) -> None:
+    """`_check_results` on what it reads: the two times, and each case's id and round indexes in file order."""
+    for key, value in (("started_at", started), ("finished_at", finished)):
+        _check_time(value, key, "results", source)
+    ids = {case_id for case_id, _ in cases}
     if len(ids) < len(cases):
-        counts = Counter(c["id"] for c in cases)
+        counts = Counter(case_id for case_id, _ in cases)
         first = next(i for i, n in counts.items() if n > 1)
         raise ResultsFormatError(f"{source}: invalid results file: case id {first!r} appears more than once.")
-    for i, c in enumerate(cases):
-        rounds = c["rounds"]
-        if len({r["index"] for r in rounds}) < len(rounds):
+    for i, (case_id, indexes) in enumerate(cases):
+        if len(set(indexes)) < len(indexes):
             raise ResultsFormatError(
-                f"{source}: invalid results file at cases/{i}/rounds: two rounds of {c['id']!r} have the same index."
+                f"{source}: invalid results file at cases/{i}/rounds: two rounds of {case_id!r} have the same index."
             )
 
 
@@ -553,7 +557,22 @@ def parse_results(doc: Any, source: str = "<results>", own: bool = False) -> Run
 
 
 def load_results(path: Path) -> RunResult:
+    """A results file, checked and decoded: by msgspec's fast path where it accepts the file (current version,
+    valid, no integer literal of 19 digits or more; perfci/results_decoder.py), else read the usual way
+    (`RESULTS.read`), which refuses a bad file with its usual words."""
     with gc_paused():
+        try:
+            data: bytes | None = Path(path).read_bytes()
+        except OSError:
+            data = None  # RESULTS.read words it
+        if data is not None and _orjson_reads_as_json(data):
+            from perfci.results_decoder import decode_results
+
+            fast = decode_results(data, json_schema)
+            if fast is not None:
+                run, checked = fast
+                check_results_semantics(checked.started_at, checked.finished_at, checked.cases, str(path))
+                return run
         return _decode_run(RESULTS.read(path), own=True)
 
 
