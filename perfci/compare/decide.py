@@ -18,7 +18,6 @@ Details, defaults and why: docs/compare.md.
 from __future__ import annotations
 
 import math
-from statistics import geometric_mean
 
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
@@ -28,7 +27,7 @@ from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, R
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
-from perfci.stats.summary import median
+from perfci.stats.summary import geometric_mean, median
 
 __all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
 

@@ -78,7 +78,19 @@ def reference_ratio(r: Round) -> float | None:
 
 
 def _round_median(r: Round, c: CaseResult) -> float | None:
-    return sorted_median(r.sorted_per_call) if r.samples else None
+    """`sorted_median(r.sorted_per_call)`, the same float, without making the round's per-call tuples (a third
+    of a 5,000-case comparison's decisions): dividing by the iteration count (positive) keeps the samples'
+    order, so the middle samples divided are the middle per-call values."""
+    samples = r.samples
+    if not samples:
+        return None
+    known = r.__dict__.get("sorted_per_call")
+    if known is not None:
+        return sorted_median(known)
+    n, its = len(samples), r.iterations
+    s = sorted(samples)
+    mid = n // 2
+    return s[mid] / its if n % 2 else 0.5 * (s[mid - 1] / its + s[mid] / its)
 
 
 def _quantile(q: float) -> RoundValue:

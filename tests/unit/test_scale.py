@@ -277,3 +277,28 @@ def test_chart_values_in_bulk_are_rounded_as_one_by_one() -> None:
     xs = [rng.lognormvariate(-8, 4) for _ in range(5000)] + [9.9995, 999.95, 5e-324, 1e300]
     assert r4_all(xs, 3.7) == [r4(x / 3.7) for x in xs]
     assert r4_all([1.0, float("nan"), 2.0]) == [1.0, None, 2.0]
+
+
+def test_round_median_is_the_median_of_the_per_call_times_bit_for_bit() -> None:
+    import random
+    import statistics
+    import sys
+
+    from perfci.metrics.registry import LATENCY, metric_def
+    from perfci.stats.summary import geometric_mean, sorted_median
+
+    rng = random.Random(7)
+    case = make_case("a", 1e-3)
+    mdef = metric_def(LATENCY)
+    for n in (1, 2, 3, 10, 11, 30):
+        for _ in range(200):
+            samples = tuple(rng.uniform(1e-9, 1.0) for _ in range(n))
+            r = replace(case.rounds[0], samples=samples, iterations=rng.randint(1, 10**6))
+            fresh = replace(r)  # no cached per-call tuples yet
+            assert mdef.values(fresh, case) == sorted_median(r.sorted_per_call)
+            assert "sorted_per_call" not in fresh.__dict__  # the fast way took no per-call tuples
+            assert mdef.values(r, case) == sorted_median(r.sorted_per_call)  # and the known tuple, once made
+            expected = statistics.geometric_mean(samples)
+            assert geometric_mean(samples) == pytest.approx(expected, rel=1e-15, abs=0.0)
+            if sys.version_info[:2] == (3, 11):  # its definition there: exp(fmean(map(log, data)))
+                assert geometric_mean(samples) == expected
