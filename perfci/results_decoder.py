@@ -156,10 +156,10 @@ class Checked(Struct):
     cases: list[tuple[str, list[int]]]
 
 
-def decode_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> tuple[RunResult, Checked] | None:
-    """`data` (a results file's bytes) checked and decoded, or None where this fast path does not accept it
-    (the module docstring). `schema` gives the current version's JSON Schema (for the open objects' checks)."""
-    check, build = _decoders()
+def check_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> Checked | None:
+    """Pass 1: what the semantic checks read of `data`, where the check accepts it (None where this fast path
+    does not: the module docstring). `schema` gives the current version's JSON Schema (for the open objects)."""
+    check, _ = _decoders()
     try:
         doc = check.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError, RecursionError):
@@ -172,11 +172,15 @@ def decode_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> tuple[R
         for r in c.rounds:
             if r.telemetry and not telemetry_ok(r.telemetry):
                 return None
-    checked = Checked(doc.started_at, doc.finished_at, [(c.id, [r.index for r in c.rounds]) for c in doc.cases])
-    del doc  # half the memory of a large file: gone before the build
+    return Checked(doc.started_at, doc.finished_at, [(c.id, [r.index for r in c.rounds]) for c in doc.cases])
+
+
+def build_results(data: bytes) -> RunResult | None:
+    """Pass 2: the run, decoded into the model (None where it does not decode: only a file pass 1 refused)."""
+    _, build = _decoders()
     try:
         run = build.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):  # pragma: no cover - pass 1 held
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, TypeError, ValueError, RecursionError):
         return None
     cases = tuple(
         CaseResult(
@@ -190,5 +194,14 @@ def decode_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> tuple[R
         )
         for c in run.cases
     )
-    result = RunResult(run.run_id, run.started_at, run.finished_at, run.fingerprint, run.git, run.settings, cases)
-    return result, checked
+    return RunResult(run.run_id, run.started_at, run.finished_at, run.fingerprint, run.git, run.settings, cases)
+
+
+def decode_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> tuple[RunResult, Checked] | None:
+    """Both passes, one after the other: the run and what the semantic checks read, or None where this fast
+    path does not accept `data`."""
+    checked = check_results(data, schema)
+    if checked is None:
+        return None
+    run = build_results(data)
+    return None if run is None else (run, checked)

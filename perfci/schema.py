@@ -556,6 +556,71 @@ def parse_results(doc: Any, source: str = "<results>", own: bool = False) -> Run
     return _decode_run(RESULTS.load(doc, source), own)
 
 
+PARALLEL_MIN_BYTES = 4_000_000  # files together at least this large: checked by a helper process (load_results_all)
+
+
+def load_results_all(paths: list[Path], meanwhile: Callable[[], object] | None = None) -> list[RunResult]:
+    """`[load_results(p) for p in paths]`: the same runs, or the same refusal (the first file's first), and then
+    `meanwhile()` (work the caller needs next, e.g. an import). With large files and a CPU to spare
+    (perfci/forked.py), msgspec's checking pass of every file runs in a forked helper while this process builds
+    the runs and then runs `meanwhile`; a run is used only once the helper has checked its file, and a file the
+    helper did not accept is read the usual way, as `load_results` reads it (docs/scale.md)."""
+    from perfci.forked import start_helper
+    from perfci.results_decoder import build_results
+
+    with gc_paused():
+        datas = [_bytes_or_none(p) for p in paths]
+        fast = [d is not None and _orjson_reads_as_json(d) for d in datas]
+        helper = None
+        if len(paths) >= 2 and any(fast) and sum(len(d) for d in datas if d is not None) >= PARALLEL_MIN_BYTES:
+            helper = start_helper(lambda: [_verdict(d, str(p)) if ok and d is not None else "usual"
+                                           for p, d, ok in zip(paths, datas, fast, strict=True)])  # fmt: skip
+        if helper is None:
+            runs = [load_results(p) for p in paths]
+            if meanwhile is not None:
+                meanwhile()
+            return runs
+        with helper:
+            built = [build_results(d) if ok and d is not None else None for d, ok in zip(datas, fast, strict=True)]
+            if meanwhile is not None:
+                meanwhile()
+            verdicts = helper.answer()
+        if not isinstance(verdicts, list) or len(verdicts) != len(paths):
+            verdicts = ["usual"] * len(paths)  # the helper failed: every file the usual way
+        runs = []
+        for path, run, verdict in zip(paths, built, verdicts, strict=True):
+            if verdict == "ok" and run is not None:
+                runs.append(run)
+            elif isinstance(verdict, list) and len(verdict) == 3 and verdict[0] == "refused":
+                raise ResultsFormatError(str(verdict[1]), hint=verdict[2])
+            else:
+                runs.append(load_results(path))
+        return runs
+
+
+def _bytes_or_none(path: Path) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None  # the usual way words it
+
+
+def _verdict(data: bytes, source: str) -> str | list[Any]:
+    """The helper's answer for one file: "ok" (the fast path's check and the semantic checks accept it),
+    ["refused", message, hint] (a semantic check refused it: the words `load_results` would raise), or
+    "usual" (the fast path does not take it: read it the usual way)."""
+    from perfci.results_decoder import check_results
+
+    checked = check_results(data, json_schema)
+    if checked is None:
+        return "usual"
+    try:
+        check_results_semantics(checked.started_at, checked.finished_at, checked.cases, source)
+    except ResultsFormatError as exc:
+        return ["refused", exc.message, exc.hint]
+    return "ok"
+
+
 def load_results(path: Path) -> RunResult:
     """A results file, checked and decoded: by msgspec's fast path where it accepts the file (current version,
     valid, no integer literal of 19 digits or more; perfci/results_decoder.py), else read the usual way

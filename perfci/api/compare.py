@@ -18,7 +18,8 @@ from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.errors import UsageError
 from perfci.metrics.registry import metric_def
 from perfci.model import Comparison, RunResult
-from perfci.schema import json_text, load_results
+from perfci.schema import json_text, load_results, load_results_all
+from perfci.stats import logratio
 
 if TYPE_CHECKING:
     from perfci.compare.history_noise import HistoryNoise
@@ -130,6 +131,8 @@ def write_outputs(
     outputs: Outputs, comparison: Comparison, candidate: RunResult | None, baseline: RunResult | None
 ) -> list[Path]:
     """Write the comparison's files; return the main ones written (for the CLI to name)."""
+    if outputs.out is None and outputs.junit is None and outputs.html is None:
+        return []  # not even the report writers' imports (jinja2: a tenth of a second)
     from perfci.reports.html import write_html
     from perfci.reports.junit import write_junit
     from perfci.reports.markdown import write_markdown
@@ -210,7 +213,8 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         name = settings.runner_class(req.runner, cand.fingerprint)
         base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
     else:
-        base, cand = load_results(req.baseline), load_results(req.candidate)
+        # the two files checked by a helper process while this one builds the runs and imports the statistics
+        base, cand = load_results_all([req.baseline, req.candidate], meanwhile=logratio.prepare)
         labels = (str(req.baseline), str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)

@@ -87,6 +87,11 @@ def _t_quantile(dof: float, p: float) -> float:
     return float(stdtrit(dof, p))
 
 
+def prepare() -> None:
+    """Import what the quantiles need now (a quarter of a second), e.g. while a helper process checks files."""
+    _quantiles()
+
+
 @cache
 def _quantiles() -> tuple[Callable[[float, float], float], Callable[[float], float]]:
     """scipy.special's Student t and normal quantile functions (`stdtrit`, `ndtri`), imported on first use."""
