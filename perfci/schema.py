@@ -570,18 +570,16 @@ def load_results_all(paths: list[Path], meanwhile: Callable[[], object] | None =
 
     with gc_paused():
         datas = [_bytes_or_none(p) for p in paths]
-        fast = [d is not None and _orjson_reads_as_json(d) for d in datas]
         helper = None
-        if len(paths) >= 2 and any(fast) and sum(len(d) for d in datas if d is not None) >= PARALLEL_MIN_BYTES:
-            helper = start_helper(lambda: [_verdict(d, str(p)) if ok and d is not None else "usual"
-                                           for p, d, ok in zip(paths, datas, fast, strict=True)])  # fmt: skip
+        if len(paths) >= 2 and sum(len(d) for d in datas if d is not None) >= PARALLEL_MIN_BYTES:
+            helper = start_helper(lambda: [_verdict(d, str(p)) for p, d in zip(paths, datas, strict=True)])
         if helper is None:
             runs = [load_results(p) for p in paths]
             if meanwhile is not None:
                 meanwhile()
             return runs
         with helper:
-            built = [build_results(d) if ok and d is not None else None for d, ok in zip(datas, fast, strict=True)]
+            built = [build_results(d) if d is not None else None for d in datas]  # used only where the helper agrees
             if meanwhile is not None:
                 meanwhile()
             verdicts = helper.answer()
@@ -605,12 +603,14 @@ def _bytes_or_none(path: Path) -> bytes | None:
         return None  # the usual way words it
 
 
-def _verdict(data: bytes, source: str) -> str | list[Any]:
-    """The helper's answer for one file: "ok" (the fast path's check and the semantic checks accept it),
-    ["refused", message, hint] (a semantic check refused it: the words `load_results` would raise), or
-    "usual" (the fast path does not take it: read it the usual way)."""
+def _verdict(data: bytes | None, source: str) -> str | list[Any]:
+    """The helper's answer for one file: "ok" (`load_results` takes its fast path, and the semantic checks
+    accept it), ["refused", message, hint] (a semantic check refused it: the words `load_results` would raise),
+    or "usual" (`load_results` reads it the usual way)."""
     from perfci.results_decoder import check_results
 
+    if data is None or not _orjson_reads_as_json(data):
+        return "usual"
     checked = check_results(data, json_schema)
     if checked is None:
         return "usual"

@@ -23,6 +23,7 @@ from perfci.api.compare import (
     comparison_document,
     comparison_json,
 )
+from perfci.cli import keep_until_exit
 from perfci.cli.app import (
     DbOpt,
     GpuModeOpt,
@@ -156,6 +157,7 @@ def compare(
 
     def body() -> int:
         outcome = compare_files(project_settings(config), req)
+        keep_until_exit(outcome)  # its files are written: the runs are left to the operating system to free
         print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt)
         print_unsettled_hint(outcome.unsettled, UNPAIRED_REMEDY)
         return ExitCode.OK if exit_zero else outcome.exit_code()

@@ -268,6 +268,31 @@ def test_compare_imports_neither_the_store_nor_the_workloads() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.parametrize(("slower", "code"), [(1.0, 0), (2.0, 1)])
+def test_a_compare_that_keeps_its_runs_until_exit_ends_as_before(tmp_path: Path, slower: float, code: int) -> None:
+    """`perfci compare` leaves its runs to the operating system (cli keep_until_exit): stdout complete, exit
+    handlers run, the gate's exit code; and no report writer (jinja2) imported without outputs."""
+    import subprocess
+    import sys
+
+    base = make_run([make_case(f"w{i}", 1e-3, seed=i) for i in range(30)])
+    cand = make_run([make_case(f"w{i}", 1e-3 * slower, seed=i + 100) for i in range(30)])
+    dump_results(base, tmp_path / "a.json")
+    dump_results(cand, tmp_path / "b.json")
+    script = (
+        "import atexit, sys\n"
+        "said = lambda: sys.stderr.write('exit handler ran; jinja2 imported: %s\\n' % ('jinja2' in sys.modules))\n"
+        "atexit.register(said)\n"
+        "sys.argv = ['perfci', 'compare', 'a.json', 'b.json', '--format', 'json', '--job-noise', '0.01']\n"
+        "from perfci.cli import entrypoint\n"
+        "entrypoint()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert len(json.loads(done.stdout)["rows"]) >= 30
+    assert "exit handler ran; jinja2 imported: False" in done.stderr
+
+
 def test_chart_values_in_bulk_are_rounded_as_one_by_one() -> None:
     import random
 
