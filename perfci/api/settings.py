@@ -20,7 +20,6 @@ from perfci.config import Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
 from perfci.metrics.registry import threshold_keys
-from perfci.profilers.cuda_timing import MODES as GPU_MODES
 from perfci.profilers.fingerprint import runner_name
 
 T = TypeVar("T")
@@ -140,6 +139,8 @@ class Settings:
     def gpu_mode(self, flag: str | None) -> str:
         """`--gpu-mode` > config `gpu_mode` > hot: how CUDA cases are timed (a workload's own choice still wins)."""
         mode = first(flag, self.cfg.gpu_mode, DEFAULT_GPU_MODE)
+        from perfci.profilers.cuda_timing import MODES as GPU_MODES  # here: the timing modules are not light
+
         if mode not in GPU_MODES:
             where = "--gpu-mode" if flag is not None else f"{self.cfg.source}: key gpu_mode"
             raise UsageError(f"{where}: unknown GPU timing mode {mode!r}.", hint=f"use one of {', '.join(GPU_MODES)}")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console, RenderableType
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
@@ -247,6 +246,8 @@ def progress_bar(
                               pairs_planned=pairs_planned)  # fmt: skip
         return plain, plain
     counted = total is not None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (BarColumn(), MofNCompleteColumn()) if counted else ()
     bar = Progress(TextColumn("{task.description}"), *columns, TimeElapsedColumn(), console=err, transient=True)
     task = bar.add_task(first, total=total)
