@@ -16,7 +16,8 @@ median of `--repeats`):
 - `perfci report DIR/comparison.json BASE CAND --out report.html --quiet` (render again),
 - `perfci baseline update CAND --runner scale --reason ...` (in a scratch project folder),
 
-and, for the 5,000-case report (unless --no-browser), the time from `page.goto` until the report says it is
+Before timing, perfci's byte-code is written (compileall), as `pip install` writes it. Then,
+for the 5,000-case report (unless --no-browser), the time from `page.goto` until the report says it is
 ready (`body[data-ready="1"]`) in headless Chromium through playwright. Figures: docs/scale.md.
 """
 
@@ -208,6 +209,17 @@ def _cell(value: float | None) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
 
 
+def compile_perfci() -> None:
+    """Write perfci's byte-code first, as `pip install` does: a user's CLI starts from it. Without this, an
+    editable install in an environment with PYTHONDONTWRITEBYTECODE set (this project's VM) compiled every
+    perfci module from its source on every command (docs/scale.md)."""
+    import compileall
+
+    import perfci
+
+    compileall.compile_dir(Path(perfci.__file__).parent, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="500,5000,20000", help="case counts, comma-separated")
@@ -221,6 +233,7 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     browser_sizes = {int(s) for s in args.browser_sizes.split(",") if s}
+    compile_perfci()
     low, high = (int(x) for x in args.samples.split("-"))
     shape = Shape(args.rounds, (low, high))
     rows = []
