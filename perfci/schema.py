@@ -641,6 +641,26 @@ def load_results(path: Path) -> RunResult:
         return _decode_run(RESULTS.read(path), own=True)
 
 
+def fast_results(data: bytes, source: str) -> RunResult | None:
+    """The run in `data` where the fast reader takes it and the semantic checks pass; None otherwise, and
+    never an error: the caller then reads the file the usual way, which refuses it in its usual words at its
+    usual moment (`perfci report` parses every file before it checks any)."""
+    if not _orjson_reads_as_json(data):
+        return None
+    from perfci.results_decoder import decode_results
+
+    with gc_paused():
+        fast = decode_results(data, json_schema)
+    if fast is None:
+        return None
+    run, checked = fast
+    try:
+        check_results_semantics(checked.started_at, checked.finished_at, checked.cases, source)
+    except ResultsFormatError:
+        return None
+    return run
+
+
 class _Builder:
     """Makes a frozen dataclass from a validated document's dict, with the field `changed` set to a new value:
     what `cls(**{**values, changed: new})` makes, without its per-field `object.__setattr__` and the merged dict

@@ -16,7 +16,7 @@ from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import gc_paused, parse_json_bytes, parse_results
+from perfci.schema import fast_results, gc_paused, parse_json_bytes, parse_results
 
 
 def file_kind(path: Path) -> str:
@@ -39,6 +39,9 @@ def _read(path: Path) -> tuple[str, Any]:
         data: bytes | None = path.read_bytes()
     except OSError:
         data = None  # `text` words it
+    run = fast_results(data, str(path)) if data is not None else None
+    if run is not None:
+        return "results", run  # read by the fast reader (docs/results-format.md); anything else below, as before
     with gc_paused():
         doc: Any = parse_json_bytes(data, text, str(path), "JSON")
     schema = doc.get("schema") if isinstance(doc, dict) else None
@@ -84,7 +87,11 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     kinds = [k for k, _ in read]
     comparisons = [(p, doc) for p, (k, doc) in zip(paths, read, strict=True) if k == "comparison"]
     with gc_paused():
-        runs = [parse_results(doc, str(p), own=True) for p, (k, doc) in zip(paths, read, strict=True) if k == "results"]
+        runs = [
+            doc if isinstance(doc, RunResult) else parse_results(doc, str(p), own=True)
+            for p, (k, doc) in zip(paths, read, strict=True)
+            if k == "results"
+        ]
     if len(comparisons) > 1 or len(runs) > 2:
         raise UsageError(
             "give one results file, two (baseline then candidate), or one comparison file "

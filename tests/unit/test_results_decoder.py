@@ -120,3 +120,41 @@ def test_mutated_files_read_the_same_both_ways(folder: Path, seed: int) -> None:
     if decode_results(path.read_bytes(), json_schema) is not None:
         assert VALIDATOR.is_valid(doc), "the fast path accepted a document the JSON Schema refuses"
     assert _outcome(lambda: load_results(path)) == _outcome(lambda: _usual(path))
+
+
+@pytest.mark.parametrize(
+    "docs",
+    [
+        ["twice", "valid"],
+        ["valid", "broken"],
+        ["twice", "broken"],  # the usual order: every file parsed, then each results file checked
+        ["older", "valid"],
+        ["valid", "valid"],
+    ],
+)
+def test_report_reads_the_same_with_the_fast_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str]
+) -> None:
+    from perfci.api import report as report_api
+
+    twice = copy.deepcopy(VALID)
+    twice["cases"].append(copy.deepcopy(twice["cases"][0]))
+    older = {**copy.deepcopy(VALID), "schema_version": 1}
+    texts = {
+        "valid": json.dumps(VALID),
+        "twice": json.dumps(twice),
+        "older": json.dumps(older),
+        "broken": json.dumps(VALID)[:-30],
+    }
+    paths = []
+    for i, name in enumerate(docs):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(texts[name])
+    fast = _outcome(lambda: report_api.load_inputs(paths, 0.05))
+    monkeypatch.setattr(report_api, "fast_results", lambda data, source: None)
+    usual = _outcome(lambda: report_api.load_inputs(paths, 0.05))
+    assert fast[0] == usual[0]
+    if fast[0] == "refused":
+        assert fast == usual
+    else:  # the same runs (the comparison made from them has its own time)
+        assert (fast[1].baseline, fast[1].candidate) == (usual[1].baseline, usual[1].candidate)

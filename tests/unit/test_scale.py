@@ -176,11 +176,23 @@ def test_report_parses_each_file_once(tmp_path: Path, monkeypatch: pytest.Monkey
             parsed.append(1)
         return real_fast(data)
 
-    # report_api parses through schema.parse_json_bytes: orjson, or json for what orjson cannot read as json does
+    real_reader = report_api.fast_results
+    read_fast: list[str] = []
+
+    def reader(data: bytes, source: str) -> Any:
+        run = real_reader(data, source)
+        if run is not None:
+            read_fast.append(source)
+        return run
+
+    # report_api reads a results file by the fast reader (msgspec), anything else through schema.parse_json_bytes:
+    # orjson, or json for what orjson cannot read as json does
     monkeypatch.setattr(json, "loads", loads)
     monkeypatch.setattr(orjson, "loads", fast_loads)
+    monkeypatch.setattr(report_api, "fast_results", reader)
     inputs = report_api.load_inputs([tmp_path / "cmp.json", tmp_path / "b.json", tmp_path / "c.json"], 0.05)
-    assert len(parsed) == 3
+    assert len(parsed) == 1  # the comparison file
+    assert read_fast == [str(tmp_path / "b.json"), str(tmp_path / "c.json")]  # the results files, once each
     assert inputs.comparison is not None and inputs.baseline == base and inputs.candidate == cand
 
 
