@@ -156,6 +156,23 @@ class Checked(Struct):
     cases: list[tuple[str, list[int]]]
 
 
+SHALLOW_LEVELS = 256  # an open object nested deeper goes the usual way (which reads 1,024 levels, refuses more)
+
+
+def _shallow(value: Any) -> bool:
+    """Whether an open object (read as plain data) nests fewer than SHALLOW_LEVELS levels. The structs around
+    it add a handful; deeper documents are left to the usual path, which refuses them past 1,024 levels as the
+    parser does (msgspec reads deeper, and later code could not recurse through them)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth >= SHALLOW_LEVELS:
+            return False
+        items = node.values() if type(node) is dict else node if type(node) is list else ()
+        stack.extend((v, depth + 1) for v in items if type(v) is dict or type(v) is list)
+    return True
+
+
 def check_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> Checked | None:
     """Pass 1: what the semantic checks read of `data`, where the check accepts it (None where this fast path
     does not: the module docstring). `schema` gives the current version's JSON Schema (for the open objects)."""
@@ -166,11 +183,11 @@ def check_results(data: bytes, schema: Callable[[], dict[str, Any]]) -> Checked 
         return None
     fingerprint_ok = _definition_check(schema, "fingerprint")
     telemetry_ok = _definition_check(schema, "telemetry")
-    if not fingerprint_ok(doc.fingerprint):
+    if not (fingerprint_ok(doc.fingerprint) and _shallow(doc.fingerprint) and _shallow(doc.settings)):
         return None
     for c in doc.cases:
         for r in c.rounds:
-            if r.telemetry and not telemetry_ok(r.telemetry):
+            if r.telemetry and not (telemetry_ok(r.telemetry) and _shallow(r.telemetry)):
                 return None
     return Checked(doc.started_at, doc.finished_at, [(c.id, [r.index for r in c.rounds]) for c in doc.cases])
 

@@ -158,3 +158,16 @@ def test_report_reads_the_same_with_the_fast_reader(
         assert fast == usual
     else:  # the same runs (the comparison made from them has its own time)
         assert (fast[1].baseline, fast[1].candidate) == (usual[1].baseline, usual[1].candidate)
+
+
+@pytest.mark.parametrize("levels", [300, 1_030, 5_000])
+def test_deeply_nested_open_objects_go_the_usual_way(tmp_path: Path, levels: int) -> None:
+    """msgspec reads any depth; the usual path reads 1,024 levels and refuses more (later code recurses)."""
+    for where in ("settings", "telemetry"):
+        doc = copy.deepcopy(VALID)
+        target = doc["settings"] if where == "settings" else doc["cases"][0]["rounds"][0]["telemetry"]
+        target["deep"] = "DEEP"  # written as text: json.dumps would recurse past Python's limit
+        path = tmp_path / f"{where}.json"
+        path.write_text(json.dumps(doc).replace('"DEEP"', "[" * levels + "]" * levels))
+        assert decode_results(path.read_bytes(), json_schema) is None
+        assert _outcome(lambda: load_results(path)) == _outcome(lambda: _usual(path))  # noqa: B023
