@@ -65,6 +65,42 @@ class Point:
     log_sd: float | None = None
 
 
+_NUMBER_FIELDS = ("value", "low", "high", "log_mean", "log_sd")  # Point's numeric fields (value: never None)
+
+
+def checked_point(case_id: str, metric: str, fields: list[Any]) -> Point:
+    """A Point from a stored row, its numbers checked: SQLite keeps any value in any column, so a store edited by
+    hand (or written by another tool) can hold text where a number belongs, which used to end `perfci trend` and
+    `perfci history noise` in a traceback. UsageError naming the case, metric and run otherwise."""
+    point = Point(*fields)
+    v, lo, hi, n, lm, ls = fields[3], fields[4], fields[5], fields[7], fields[8], fields[9]
+    if (  # the usual row, at a glance (x - x is 0.0 for a finite float only)
+        type(v) is float and v - v == 0.0
+        and (lo is None or (type(lo) is float and lo - lo == 0.0))
+        and (hi is None or (type(hi) is float and hi - hi == 0.0))
+        and (n is None or type(n) is int)
+        and (lm is None or (type(lm) is float and lm - lm == 0.0))
+        and (ls is None or (type(ls) is float and ls - ls == 0.0))
+    ):  # fmt: skip
+        return point
+    for name in _NUMBER_FIELDS:
+        v = getattr(point, name)
+        if (v is None and name != "value") or (type(v) in (int, float) and math.isfinite(v)):
+            continue
+        raise UsageError(
+            f"the history store holds {v!r} as the {name} of {metric} for {case_id} in run {point.run_id!r}, "
+            "which is not a finite number (the store was edited by hand or written by another tool).",
+            hint="delete that run from the store, or point --db at another store",
+        )
+    if point.rounds is not None and type(point.rounds) is not int:
+        raise UsageError(
+            f"the history store holds {point.rounds!r} as the rounds of {metric} for {case_id} in run "
+            f"{point.run_id!r}, which is not a count (the store was edited by hand or written by another tool).",
+            hint="delete that run from the store, or point --db at another store",
+        )
+    return point
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """One stored run (`perfci history list`)."""
@@ -553,7 +589,7 @@ class HistoryStore:
                 points = out.get(case)
                 if points is None:
                     out[case] = points = []
-                points.append(Point(*fields))
+                points.append(checked_point(case, metric, fields))
         return {case: out[case] for case in sorted(out)}
 
     def cached_change_points(self, runner: str, metric: str, method: str) -> dict[str, tuple[str, str]]:
@@ -645,7 +681,7 @@ class HistoryStore:
         out: dict[tuple[str, str], list[Point]] = {}
         with self.engine.connect() as conn:
             for case_id, metric, *fields in conn.execute(q):
-                out.setdefault((case_id, metric), []).append(Point(*fields))
+                out.setdefault((case_id, metric), []).append(checked_point(case_id, metric, fields))
         return latest, out
 
     def ingest_many(

@@ -187,3 +187,36 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "new.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM store_meta").fetchone() == (1,)
     conn.close()
+
+
+# --- a store edited by hand: text where a number belongs -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("value", "'abc'", "'abc' as the value"),
+        ("low", "'x'", "'x' as the low"),
+        ("rounds", "'y'", "'y' as the rounds"),
+    ],
+)
+def test_a_stored_value_that_is_not_a_number_is_one_error_line(
+    tmp_path: Path, column: str, value: str, said: str
+) -> None:
+    """SQLite keeps text in a REAL column: `perfci trend` and `perfci history noise` ended in a traceback."""
+    from tests.conftest import make_case, make_run
+
+    path = tmp_path / "h.db"
+    url = f"sqlite:///{path}"
+    store = HistoryStore(url)
+    for i in range(3):
+        store.ingest(make_run([make_case("a", 1e-3, seed=i)], run_id=f"r{i}"), "x")
+    with sqlite3.connect(path) as conn:
+        first = conn.execute("SELECT min(id) FROM measurements WHERE metric = 'latency.median'").fetchone()[0]
+        conn.execute(f"UPDATE measurements SET {column} = {value} WHERE id = ?", (first,))
+    with pytest.raises(UsageError, match=said):
+        store.all_series("x", "latency.median")
+    for command in (["trend"], ["history", "noise"]):
+        code, stderr = _invoke(*command, "--db", url)
+        assert code == 2 and "Traceback" not in stderr
+        assert stderr.startswith("error: ") and said in stderr.splitlines()[0]
