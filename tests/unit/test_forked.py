@@ -6,16 +6,19 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
 import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import perfci.schema as schema
 from perfci import forked
 from perfci.errors import ResultsFormatError
 from perfci.schema import load_results, load_results_all
+from tests.unit.test_fuzz_loaders import SEEDS, _mutate
 from tests.unit.test_results_decoder import VALID
 
 needs_helpers = pytest.mark.skipif(not forked.helpers_allowed(), reason="forked helpers need Linux and 2 CPUs")
@@ -169,3 +172,22 @@ def test_without_helpers_the_files_load_one_by_one(tmp_path: Path, monkeypatch: 
     paths = [_write(tmp_path, "a.json", VALID), _write(tmp_path, "b.json", VALID)]
     assert load_results_all(paths, meanwhile=lambda: calls.append("x")) == [load_results(p) for p in paths]
     assert calls == ["x"]
+
+
+@needs_helpers
+@given(SEEDS)
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_mutated_pairs_load_as_one_by_one(tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:
+    """Pairs of mutated files through the helper: the same runs or the same first refusal as one by one."""
+    rng = random.Random(seed)
+    folder = tmp_path_factory.mktemp("pairs")
+    paths = []
+    for i in range(2):
+        doc: Any = copy.deepcopy(VALID)
+        for _ in range(rng.randint(0, 2)):
+            doc = _mutate(doc, rng)
+        paths.append(_write(folder, f"{i}.json", doc))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(schema, "PARALLEL_MIN_BYTES", 0)
+        together = _outcome(lambda: load_results_all(paths))
+    assert together == _outcome(lambda: [load_results(p) for p in paths])
