@@ -622,29 +622,19 @@ def _verdict(data: bytes | None, source: str) -> str | list[Any]:
 
 
 def load_results(path: Path) -> RunResult:
-    """A results file, checked and decoded: by msgspec's fast path where it accepts the file (current version,
-    valid, no integer literal of 19 digits or more; perfci/results_decoder.py), else read the usual way
-    (`RESULTS.read`), which refuses a bad file with its usual words."""
+    """A results file, checked and decoded: by the fast reader where it takes the file (`fast_results`), else
+    the usual way (`RESULTS.read`), which refuses a bad file with its usual words."""
     with gc_paused():
-        try:
-            data: bytes | None = Path(path).read_bytes()
-        except OSError:
-            data = None  # RESULTS.read words it
-        if data is not None and _orjson_reads_as_json(data):
-            from perfci.results_decoder import decode_results
-
-            fast = decode_results(data, json_schema)
-            if fast is not None:
-                run, checked = fast
-                check_results_semantics(checked.started_at, checked.finished_at, checked.cases, str(path))
-                return run
-        return _decode_run(RESULTS.read(path), own=True)
+        data = _bytes_or_none(path)
+        run = fast_results(data, str(path)) if data is not None else None
+        return run if run is not None else _decode_run(RESULTS.read(path), own=True)
 
 
 def fast_results(data: bytes, source: str) -> RunResult | None:
-    """The run in `data` where the fast reader takes it and the semantic checks pass; None otherwise, and
-    never an error: the caller then reads the file the usual way, which refuses it in its usual words at its
-    usual moment (`perfci report` parses every file before it checks any)."""
+    """The run in `data` where the fast reader takes it (current version, valid, no integer literal of 19 digits
+    or more; perfci/results_decoder.py) and the semantic checks pass; None otherwise, and never an error: the
+    caller then reads the file the usual way, which refuses it in its usual words at its usual moment (`perfci
+    report` parses every file before it checks any)."""
     if not _orjson_reads_as_json(data):
         return None
     from perfci.results_decoder import decode_results
