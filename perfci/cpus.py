@@ -6,6 +6,7 @@ by commas, e.g. "3", "2-3" or "0,4-7". Pure parsing and checking; the runner app
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 MAX_CPU = 8_191  # the highest CPU number of a Linux kernel (NR_CPUS is at most 8,192)
@@ -47,3 +48,11 @@ def unavailable(cpus: Iterable[int], available: Iterable[int]) -> str | None:
     if not missing:
         return None
     return f"CPU(s) {format_cpu_list(missing)} not available to this process (available: {format_cpu_list(allowed)})"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity; the machine's count where there is no affinity call)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1

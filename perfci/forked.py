@@ -24,14 +24,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from perfci.cpus import usable_cpus
+
 OFF_VARIABLE = "PERFCI_HELPERS"
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def helpers_allowed() -> bool:

@@ -30,7 +30,6 @@ from msgspec import Meta, Struct
 from perfci.jsoncheck import compile_schema
 from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Metric, ParamValue, Round, RunResult
 
-RESULTS_NAME = "perfci.results"
 VERSION = 2  # the results version these structs mirror (schema.SCHEMA_VERSION; a test keeps them equal)
 
 # --- pass 1: the check (results-v2.schema.json, field by field) -------------------------------------------------

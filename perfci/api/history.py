@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 import re
 import signal
 from collections import deque
@@ -20,6 +19,7 @@ from typing import Any, NoReturn
 
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
+from perfci.cpus import usable_cpus
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.metrics.registry import COMPARABLE
 from perfci.patterns import CasePattern
@@ -81,10 +81,7 @@ def _worker_signals() -> None:
 def _workers(files: int) -> int:
     """Worker processes for loading `files` files: one per CPU this process may use, none for a single file or
     a single CPU (loading in this process then)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     return min(cpus, files) if cpus > 1 and files > 1 else 0
 
 
