@@ -111,11 +111,11 @@ def synthetic_run(n: int, candidate: bool, seed: int = 0, shape: Shape | None = 
         spec = _spec(i)
         if candidate and kind == 7:
             error = CaseError("crash", "worker died (signal 9)", 2)
-            cases.append(CaseResult(spec, CaseStatus.ERROR, (), (), (error,)))
+            cases.append(CaseResult.of(spec, CaseStatus.ERROR, (), (), (error,)))
             continue
         rounds = _rounds(rng, per_call, scale, noise, 4000 + 10 * (i % 50), shape)
         flops, nbytes = 2e6 * (1 + i % 9), 8e5 * (1 + i % 5)
-        cases.append(CaseResult(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), (), flops, nbytes))
+        cases.append(CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), (), flops, nbytes))
     side = "cand" if candidate else "base"
     return RunResult(
         run_id=f"20261201T000000Z-{side}{n}",

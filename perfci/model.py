@@ -1,4 +1,10 @@
-"""Core data model: frozen dataclasses for cases, rounds, metrics, runs and verdicts. Standard library only."""
+"""Core data model: frozen dataclasses for cases, rounds, metrics, runs and verdicts.
+
+These classes are also the one definition of the results format and of the rounds the worker protocol carries:
+their annotations hold the format's bounds (`msgspec.Meta`: a sample's range, a count's minimum, a time's
+shape), and perfci/codec.py reads and writes the files from them and generates the published JSON Schema. An
+open object (a runner's fingerprint, a round's telemetry, settings) keeps every key it is given; `KnownKeys`
+names the keys perfci reads in it, whose types are checked."""
 
 from __future__ import annotations
 
@@ -7,11 +13,71 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import repeat
 from operator import truediv
-from typing import Any, Generic, TypeVar, overload
+from typing import Annotated, Any, Generic, Literal, TypedDict, TypeVar, overload
+
+from msgspec import Meta
 
 T = TypeVar("T")
 
 ParamValue = str | int | float | bool
+
+# Bounds of the format. A timed sample lies between a picosecond and 10^7 s (116 days): outside, the file is
+# corrupt, and the ratio of two runs' times could overflow a float.
+Seconds = Annotated[float, Meta(ge=1e-12, le=1e7, description="A timed sample, in seconds.")]
+Count = Annotated[int, Meta(ge=0)]
+NonNegative = Annotated[float, Meta(ge=0)]
+NonEmpty = Annotated[str, Meta(min_length=1)]
+UtcTime = Annotated[str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")]
+ErrorKind = Literal["raised", "crash", "timeout", "oom", "skipped", "infrastructure", "check"]
+
+
+@dataclass(frozen=True)
+class KnownKeys:
+    """Marks an open object (`Annotated[dict[str, Any], KnownKeys(TypedDict)]`): any key is kept, and the keys
+    the TypedDict names must have its types."""
+
+    keys: type
+
+
+class FingerprintKeys(TypedDict, total=False):
+    """The keys of a runner's fingerprint that perfci reads."""
+
+    os: str | None
+    machine: str | None
+    python: str | None
+    cpu_model: str | None
+    cpu_physical_cores: Count | None
+    cpu_logical_cores: Count | None
+    cpu_affinity_cores: Count | None
+    memory_total_bytes: float | None
+    libraries: dict[str, str | None]
+    gpus: list[dict[str, Any]]
+    gpu_driver: str | None
+    cuda_driver: str | None
+    gpu_note: str | None
+    peaks: dict[str, Any]
+
+
+class TelemetryKeys(TypedDict, total=False):
+    """The keys of a round's telemetry that perfci reads."""
+
+    timer: str
+    timer_overhead_s: float | None
+    work_sources: dict[str, str]
+    minor_faults_per_call: float | None
+    memory_host_bytes: NonNegative | None
+    memory_device_bytes: NonNegative | None
+    nvml_process_bytes: NonNegative | None
+    energy_per_call_j: float | None
+    reference_per_call_s: list[Seconds]
+    throttle_flagged: Count | None
+    throttle_dropped: Count | None
+    sustained: dict[str, Any]
+    notes: dict[str, Any]
+
+
+Fingerprint = Annotated[dict[str, Any], KnownKeys(FingerprintKeys)]
+Telemetry = Annotated[dict[str, Any], KnownKeys(TelemetryKeys)]
 
 
 class Direction(StrEnum):
@@ -90,17 +156,17 @@ class CaseSpec:
 class Round:
     """One worker process's measurement of one case: raw sample times (seconds per sample of `iterations` calls)."""
 
-    index: int
+    index: Count
     pid: int
-    iterations: int
-    samples: tuple[float, ...]
-    warmup_s: float
+    iterations: Annotated[int, Meta(ge=1)]
+    samples: Annotated[tuple[Seconds, ...], Meta(min_length=1)]
+    warmup_s: NonNegative
     stop_reason: str
     threads: int
     peak_rss_bytes: int | None = None
     rss_increase_bytes: int | None = None
     peak_device_bytes: int | None = None
-    telemetry: dict[str, Any] = field(default_factory=dict)
+    telemetry: Telemetry = field(default_factory=dict)
 
     @cached_property  # read by every per-round metric value (metrics/registry.py): computed once per round
     def per_call(self) -> tuple[float, ...]:
@@ -127,24 +193,64 @@ class Metric:
 
 @dataclass(frozen=True)
 class CaseError:
-    kind: str  # raised | crash | timeout | oom | skipped | infrastructure
+    kind: ErrorKind
     message: str
     round_index: int | None = None
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    spec: CaseSpec
+    """One case's outcome. The spec's fields are held flat, as a results file holds them (`spec` rebuilds it);
+    `CaseResult.of` makes one from a spec."""
+
+    id: NonEmpty
+    workload: NonEmpty
+    params: dict[str, ParamValue]
+    device: NonEmpty
     status: CaseStatus
-    rounds: tuple[Round, ...] = ()
-    metrics: tuple[Metric, ...] = ()
-    errors: tuple[CaseError, ...] = ()
+    rounds: tuple[Round, ...]
+    metrics: tuple[Metric, ...]
+    errors: tuple[CaseError, ...]
+    source: str = ""
+    suite: str = ""
+    tags: tuple[str, ...] = ()
     flops: float | None = None
     bytes: float | None = None
 
-    @property
-    def id(self) -> str:
-        return self.spec.id
+    @classmethod
+    def of(
+        cls,
+        spec: CaseSpec,
+        status: CaseStatus,
+        rounds: tuple[Round, ...] = (),
+        metrics: tuple[Metric, ...] = (),
+        errors: tuple[CaseError, ...] = (),
+        flops: float | None = None,
+        bytes: float | None = None,
+    ) -> CaseResult:
+        return cls(
+            id=spec.id,
+            workload=spec.workload,
+            params=spec.params,
+            device=spec.device,
+            status=status,
+            rounds=rounds,
+            metrics=metrics,
+            errors=errors,
+            source=spec.source,
+            suite=spec.suite,
+            tags=spec.tags,
+            flops=flops,
+            bytes=bytes,
+        )
+
+    def with_spec(self, spec: CaseSpec) -> CaseResult:
+        """This outcome for another case."""
+        return CaseResult.of(spec, self.status, self.rounds, self.metrics, self.errors, self.flops, self.bytes)
+
+    @cached_property
+    def spec(self) -> CaseSpec:
+        return CaseSpec(self.workload, self.params, self.device, self.source, self.tags, self.suite)
 
     def metric(self, name: str) -> Metric | None:
         return self._metrics_by_name.get(name)
@@ -166,10 +272,10 @@ class GitInfo:
 
 @dataclass(frozen=True)
 class RunResult:
-    run_id: str
-    started_at: str
-    finished_at: str
-    fingerprint: dict[str, Any]
+    run_id: NonEmpty
+    started_at: UtcTime
+    finished_at: UtcTime
+    fingerprint: Fingerprint
     git: GitInfo | None
     settings: dict[str, Any]
     cases: tuple[CaseResult, ...]
@@ -192,8 +298,8 @@ class RunResult:
 class MetricComparison:
     """The decision for one case and one metric."""
 
-    case_id: str
-    metric: str
+    case_id: NonEmpty
+    metric: NonEmpty
     verdict: Verdict
     unit: str = ""
     baseline: float | None = None
@@ -203,16 +309,16 @@ class MetricComparison:
     ratio_high: float | None = None
     threshold: float | None = None
     note: str = ""
-    # Added for issue #5 (all optional, with defaults). `ratio` is candidate / baseline of the metric's value.
+    # `ratio` is candidate / baseline of the metric's value.
     direction: Direction = Direction.LOWER  # which way is better for this metric
-    method: str = ""  # paired | unpaired | tolerance | "" (no statistics: new, missing, error)
+    method: Literal["paired", "unpaired", "tolerance", ""] = ""  # "": no statistics (new, missing, error)
     confidence: float | None = None  # of the one-sided bound (and the two-sided interval ratio_low..ratio_high)
     bound: float | None = None  # one-sided confidence bound of the ratio on the "worse" side of the verdict
     noise: float | None = None  # standard error of log(ratio): the spread an A/A comparison would show
-    n_baseline: int | None = None  # rounds (unpaired) or pairs (paired) behind the estimate
-    n_candidate: int | None = None
+    n_baseline: Count | None = None  # rounds (unpaired) or pairs (paired) behind the estimate
+    n_candidate: Count | None = None
     expected: str = ""  # reason of a declared expected change that covers this regression (gate passes)
-    # Added for issue #20: minimum detectable change (fraction, 0.011 = 1.1%) at 80% power, one-sided at 1 - alpha,
+    # minimum detectable change (fraction, 0.011 = 1.1%) at 80% power, one-sided at 1 - alpha,
     # for this row's standard error and number of pairs/rounds; None for rows without statistics
     mdc: float | None = None
 
@@ -223,15 +329,10 @@ class Comparison:
     candidate_label: str
     rows: tuple[MetricComparison, ...]
     warnings: tuple[str, ...] = ()
-    # Added for issue #5 (all optional, with defaults).
     mode: str = "unpaired"  # unpaired (two result files) | paired (same-machine A/B, rounds in pairs)
     baseline_run: dict[str, Any] = field(default_factory=dict)  # run_id, git, fingerprint of each side
     candidate_run: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)  # decision settings used (alpha, thresholds, looks)
-
-    @property
-    def regressions(self) -> tuple[MetricComparison, ...]:
-        return tuple(r for r in self.rows if r.verdict is Verdict.REGRESSION)
 
     @property
     def failing(self) -> tuple[MetricComparison, ...]:

@@ -35,7 +35,7 @@ def make_case(
             )
         )
     spec = CaseSpec(workload=f"t.{name}", params={"n": 8}, device="cpu", source="tests")
-    return CaseResult(spec, CaseStatus.OK, tuple(rs), case_metrics(tuple(rs), 1e6, 1e5), (), 1e6, 1e5)
+    return CaseResult.of(spec, CaseStatus.OK, tuple(rs), case_metrics(tuple(rs), 1e6, 1e5), (), 1e6, 1e5)
 
 
 def make_run(cases: list[CaseResult], run_id: str | None = None) -> RunResult:

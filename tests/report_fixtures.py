@@ -25,7 +25,7 @@ RUNTIMES = ("eager", "compile", "ort")
 
 
 def _with_spec(case: CaseResult, workload: str, params: dict[str, str | int | float | bool]) -> CaseResult:
-    return replace(case, spec=CaseSpec(workload=workload, params=params, device="cpu", source="tests"))
+    return case.with_spec(CaseSpec(workload=workload, params=params, device="cpu", source="tests"))
 
 
 def _gpu_telemetry(case: CaseResult, seed: int) -> CaseResult:

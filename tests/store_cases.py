@@ -65,7 +65,7 @@ def many_runs(n: int) -> list[RunResult]:
     runs = []
     for i in range(n):
         cases = [make_case(name, base, seed=i) for name, base in (("alpha", 1e-3), ("beta", 2e-3), ("gamma", 5e-4))]
-        failed = CaseResult(make_case("delta", 1e-3).spec, CaseStatus.ERROR, (), (), (CaseError("crash", "died"),))
+        failed = CaseResult.of(make_case("delta", 1e-3).spec, CaseStatus.ERROR, (), (), (CaseError("crash", "died"),))
         run = make_run([*cases, failed], run_id=f"many-{i:02d}")
         stamp = f"2026-11-{1 + i:02d}T00:00:00.000000Z"
         git = replace(run.git, commit=f"c{i:03d}", dirty=i % 2 == 1) if run.git else None

@@ -16,9 +16,10 @@ from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
 from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.errors import UsageError
+from perfci.jsonfile import json_text
 from perfci.metrics.registry import metric_def
 from perfci.model import Comparison, RunResult
-from perfci.schema import gc_paused, json_text, load_results, load_results_all
+from perfci.schema import load_results
 from perfci.stats import logratio
 
 if TYPE_CHECKING:
@@ -214,15 +215,15 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
     else:
         # the two files checked by a helper process while this one builds the runs and imports the statistics
-        base, cand = load_results_all([req.baseline, req.candidate], meanwhile=logratio.prepare)
+        base, cand = load_results(req.baseline), load_results(req.candidate)
+        logratio.prepare()
         labels = (str(req.baseline), str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)
     decision = decision_settings(settings, req.decision)
     lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise)
     decision = replace(decision, job_noise_lookup=lookup)
-    with gc_paused():  # the rows hold no cycles: collections would only scan them again (a tenth of a second)
-        compared = with_noise_note(compare_runs(base, cand, decision, labels), lookup)
+    compared = with_noise_note(compare_runs(base, cand, decision, labels), lookup)
     comparison = with_expected(compared, req.expected)
     written = write_outputs(req.outputs, comparison, cand, base)
     return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)

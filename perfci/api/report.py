@@ -5,50 +5,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perfci.api.compare import checked_fraction
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
-from perfci.compare.saved import parse_comparison
+from perfci.compare.saved import decode_comparison
 from perfci.errors import ResultsFormatError, UsageError
+from perfci.jsonfile import parse_json, read_bytes
 from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import fast_results, gc_paused, parse_json_bytes, parse_results
+from perfci.schema import decode_results
 
 
-def file_kind(path: Path) -> str:
-    """'results' or 'comparison', from the file's "schema" field (the loaders then validate it fully)."""
-    return _read(path)[0]
-
-
-def _read(path: Path) -> tuple[str, Any]:
-    """The file's kind and its parsed document: each file is read and parsed once."""
-
-    def text() -> str:
-        try:
-            return path.read_text("utf-8")
-        except FileNotFoundError:
-            raise ResultsFormatError(f"{path}: file not found.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ResultsFormatError(f"{path}: not a readable JSON file ({exc}).") from None
-
-    try:
-        data: bytes | None = path.read_bytes()
-    except OSError:
-        data = None  # `text` words it
-    run = fast_results(data, str(path)) if data is not None else None
-    if run is not None:
-        return "results", run  # read by the fast reader (docs/results-format.md); anything else below, as before
-    with gc_paused():
-        doc: Any = parse_json_bytes(data, text, str(path), "JSON")
-    schema = doc.get("schema") if isinstance(doc, dict) else None
+def _read(path: Path) -> tuple[str, bytes]:
+    """The file's kind (from its "schema" field) and its bytes; a file that is not JSON is refused here, so that
+    every file is parsed before any is checked."""
+    data = read_bytes(path, "JSON")
+    head = parse_json(data, str(path), "JSON")
+    schema = head.get("schema") if isinstance(head, dict) else None
     if schema == RESULTS_SCHEMA:
-        return "results", doc
+        return "results", data
     if schema == COMPARISON_SCHEMA:
-        return "comparison", doc
+        return "comparison", data
     raise ResultsFormatError(
         f"{path}: neither a perfci results file nor a comparison file (schema {schema!r}).",
         hint="pass a results.json or comparison.json written by perfci",
@@ -73,8 +53,8 @@ class ReportInputs:
 
 
 def check_outputs(inputs: list[Path], out: Path, markdown: Path | None) -> None:
-    """UsageError when the report or the summary would be written over one of the files read (fuzzing:
-    `perfci report cmp.json --out cmp.json` replaced the comparison with HTML, and exited 0)."""
+    """UsageError when the report or the summary would be written over one of the files read (`perfci report
+    cmp.json --out cmp.json` would replace the comparison with HTML)."""
     read = {p.resolve() for p in inputs}
     for flag, path in (("--out", out), ("--markdown", markdown)):
         if path is not None and str(path) != "-" and path.resolve() in read:
@@ -86,20 +66,14 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     read = [_read(p) for p in paths]
     kinds = [k for k, _ in read]
     comparisons = [(p, doc) for p, (k, doc) in zip(paths, read, strict=True) if k == "comparison"]
-    with gc_paused():
-        runs = [
-            doc if isinstance(doc, RunResult) else parse_results(doc, str(p), own=True)
-            for p, (k, doc) in zip(paths, read, strict=True)
-            if k == "results"
-        ]
+    runs = [decode_results(data, str(p)) for p, (k, data) in zip(paths, read, strict=True) if k == "results"]
     if len(comparisons) > 1 or len(runs) > 2:
         raise UsageError(
             "give one results file, two (baseline then candidate), or one comparison file "
             "(optionally with the results files it compared)."
         )
     if comparisons:
-        with gc_paused():
-            comparison = parse_comparison(comparisons[0][1], str(comparisons[0][0]))
+        comparison = decode_comparison(comparisons[0][1], str(comparisons[0][0]))
         base, cand = _sides(comparison, runs)
         return ReportInputs(cand, comparison, base)
     if len(runs) == 2:

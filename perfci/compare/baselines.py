@@ -18,7 +18,7 @@ from typing import Any
 
 from perfci.errors import ResultsFormatError, UsageError
 from perfci.model import CaseStatus, GitInfo, RunResult
-from perfci.schema import RESULTS, dump_results, gc_paused, load_results
+from perfci.schema import dump_results, load_results
 
 BASELINE_DIR = Path("baselines")
 RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -73,17 +73,15 @@ class Previous:
 
 
 def previous_baseline(path: Path) -> Previous | None:
-    """The baseline at `path`, read and validated but not decoded (its id and commit are all that is kept);
+    """The baseline at `path`, read and validated (its id and commit are all that is kept);
     None when there is none or it is broken (a broken old baseline is replaced, not an obstacle)."""
     if not path.exists():
         return None
     try:
-        with gc_paused():
-            doc = RESULTS.read(path)
+        run = load_results(path)
     except ResultsFormatError:
         return None
-    git = doc["git"]
-    return Previous(doc["run_id"], GitInfo(**git) if git else None)
+    return Previous(run.run_id, run.git)
 
 
 def update_baseline(

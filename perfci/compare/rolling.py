@@ -90,7 +90,7 @@ class RollingBaseline:
                     direction = metric_def(name).direction
                     metrics.append(Metric(name, pts[-1].unit, direction, geometric_mean([p.value for p in pts])))
             if metrics:
-                cases.append(CaseResult(c.spec, CaseStatus.OK, (), tuple(metrics)))
+                cases.append(CaseResult.of(c.spec, CaseStatus.OK, (), tuple(metrics)))
         return RunResult(
             run_id=self.spec.label, started_at=self.runs[0].started_at, finished_at=last.finished_at,
             fingerprint=dict(self.fingerprint), git=GitInfo(last.commit, self.spec.branch, False),

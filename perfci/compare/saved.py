@@ -2,8 +2,8 @@
 
 `perfci compare` and `perfci ab` write `comparison.json` next to their report when given an output folder;
 `perfci report` renders it again. Every reader goes through `load_comparison`/`parse_comparison`, which read it as
-the versioned document `COMPARISON` (perfci/schema.py: format check, migrations from older versions, validation
-against `perfci/schemas/comparison-v<N>.schema.json`); any problem is a `ResultsFormatError` (exit code 2).
+the versioned document `COMPARISON` (perfci/codec.py: format check, migrations from older versions, the check
+against the definition below, `ComparisonFile`); any problem is a `ResultsFormatError` (exit code 2).
 
 Format, version 2 (documented in docs/compare.md):
 
@@ -35,21 +35,22 @@ Format, version 2 (documented in docs/compare.md):
 Non-finite numbers are written as null. The gate in "verdict" counts only regressions not covered by a declared
 expected change (and `slower` rows too when settings.fail_on is "slower").
 
-Version 1 (perfci before issue #20) had no `slower`/`faster` verdicts and no `mdc`, and its `unchanged` meant "no
+Version 1 had no `slower`/`faster` verdicts and no `mdc`, and its `unchanged` meant "no
 change of the threshold was seen", not "equivalence established". It migrates to version 2 with its rows as they
 were and a warning that says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from math import isfinite
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from perfci.model import Comparison, Direction, MetricComparison, RunResult, Verdict
-from perfci.schema import DocumentFormat, gc_paused, json_safe, shallow_dict, shipped_schemas, write_json_document
+import msgspec
+
+from perfci.codec import DocumentFormat
+from perfci.model import Comparison, Count, MetricComparison, RunResult, Verdict
 
 SCHEMA_NAME = "perfci.comparison"
 SCHEMA_VERSION = 2
@@ -60,14 +61,46 @@ V1_WARNING = (
 )
 
 
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: its label and what identifies its run."""
+
+    OPEN: ClassVar[bool] = True
+    label: str
+    run_id: str | None
+    git: dict[str, Any] | None
+    fingerprint: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    OPEN: ClassVar[bool] = True
+    gate: Literal["pass", "fail"]
+    counts: dict[str, Count]
+
+
+@dataclass(frozen=True)
+class ComparisonFile:
+    """The saved comparison's document (after its header)."""
+
+    created_at: str
+    mode: Literal["unpaired", "paired"]
+    baseline: Side
+    candidate: Side
+    verdict: GateSummary
+    rows: tuple[MetricComparison, ...]
+    warnings: tuple[str, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
 def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     """Rows as they were (v1's verdicts are a subset of v2's); a warning that the older vocabulary applies."""
     warnings = doc.get("warnings")
     return {**doc, "warnings": [*warnings, V1_WARNING]} if isinstance(warnings, list) else doc
 
 
-COMPARISON = DocumentFormat(
-    SCHEMA_NAME, "comparison", SCHEMA_VERSION, shipped_schemas("comparison"), {1: _v1_to_v2}, shallow=frozenset({1})
+COMPARISON: DocumentFormat[ComparisonFile] = DocumentFormat(
+    SCHEMA_NAME, "comparison", SCHEMA_VERSION, ComparisonFile, migrations={1: _v1_to_v2}
 )
 
 
@@ -78,78 +111,63 @@ def run_side(run: RunResult | None) -> dict[str, Any]:
     return {"run_id": run.run_id, "git": asdict(run.git) if run.git else None, "fingerprint": run.fingerprint}
 
 
-def _row_to_dict(row: MetricComparison) -> dict[str, Any]:
-    """`json_safe` of the row's fields, for the scalars a row holds: a non-finite float becomes None, the
-    enums their values (a fifth of the time of the general walk, per row of a large comparison)."""
-    d = shallow_dict(row)
-    for key, value in d.items():
-        if isinstance(value, float) and not isfinite(value):
-            d[key] = None
-    d["verdict"] = row.verdict.value
-    d["direction"] = row.direction.value
-    return d
+def _side(label: str, side: dict[str, Any]) -> Side:
+    return Side(label, side.get("run_id"), side.get("git"), side.get("fingerprint"))
 
 
-def _side(label: str, side: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "label": label,
-        "run_id": side.get("run_id"),
-        "git": side.get("git"),
-        "fingerprint": json_safe(side.get("fingerprint")),
-    }
+def to_file(comparison: Comparison, created_at: str | None = None) -> ComparisonFile:
+    counts = {v.value: sum(1 for r in comparison.rows if r.verdict is v) for v in Verdict}
+    return ComparisonFile(
+        created_at=created_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        mode="paired" if comparison.mode == "paired" else "unpaired",
+        baseline=_side(comparison.baseline_label, comparison.baseline_run),
+        candidate=_side(comparison.candidate_label, comparison.candidate_run),
+        verdict=GateSummary("fail" if comparison.failing else "pass", {k: n for k, n in counts.items() if n}),
+        rows=comparison.rows,
+        warnings=comparison.warnings,
+        settings=comparison.settings,
+    )
+
+
+def comparison_bytes(comparison: Comparison, created_at: str | None = None) -> bytes:
+    """The saved comparison's document (compact JSON; non-finite numbers as null)."""
+    return COMPARISON.encode(to_file(comparison, created_at))
 
 
 def comparison_to_dict(comparison: Comparison, created_at: str | None = None) -> dict[str, Any]:
-    counts = {v.value: sum(1 for r in comparison.rows if r.verdict is v) for v in Verdict}
-    return {
-        **COMPARISON.header(),
-        "created_at": created_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "mode": comparison.mode,
-        "baseline": _side(comparison.baseline_label, comparison.baseline_run),
-        "candidate": _side(comparison.candidate_label, comparison.candidate_run),
-        "verdict": {"gate": "fail" if comparison.failing else "pass", "counts": {k: n for k, n in counts.items() if n}},
-        "rows": [_row_to_dict(r) for r in comparison.rows],
-        "warnings": list(comparison.warnings),
-        "settings": json_safe(comparison.settings),
-    }
+    """The saved comparison's document as plain JSON values."""
+    doc: dict[str, Any] = msgspec.json.decode(comparison_bytes(comparison, created_at))
+    return doc
 
 
 def dump_comparison(comparison: Comparison, path: Path) -> None:
     """Write atomically (a reader never sees half a file)."""
-    write_json_document(comparison_to_dict(comparison), path, indent=2)
-
-
-_ROW_FIELDS = {f.name for f in fields(MetricComparison)}
-
-
-def _row(d: dict[str, Any]) -> MetricComparison:
-    kwargs = {k: v for k, v in d.items() if k in _ROW_FIELDS}
-    kwargs["verdict"] = Verdict(d["verdict"])
-    kwargs["direction"] = Direction(d.get("direction", "lower"))
-    return MetricComparison(**kwargs)
+    COMPARISON.write(to_file(comparison), path)
 
 
 def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
     return _decode(COMPARISON.load(doc, source))
 
 
+def decode_comparison(data: bytes, source: str) -> Comparison:
+    return _decode(COMPARISON.decode(data, source))
+
+
 def load_comparison(path: Path) -> Comparison:
-    with gc_paused():
-        return _decode(COMPARISON.read(path))
+    return _decode(COMPARISON.read(path))
 
 
-def _decode(doc: dict[str, Any]) -> Comparison:
-    def side(key: str) -> dict[str, Any]:
-        s = doc[key]
-        return {"run_id": s.get("run_id"), "git": s.get("git"), "fingerprint": s.get("fingerprint")}
+def _decode(doc: ComparisonFile) -> Comparison:
+    def side(s: Side) -> dict[str, Any]:
+        return {"run_id": s.run_id, "git": s.git, "fingerprint": s.fingerprint}
 
     return Comparison(
-        baseline_label=doc["baseline"]["label"],
-        candidate_label=doc["candidate"]["label"],
-        rows=tuple(_row(r) for r in doc["rows"]),
-        warnings=tuple(doc["warnings"]),
-        mode=doc["mode"],
-        baseline_run=side("baseline"),
-        candidate_run=side("candidate"),
-        settings=doc["settings"],
+        baseline_label=doc.baseline.label,
+        candidate_label=doc.candidate.label,
+        rows=doc.rows,
+        warnings=doc.warnings,
+        mode=doc.mode,
+        baseline_run=side(doc.baseline),
+        candidate_run=side(doc.candidate),
+        settings=doc.settings,
     )

@@ -129,7 +129,7 @@ class _CaseState:
             status = CaseStatus.ERROR if self.errors else CaseStatus.OK
         rounds = tuple(self.rounds)
         metrics = case_metrics(rounds, self.flops, self.bytes, peaks) if status is CaseStatus.OK else ()
-        return CaseResult(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)
+        return CaseResult.of(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)
 
 
 def _job_case(spec: CaseSpec) -> JobCase:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError
+from perfci.jsonfile import parse_json_text
 from perfci.metrics import case_metrics
 from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
-from perfci.schema import RESULTS, parse_json_text, run_to_dict
+from perfci.schema import RESULTS
 
 
 def _param_value(v: object) -> ParamValue:
@@ -101,7 +102,7 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
         telemetry={"imported_from": "pytest-benchmark", "fullname": fullname},
     )
     spec = CaseSpec(workload=f"{module}.{name}", params=params, device="cpu", source=source, suite=module)
-    return CaseResult(spec, CaseStatus.OK, (rnd,), case_metrics((rnd,), None, None))
+    return CaseResult.of(spec, CaseStatus.OK, (rnd,), case_metrics((rnd,), None, None))
 
 
 def import_pytest_benchmark(path: Path) -> RunResult:
@@ -136,5 +137,5 @@ def import_pytest_benchmark(path: Path) -> RunResult:
         settings={"imported": True, "pytest_benchmark_version": _text(doc.get("version"))},
         cases=cases,
     )
-    RESULTS.load(run_to_dict(run), str(path))  # what is written must be a valid results file
+    RESULTS.decode(RESULTS.encode(run), str(path))  # what is written must be a valid results file
     return run

@@ -85,4 +85,4 @@ def measured_case(
 ) -> CaseResult:
     """One case measured in-process, with its metrics derived as for a `perfci run` case."""
     rounds = measure_rounds(fn, settings, clock)
-    return CaseResult(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), flops=flops, bytes=nbytes)
+    return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, flops, nbytes), flops=flops, bytes=nbytes)

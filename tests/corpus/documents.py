@@ -16,10 +16,49 @@ from typing import Any
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
-HOSTILE = ["", " ", "a\nb", "\x00", "\u202e", "\ud800", "<script>", "%s%n", "*" * 300, "é" * 200, "ok", "lower",
-           "cpu", "nan", "inf", "1e999", "2026-13-45T00:00:00Z", "2026-02-30T00:00:00Z", "paired", "regression"]
-SPECIAL = [0, -1, 1, 2**63, -(2**63), 10**400, 0.0, -0.0, 1e-320, 1e308, -1e308, math.nan, math.inf, -math.inf, True,
-           1e-13, 1e8, 10**19, 2**53 + 1]
+HOSTILE = [
+    "",
+    " ",
+    "a\nb",
+    "\x00",
+    "\u202e",
+    "\ud800",
+    "<script>",
+    "%s%n",
+    "*" * 300,
+    "é" * 200,
+    "ok",
+    "lower",
+    "cpu",
+    "nan",
+    "inf",
+    "1e999",
+    "2026-13-45T00:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "paired",
+    "regression",
+]
+SPECIAL = [
+    0,
+    -1,
+    1,
+    2**63,
+    -(2**63),
+    10**400,
+    0.0,
+    -0.0,
+    1e-320,
+    1e308,
+    -1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    True,
+    1e-13,
+    1e8,
+    10**19,
+    2**53 + 1,
+]
 DEEP = json.loads("[" * 300 + "]" * 300)
 OPS = ("delete", "value", "number", "string", "empty", "deep", "duplicate", "extra")
 

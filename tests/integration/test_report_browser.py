@@ -350,7 +350,6 @@ def test_trend_report_movers_and_cross_runner_matrix(browser: Any, tmp_path: Pat
 def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tmp_path: Path) -> None:
     """The run report's case column under pressure (11 columns, a 900 px window): a short parameter list stays on
     one line, a long id wraps only between its parts, and the column keeps its minimum width."""
-    from dataclasses import replace
 
     from perfci.model import CaseSpec
     from tests.conftest import make_case, make_run
@@ -359,7 +358,7 @@ def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tm
         CaseSpec("default.a_rather_long_workload_name_for_layout", {"n": 384, "dtype": "float32"}, "cpu"),
         CaseSpec("models.transformer_block", {f"p{i}": f"value{i}" for i in range(8)}, "cuda:0"),
     ]
-    cases = [replace(make_case(f"c{i}", 1e-3), spec=s) for i, s in enumerate(specs)]
+    cases = [make_case(f"c{i}", 1e-3).with_spec(s) for i, s in enumerate(specs)]
     page = Page(browser, _write(tmp_path, "layout.html", make_run(cases), None, None))
     try:
         page.page.set_viewport_size({"width": 900, "height": 900})

@@ -30,9 +30,10 @@ from perfci.compare.saved import comparison_to_dict, parse_comparison
 from perfci.config import load_config
 from perfci.errors import PerfciError
 from perfci.importers.pytest_benchmark import import_pytest_benchmark
+from perfci.jsonfile import parse_json_text
 from perfci.metrics.registry import threshold_keys
 from perfci.model import RunResult
-from perfci.schema import load_results, parse_json_text, parse_results
+from perfci.schema import load_results, parse_results
 from perfci.store.history import HistoryStore
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -134,6 +134,6 @@ def test_an_integer_past_64_bits_is_stored_as_a_float(tmp_path: Path) -> None:
 
 def test_error_cases_are_not_stored() -> None:
     (run,) = many_runs(1)
-    broken = CaseResult(run.cases[0].spec, CaseStatus.ERROR, (), (), (CaseError("crash", "worker died"),))
+    broken = CaseResult.of(run.cases[0].spec, CaseStatus.ERROR, (), (), (CaseError("crash", "worker died"),))
     rows = prepare_run(replace(run, cases=(broken,))).rows
     assert rows == ()

@@ -18,7 +18,7 @@ FINGERPRINT = {"machine": "x86_64", "cpu_model": "cpu", "cpu_logical_cores": 2, 
 
 
 def shard(index: int | None, count: int = 3, **fingerprint: object) -> tuple[Path, RunResult]:
-    case = CaseResult(CaseSpec("w", {"i": index or 0}, "cpu"), CaseStatus.OK, (plain_round(0, (1e-3, 1e-3)),), ())
+    case = CaseResult.of(CaseSpec("w", {"i": index or 0}, "cpu"), CaseStatus.OK, (plain_round(0, (1e-3, 1e-3)),), ())
     settings = {"rounds": 1, "complete": True, **({"shard": f"{index}/{count}"} if index is not None else {})}
     run = RunResult(f"run-{index}", "2026-12-02T00:00:00Z", "2026-12-02T00:01:00Z",
                     {**FINGERPRINT, **fingerprint}, GitInfo("a" * 40, "main", False), settings, (case,))  # fmt: skip
@@ -42,7 +42,7 @@ def test_shards_of_different_splits_are_refused() -> None:
 
 def test_one_shard_twice_is_refused() -> None:
     path, run = shard(1)
-    other = replace(run, cases=(replace(run.cases[0], spec=CaseSpec("w", {"i": 9}, "cpu")),))
+    other = replace(run, cases=(run.cases[0].with_spec(CaseSpec("w", {"i": 9}, "cpu")),))
     with pytest.raises(UsageError, match="are both shard 1/3"):
         check_parts([(path, run), (Path("copy/results.json"), other)])
 
@@ -54,7 +54,7 @@ def test_a_file_without_a_shard_record_beside_shards_is_refused() -> None:
 
 def test_files_that_record_no_shard_merge_as_before() -> None:
     path, run = shard(None)
-    other = replace(run, cases=(replace(run.cases[0], spec=CaseSpec("w", {"i": 9}, "cpu")),))
+    other = replace(run, cases=(run.cases[0].with_spec(CaseSpec("w", {"i": 9}, "cpu")),))
     assert len(merge_runs([(path, run), (Path("b/results.json"), other)]).cases) == 2
 
 

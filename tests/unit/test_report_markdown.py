@@ -81,7 +81,7 @@ def test_code_span() -> None:
 def test_run_only_summary_lists_errors() -> None:
     ok = make_case("fine", 1e-3)
     bad = make_case("broken", 1e-3)
-    bad = type(bad)(bad.spec, CaseStatus.ERROR, (), (), (CaseError("timeout", "no result after 120 s"),))
+    bad = type(bad).of(bad.spec, CaseStatus.ERROR, (), (), (CaseError("timeout", "no result after 120 s"),))
     md = render_markdown(make_run([ok, bad]), None)
     assert "measured 1 case(s), 1 error(s)" in md
     assert "`t.broken[n=8]@cpu`" in md and "`timeout`" in md
@@ -109,13 +109,12 @@ def test_run_summary_lists_each_case_with_median_interval_and_memory() -> None:
 
 
 def test_run_summary_rows_are_escaped_and_bounded() -> None:
-    from dataclasses import replace
 
     from perfci.model import CaseSpec
 
     evil = "a|b`c<img src=x>@octocat"
     cases = [make_case(f"c{i}", 1e-3) for i in range(300)]
-    cases[0] = replace(cases[0], spec=CaseSpec(workload=evil + "x" * 5000, params={}, device="cpu"))
+    cases[0] = cases[0].with_spec(CaseSpec(workload=evil + "x" * 5000, params={}, device="cpu"))
     md = render_markdown(make_run(cases), None, max_rows=50)
     rows = [line for line in md.splitlines() if line.startswith("| `")]
     assert len(rows) == 50 and all(len(cells(r)) == 5 for r in rows)

@@ -3,14 +3,11 @@ the HTML table paged, large JSON printed plainly, every input file parsed once."
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -20,19 +17,9 @@ from perfci.cli import app
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
 from perfci.compare.saved import dump_comparison
-from perfci.model import CaseSpec, Metric, Round, format_case_id
+from perfci.model import CaseSpec, Metric, format_case_id
 from perfci.reports.html import PAGE_ROWS, render_html
-from perfci.schema import (
-    _METRIC,
-    _ROUND,
-    dump_results,
-    gc_paused,
-    json_safe,
-    load_results,
-    parse_results,
-    run_to_dict,
-    shallow_dict,
-)
+from perfci.schema import dump_results, load_results
 from tests.conftest import make_case, make_run
 from tests.report_fixtures import suite_comparison
 
@@ -70,63 +57,12 @@ def test_metric_lookup_finds_the_first_of_a_name() -> None:
     assert replace(case, metrics=(*case.metrics, dup)).metric(dup.name) is case.metrics[0]
 
 
-def test_builders_make_what_the_constructors_make() -> None:
-    r = make_case("a", 1e-3).rounds[0]
-    doc = json.loads(json.dumps(json_safe(shallow_dict(r))))
-    built = _ROUND(doc, tuple(doc["samples"]))
-    assert built == r and isinstance(built, Round)
-    assert built.per_call == r.per_call
-    minimal = {k: doc[k] for k in ("index", "pid", "iterations", "warmup_s", "stop_reason", "threads")}
-    lean = _ROUND(minimal, (1.0,))
-    assert lean.telemetry == {} and lean.peak_rss_bytes is None
-    assert lean.telemetry is not _ROUND(minimal, (1.0,)).telemetry  # a fresh default each time
-    with pytest.raises(TypeError):
-        _ROUND({**minimal, "unknown": 1}, (1.0,))  # refused by the class itself, as before
-    with pytest.raises(TypeError):
-        _METRIC({"name": "x"}, None)
-
-
-def test_owned_builders_take_the_dict_over_and_others_copy_it() -> None:
-    r = make_case("a", 1e-3).rounds[0]
-    doc = json.loads(json.dumps(json_safe(shallow_dict(r))))
-    minimal = {k: doc[k] for k in ("index", "pid", "iterations", "warmup_s", "stop_reason", "threads", "samples")}
-    kept = dict(minimal)
-    copied = _ROUND(minimal, tuple(minimal["samples"]))
-    assert minimal == kept and copied.__dict__ is not minimal  # not owned: the caller's dict is left as it was
-    owned = _ROUND(minimal, tuple(minimal["samples"]), True)
-    assert owned.__dict__ is minimal and owned == copied  # owned: the dict itself, completed with the defaults
-    assert owned.telemetry == {} and owned.peak_rss_bytes is None and owned.samples == tuple(kept["samples"])
-
-
-def test_parse_leaves_the_document_alone_unless_handed_over() -> None:
-    doc = json.loads(json.dumps(run_to_dict(make_run([make_case("a", 1e-3)]))))
-    before = json.dumps(doc)
-    first = parse_results(doc, "x.json")
-    assert json.dumps(doc) == before  # the caller's document is unchanged
-    second = parse_results(doc, "x.json", own=True)
-    assert second == first and second.cases[0].rounds[0].__dict__ is doc["cases"][0]["rounds"][0]
-
-
-def test_load_round_trips_and_leaves_the_collector_on(tmp_path: Path) -> None:
+def test_load_round_trips(tmp_path: Path) -> None:
     run = make_run([make_case("a", 1e-3), make_case("b", 2e-3)])
     dump_results(run, tmp_path / "r.json")
-    assert gc.isenabled()
-    assert load_results(tmp_path / "r.json") == run
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with gc_paused():
-            pass
-        assert not gc.isenabled()  # left as it was found
-    finally:
-        gc.enable()
-
-
-def test_json_safe_in_bulk_matches_one_by_one() -> None:
-    assert json_safe((1.0, 2.5)) == [1.0, 2.5]
-    assert json_safe([1.0, float("nan"), float("inf")]) == [1.0, None, None]
-    assert json_safe([1.0, True, 2]) == [1.0, True, 2]
-    assert json_safe([1e308, 1e308]) == [1e308, 1e308]  # their sum overflows: checked one by one
+    loaded = load_results(tmp_path / "r.json")
+    assert loaded == run
+    assert loaded.cases[0].rounds[0].per_call == run.cases[0].rounds[0].per_call
 
 
 def test_large_html_table_is_paged_and_small_one_is_not() -> None:
@@ -158,41 +94,21 @@ def test_json_output_is_plain_json(tmp_path: Path) -> None:
     assert "\x1b[" not in res.stdout
 
 
-def test_report_parses_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base, cand = make_run([make_case("a", 1e-3)]), make_run([make_case("a", 1.1e-3, seed=2)])
     dump_results(base, tmp_path / "b.json")
     dump_results(cand, tmp_path / "c.json")
     dump_comparison(compare_runs(base, cand, DecisionSettings()), tmp_path / "cmp.json")
-    parsed: list[int] = []
-    real, real_fast = json.loads, orjson.loads
+    read: list[Path] = []
+    real = report_api.read_bytes
 
-    def loads(text: str, **options: Any) -> object:
-        if text.lstrip("{\n ").startswith('"schema": "perfci.'):  # a document (not a shipped JSON Schema)
-            parsed.append(1)
-        return real(text, **options)
+    def counted(path: Path, kind: str) -> bytes:
+        read.append(path)
+        return real(path, kind)
 
-    def fast_loads(data: bytes) -> object:
-        if data.lstrip(b"{\n ").startswith(b'"schema": "perfci.'):
-            parsed.append(1)
-        return real_fast(data)
-
-    real_reader = report_api.fast_results
-    read_fast: list[str] = []
-
-    def reader(data: bytes, source: str) -> Any:
-        run = real_reader(data, source)
-        if run is not None:
-            read_fast.append(source)
-        return run
-
-    # report_api reads a results file by the fast reader (msgspec), anything else through schema.parse_json_bytes:
-    # orjson, or json for what orjson cannot read as json does
-    monkeypatch.setattr(json, "loads", loads)
-    monkeypatch.setattr(orjson, "loads", fast_loads)
-    monkeypatch.setattr(report_api, "fast_results", reader)
+    monkeypatch.setattr(report_api, "read_bytes", counted)
     inputs = report_api.load_inputs([tmp_path / "cmp.json", tmp_path / "b.json", tmp_path / "c.json"], 0.05)
-    assert len(parsed) == 1  # the comparison file
-    assert read_fast == [str(tmp_path / "b.json"), str(tmp_path / "c.json")]  # the results files, once each
+    assert read == [tmp_path / "cmp.json", tmp_path / "b.json", tmp_path / "c.json"]
     assert inputs.comparison is not None and inputs.baseline == base and inputs.candidate == cand
 
 
@@ -218,53 +134,35 @@ BAD_FILES = [
 
 
 @pytest.mark.parametrize("data", BAD_FILES)
-def test_a_bad_file_is_refused_as_by_the_json_path(tmp_path: Path, data: bytes) -> None:
-    """orjson's refusals go back to the json path, so a bad file gets the same words as before (issue #21)."""
+def test_a_bad_file_is_one_clear_refusal(tmp_path: Path, data: bytes) -> None:
+    """msgspec refuses, and the words come from the json module: the line and column, or the place."""
     from perfci.errors import ResultsFormatError
-    from perfci.schema import parse_json_text, read_json_document
+    from perfci.jsonfile import read_json
 
     path = tmp_path / "r.json"
     path.write_bytes(data)
-    with pytest.raises(ResultsFormatError) as fast:
-        read_json_document(path, "results")
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as exc:
-        assert fast.value.message == f"{path}: cannot read results file ({exc})."
-        return
-    with pytest.raises(ResultsFormatError) as slow:
-        parse_json_text(text, str(path), "results")
-    assert fast.value.message == slow.value.message
+    with pytest.raises(ResultsFormatError) as refused:
+        read_json(path, "results")
+    assert refused.value.message.startswith(f"{path}: ") and "\n" not in refused.value.message
+    assert re.search(r"not valid JSON|not a finite number|surrogate|cannot read|nests deeper", refused.value.message)
 
 
 GOOD_FILES = [
-    b'{"a": 12345678901234567890, "b": [-1234567890123456789, 1.5]}',  # beyond 64 bits: orjson says float
+    b'{"a": 12345678901234567890, "b": [-1234567890123456789, 1.5]}',
     b'{"a": 123456789012345678, "b": "1234567890123456789012", "c": 0.000123456789012345678901}',
     b'{"a": 1e-400, "b": -0.0, "c": 1E5, "d": "\\ud83d\\ude00", "e": {"k": 1, "k": 2}}',
-    b"1234567890123456789012",
 ]
 
 
 @pytest.mark.parametrize("data", GOOD_FILES)
-def test_a_good_file_reads_as_by_the_json_path(tmp_path: Path, data: bytes) -> None:
-    from perfci.schema import read_json_document
+def test_a_good_file_reads_as_by_the_json_module(tmp_path: Path, data: bytes) -> None:
+    from perfci.jsonfile import read_json
 
     path = tmp_path / "r.json"
     path.write_bytes(data)
-    fast, slow = read_json_document(path, "results"), json.loads(data)
+    fast, slow = read_json(path, "results"), json.loads(data)
     assert fast == slow
     assert json.dumps(fast) == json.dumps(slow)  # the same types too: an int stays an int
-
-
-def test_a_results_file_reads_the_same_through_orjson(tmp_path: Path) -> None:
-    from perfci.schema import _orjson_reads_as_json, read_json_document
-
-    run = make_run([make_case(f"w{i}", 1e-3 * (1 + i / 7), seed=i) for i in range(20)])
-    dump_results(run, tmp_path / "r.json")
-    data = (tmp_path / "r.json").read_bytes()
-    assert _orjson_reads_as_json(data)  # the fast path is the one taken
-    doc = read_json_document(tmp_path / "r.json", "results")
-    assert doc == json.loads(data) and load_results(tmp_path / "r.json") == run
 
 
 def test_compare_imports_neither_the_store_nor_the_workloads() -> None:

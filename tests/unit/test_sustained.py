@@ -115,7 +115,7 @@ def _gemm(mode: str, median_s: float) -> CaseResult:
     rounds = (replace(plain_round(0, (median_s,)), telemetry=telemetry),)
     spec = CaseSpec("gpu.gemm", {"n": 8192, "gpu_mode": mode}, "cuda")
     latency = Metric(LATENCY, "s", Direction.LOWER, median_s)
-    return CaseResult(spec, CaseStatus.OK, rounds, (latency,))
+    return CaseResult.of(spec, CaseStatus.OK, rounds, (latency,))
 
 
 def _run(*cases: CaseResult) -> RunResult:

@@ -18,7 +18,7 @@ from tests.conftest import make_case, make_run
 
 def case(workload: str, params: dict[str, ParamValue], seconds: float, seed: int = 0) -> CaseResult:
     c = make_case(f"{workload}{params}", seconds, seed=seed)
-    return replace(c, spec=CaseSpec(workload=workload, params=params, device="cpu", source="t"))
+    return c.with_spec(CaseSpec(workload=workload, params=params, device="cpu", source="t"))
 
 
 def failed_check(c: CaseResult) -> CaseResult:

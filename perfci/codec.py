@@ -1,0 +1,262 @@
+"""Versioned JSON documents read and written from one typed definition.
+
+A format (`DocumentFormat`) is a frozen dataclass of the model (`RunResult` for results files), a name and a
+version. Everything else comes from that definition:
+
+- the check: a msgspec Struct type generated from the dataclass (`strict_type`), closed (an unknown key is
+  refused) unless the class says it is open, with the bounds of the annotations; open objects (`KnownKeys`) check
+  the types of the keys they name and keep all keys;
+- the build: msgspec decodes the same bytes into the model's own dataclasses;
+- the JSON Schema published for the current version (`DocumentFormat.json_schema`), generated from the check type;
+- the writer: msgspec encodes the dataclasses, after the two header fields.
+
+Older versions are read through one table of steps: version N's document (plain JSON values) is brought to N+1
+by `migrations[N]`, in order, then checked as the current version. Their published schemas stay frozen in
+perfci/schemas/. A document that is not JSON, not this format, of an unknown version, or not valid is one
+`ResultsFormatError` naming the file and the JSON path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import msgspec
+
+from perfci.errors import ResultsFormatError
+from perfci.jsonfile import MAX_NESTING, explain_unparsable, read_bytes, write_atomic
+from perfci.model import KnownKeys
+
+T = TypeVar("T")
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+# --- the check type, generated from the model ------------------------------------------------------------------
+
+
+def strict_type(tp: Any) -> Any:
+    """The type msgspec checks a document against: `tp` with every dataclass replaced by a Struct of the same
+    fields (closed unless the class has `OPEN = True`), and every `KnownKeys` object by its TypedDict."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        inner, *metadata = args
+        known = [m for m in metadata if isinstance(m, KnownKeys)]
+        if known:
+            return known[0].keys
+        return Annotated[(strict_type(inner), *metadata)]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _strict_struct(tp)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(strict_type(a) for a in args)]  # noqa: UP007 (a runtime union of computed arms)
+    if origin in (tuple, list, dict) and args:
+        return origin[tuple(strict_type(a) if a is not Ellipsis else a for a in args)]
+    return tp
+
+
+@cache
+def _strict_struct(cls: type, header: tuple[tuple[str, Any], ...] = ()) -> type[msgspec.Struct]:
+    """The Struct of `cls`'s fields (after `header`'s, the fields a whole document opens with)."""
+    hints = get_type_hints(cls, include_extras=True)
+    spec: list[Any] = list(header)
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            spec.append((f.name, strict_type(hints[f.name]), f.default))
+        elif f.default_factory is not dataclasses.MISSING:
+            spec.append((f.name, strict_type(hints[f.name]), msgspec.field(default_factory=f.default_factory)))
+        else:
+            spec.append((f.name, strict_type(hints[f.name])))
+    closed = header or not getattr(cls, "OPEN", False)
+    name = f"{cls.__name__}File" if header else cls.__name__
+    # gc=False: a check's structs hold no cycles and are dropped at once; the collector need not track them
+    return msgspec.defstruct(name, spec, forbid_unknown_fields=bool(closed), kw_only=True, gc=False)
+
+
+# --- documents ---------------------------------------------------------------------------------------------------
+
+
+class _Header(msgspec.Struct):
+    schema: Any = None
+    schema_version: Any = None
+
+
+_HeaderOrOther = _Header | list[Any] | str | float | bool | None  # any JSON: the header when it is an object
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentFormat(Generic[T]):
+    """One versioned JSON document format, defined by the model dataclass `body` it decodes into."""
+
+    name: str  # the document's "schema" field, e.g. "perfci.results"
+    kind: str  # what messages call such a file: "results", "comparison"
+    version: int  # the version this perfci writes
+    body: type[T]
+    # from version N (the key) to N+1, one for every version read but the current one; a step changes the content
+    # (plain JSON values), the reader sets "schema_version"
+    migrations: Mapping[int, Migration] = field(default_factory=dict)
+    oldest: int = 1
+    # what types cannot say (a time's calendar, ids unique across a list): run on the decoded document
+    semantic: Callable[[T, str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.oldest <= self.version:
+            raise ValueError(f"{self.name}: oldest version {self.oldest} is not in 1..{self.version}")
+        missing = [v for v in range(self.oldest, self.version) if v not in self.migrations]
+        if missing:
+            raise ValueError(f"{self.name}: no migration from version(s) {missing} to the next")
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        return tuple(range(self.oldest, self.version + 1))
+
+    def header(self) -> dict[str, Any]:
+        return {"schema": self.name, "schema_version": self.version}
+
+    @cached_property
+    def check_type(self) -> type[msgspec.Struct]:
+        header = (("schema", Literal[self.name]), ("schema_version", Literal[self.version]))
+        body: Any = self.body
+        return _strict_struct(body, header)
+
+    @cached_property
+    def _check(self) -> msgspec.json.Decoder[Any]:
+        return msgspec.json.Decoder(self.check_type)
+
+    @cached_property
+    def _build(self) -> msgspec.json.Decoder[T]:
+        return msgspec.json.Decoder(self.body)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the current version, generated from the definition."""
+        generated = msgspec.json.schema(self.check_type)
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://perfci.dev/schemas/{self.kind}-v{self.version}.schema.json",
+            "title": f"perfci {self.kind}, schema_version {self.version}",
+            **generated,
+        }
+
+    # -- reading
+
+    def read(self, path: Path) -> T:
+        return self.decode(read_bytes(path, self.kind), str(path))
+
+    def load(self, doc: Any, source: str) -> T:
+        """A document already parsed into plain JSON values."""
+        try:
+            data = msgspec.json.encode(doc)
+        except (TypeError, OverflowError, msgspec.EncodeError):
+            raise ResultsFormatError(f"{source}: not a perfci {self.kind} document.") from None
+        return self.decode(data, source)
+
+    def decode(self, data: bytes, source: str) -> T:
+        with _nesting_room(), _collector_paused():
+            try:
+                self._check.decode(data)  # the common case: a valid document of the current version
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                data = self._current(data, source)  # or why not, in words
+            value: T = self._parse(lambda: self._build.decode(data), data, source)
+        if self.semantic is not None:
+            self.semantic(value, source)
+        return value
+
+    def _current(self, data: bytes, source: str) -> bytes:
+        """`data` as a valid document of the current version (migrated from an older one), or the refusal: not
+        JSON, another format, an unknown version, or the first place that is invalid."""
+        header = self._parse(lambda: msgspec.json.decode(data, type=_HeaderOrOther), data, source)
+        version = self._version(header, source)
+        if version != self.version:
+            data = self._migrated(data, version, source)
+        self._parse(lambda: self._check.decode(data), data, source)
+        return data
+
+    def _version(self, header: _HeaderOrOther, source: str) -> int:
+        if not isinstance(header, _Header) or header.schema != self.name:
+            raise ResultsFormatError(f'{source}: not a perfci {self.kind} file (missing "schema": "{self.name}").')
+        version = header.schema_version
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ResultsFormatError(f"{source}: 'schema_version' is missing or not an integer.")
+        if version not in self.versions:
+            reads = f"{self.oldest}..{self.version}" if self.oldest < self.version else str(self.version)
+            raise ResultsFormatError(
+                f"{source}: {self.kind} schema_version {version} is not supported (this perfci reads {reads}).",
+                hint=f"upgrade perfci to read newer {self.kind} files" if version > self.version else None,
+            )
+        return version
+
+    def _migrated(self, data: bytes, version: int, source: str) -> bytes:
+        doc: dict[str, Any] = msgspec.json.decode(data)
+        while version < self.version:
+            doc = {**self.migrations[version](doc), "schema_version": version + 1}
+            version += 1
+        return msgspec.json.encode(doc)
+
+    def _parse(self, decode: Callable[[], Any], data: bytes, source: str) -> Any:
+        try:
+            return decode()
+        except msgspec.ValidationError as exc:
+            raise ResultsFormatError(f"{source}: invalid {self.kind} file at {_refusal(str(exc))}") from None
+        except (msgspec.DecodeError, RecursionError):
+            raise explain_unparsable(data, source, self.kind) from None
+
+    # -- writing
+
+    def encode(self, value: T) -> bytes:
+        """The document: its header, then the fields of `value` (non-finite numbers as null)."""
+        body = msgspec.json.encode(value)
+        head = msgspec.json.encode(self.header())
+        return head[:-1] + b"," + body[1:]
+
+    def write(self, value: T, path: Path) -> None:
+        write_atomic(path, msgspec.json.format(self.encode(value), indent=1) + b"\n")
+
+
+def _refusal(message: str) -> str:
+    """msgspec's "Expected `int` >= 0 - at `$.cases[0].rounds[1].index`" as "cases/0/rounds/1/index: expected
+    `int` >= 0." (the place as a JSON path, the reason after it). msgspec does not name an object's key whose value
+    it refuses (`[...]`): that step is `*`."""
+    reason, found, where = message.rpartition(" - at `")
+    if not found:
+        reason, where = message, "$`"
+    steps = re.findall(r"\.([^.\[`]+)|\[([^\]]*)\]", where.rstrip("`").removeprefix("$"))
+    place = "/".join("*" if index == "..." else name or index for name, index in steps) or "<top>"
+    return f"{place}: {reason[:1].lower()}{reason[1:]}."
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a document is decoded, and what the decoding made moved out of its
+    reach (`gc.freeze`) afterwards. A large results file makes about a million objects, none in a cycle (reference
+    counting frees them); tracked, they set off collections that scan them again and again, during the decoding
+    and long after it (docs/scale.md has the measured cost: about half of `perfci compare`'s time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def _nesting_room() -> Iterator[None]:
+    """msgspec decodes nested containers by recursion, under the interpreter's recursion limit: for the decoding,
+    the limit is what MAX_NESTING levels beyond the current depth need, so a document nested deeper is refused (a
+    RecursionError) and one within it is read whatever the caller's limit."""
+    depth, frame = 0, sys._getframe()
+    while frame.f_back is not None:
+        depth, frame = depth + 1, frame.f_back
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + MAX_NESTING + 8)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)

@@ -1,0 +1,170 @@
+"""JSON files: reading any JSON file perfci takes as input with one clear error for every way it can be unreadable,
+and writing atomically (a reader never sees half a file).
+
+msgspec parses; where it refuses a text, `explain_unparsable` finds the words with Python's json module (a slower
+path only a bad file takes): the line and column of a syntax error, the JSON path of a NaN, an infinity or a number
+beyond a float, of a lone UTF-16 surrogate, or the nesting that is too deep."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from perfci.errors import ResultsFormatError
+
+MAX_NESTING = 1_024  # levels of nesting perfci reads
+
+
+def read_bytes(path: Path, kind: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ResultsFormatError(f"{path}: {kind} file not found.") from None
+    except OSError as exc:
+        raise ResultsFormatError(f"{path}: cannot read {kind} file ({exc}).") from None
+
+
+def parse_json(data: bytes, source: str, kind: str) -> Any:
+    """Plain JSON values from `data`, or one ResultsFormatError naming `source` and the place."""
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        raise explain_unparsable(data, source, kind) from None
+
+
+def parse_json_text(text: str, source: str, kind: str) -> Any:
+    return parse_json(text.encode("utf-8", "surrogatepass"), source, kind)
+
+
+def read_json(path: Path, kind: str) -> Any:
+    return parse_json(read_bytes(path, kind), str(path), kind)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def json_text(doc: Any) -> str:
+    """`doc` as JSON indented by two spaces, non-ASCII characters as they are (non-finite numbers as null)."""
+    return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode("utf-8")
+
+
+# --- the words for a text that does not parse ---------------------------------------------------------------
+
+
+def explain_unparsable(data: bytes, source: str, kind: str) -> ResultsFormatError:
+    """Why `data` is not JSON perfci reads, as one error naming the place."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ResultsFormatError(f"{source}: cannot read {kind} file ({exc}).")
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant, parse_float=_checked_float, parse_int=_checked_int)
+    except _NonFinite as exc:
+        return ResultsFormatError(
+            f"{source}: invalid {kind} file at {_non_finite_place(text)}: {exc} is not a finite number.",
+            hint="perfci reads only finite numbers",
+        )
+    except json.JSONDecodeError as exc:
+        return ResultsFormatError(
+            f"{source}: {kind} file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "it may be truncated.",
+        )
+    except RecursionError:
+        return _too_deep(source, kind)
+    except ValueError as exc:  # an integer of thousands of digits
+        return ResultsFormatError(f"{source}: {kind} file cannot be parsed ({str(exc)[:200]}).")
+    where = _surrogate_place(doc)
+    if where is not None:
+        return ResultsFormatError(f"{source}: invalid {kind} file at {where}: a string holds a lone UTF-16 surrogate.")
+    return _too_deep(source, kind)  # what msgspec refuses and json reads: nesting beyond the recursion limit
+
+
+def _too_deep(source: str, kind: str) -> ResultsFormatError:
+    return ResultsFormatError(
+        f"{source}: {kind} file nests deeper than {MAX_NESTING:,} levels, which perfci does not read."
+    )
+
+
+def place(key: object) -> str:
+    """A key or index as a step of a JSON path in a one-line message (control characters escaped)."""
+    return repr(key)[1:-1] if isinstance(key, str) else str(key)
+
+
+class _NonFinite(ValueError):
+    """A NaN, an infinity, or a number beyond the range of a float."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _checked_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _NonFinite(literal if len(literal) < 40 else literal[:37] + "...")
+    return value
+
+
+def _checked_int(literal: str) -> int:
+    if len(literal) > 300:  # beyond any float: no count, size or time perfci reads is that large
+        raise _NonFinite(literal[:37] + "...")
+    return int(literal)
+
+
+class _Marker:
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+def _mark_float(literal: str) -> Any:
+    value = float(literal)
+    return value if math.isfinite(value) else _Marker(literal)
+
+
+def _non_finite_place(text: str) -> str:
+    """The JSON path of the first non-finite number in `text` (parsed again, with markers)."""
+    try:
+        doc = json.loads(
+            text,
+            parse_constant=_Marker,
+            parse_float=_mark_float,
+            parse_int=lambda s: _Marker(s) if len(s) > 300 else int(s),
+        )
+    except (ValueError, RecursionError):
+        return "<unknown>"
+    return _first_place(doc, lambda node: isinstance(node, _Marker)) or "<unknown>"
+
+
+def _surrogate_place(doc: Any) -> str | None:
+    def lone(node: Any) -> bool:
+        try:
+            node.encode("utf-8")
+            return False
+        except UnicodeEncodeError:
+            return True
+
+    return _first_place(doc, lambda node: isinstance(node, str) and lone(node), keys=True)
+
+
+def _first_place(doc: Any, found: Any, keys: bool = False) -> str | None:
+    stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
+    while stack:
+        node, where = stack.pop()
+        if found(node):
+            return "/".join(where) or "<top>"
+        if isinstance(node, dict):
+            items = list(node.items())
+            stack.extend(reversed([(v, (*where, place(k))) for k, v in items]))
+            if keys:
+                stack.extend((k, (*where, place(k))) for k, _ in items)
+        elif isinstance(node, list):
+            stack.extend(reversed([(v, (*where, str(i))) for i, v in enumerate(node)]))
+    return None
