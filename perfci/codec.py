@@ -235,7 +235,7 @@ def _collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a document is decoded, and what the decoding made moved out of its
     reach (`gc.freeze`) afterwards. A large results file makes about a million objects, none in a cycle (reference
     counting frees them); tracked, they set off collections that scan them again and again, during the decoding
-    and long after it (docs/scale.md has the measured cost: about half of `perfci compare`'s time)."""
+    and long after it (docs/results-format.md has the measured cost)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
