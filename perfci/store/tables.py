@@ -22,6 +22,8 @@ stale, since a series whose values differ in any way has another digest.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -97,19 +99,43 @@ change_points = Table(
     PrimaryKeyConstraint("runner", "metric", "case_id", "method", name="pk_change_points"),
 )
 
-# Columns added after version 1, with their SQL types, for the in-place upgrade.
-ADDED_IN_2 = (("rounds", "INTEGER"), ("log_mean", "FLOAT"), ("log_sd", "FLOAT"))
 
-# Version 3: the indexes on the trend's lookup path, and the one they replace.
-INDEXES_3 = (
-    "CREATE INDEX IF NOT EXISTS ix_measurements_run_metric_case ON measurements (run, metric, case_id)",
-    "CREATE INDEX IF NOT EXISTS ix_runs_runner_started ON runs (runner, started_at, id)",
-    "DROP INDEX IF EXISTS ix_measurements_run",
-)
+@dataclass(frozen=True)
+class Upgrade:
+    """The statements that take a store of version `version - 1` to `version`, run in one transaction. Each is
+    idempotent or fails harmlessly when another process made the same change first (a column that now exists)."""
 
-# Version 4: the trend's index made covering, in place of version 3's.
-INDEXES_4 = (
-    "CREATE INDEX IF NOT EXISTS ix_measurements_trend ON measurements "
-    "(run, metric, case_id, value, low, high, unit, rounds, log_mean, log_sd)",
-    "DROP INDEX IF EXISTS ix_measurements_run_metric_case",
+    version: int
+    statements: tuple[str, ...]
+
+
+# The in-place upgrades, version N -> N + 1, in order: a store is taken through those past its version (migrate.py)
+UPGRADES = (
+    # the round statistics of timed metrics; rows stored before keep NULL there
+    Upgrade(
+        2,
+        (
+            "ALTER TABLE measurements ADD COLUMN rounds INTEGER",
+            "ALTER TABLE measurements ADD COLUMN log_mean FLOAT",
+            "ALTER TABLE measurements ADD COLUMN log_sd FLOAT",
+        ),
+    ),
+    # the indexes on the trend's lookup path, and the one they replace
+    Upgrade(
+        3,
+        (
+            "CREATE INDEX IF NOT EXISTS ix_measurements_run_metric_case ON measurements (run, metric, case_id)",
+            "CREATE INDEX IF NOT EXISTS ix_runs_runner_started ON runs (runner, started_at, id)",
+            "DROP INDEX IF EXISTS ix_measurements_run",
+        ),
+    ),
+    # the trend's index made covering, in place of version 3's
+    Upgrade(
+        4,
+        (
+            "CREATE INDEX IF NOT EXISTS ix_measurements_trend ON measurements "
+            "(run, metric, case_id, value, low, high, unit, rounds, log_mean, log_sd)",
+            "DROP INDEX IF EXISTS ix_measurements_run_metric_case",
+        ),
+    ),
 )

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from perfci.cli import app
@@ -17,6 +18,7 @@ from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.policy import CPU_JOB_NOISE, DecisionSettings, job_noise
 from perfci.model import RunResult
 from perfci.schema import dump_results
+from perfci.store import migrate
 from perfci.store.history import HistoryStore
 from tests.conftest import make_case, make_run
 from tests.store_cases import check_upgrade_from_v1
@@ -142,16 +144,16 @@ def test_losing_an_upgrade_race_is_fine(tmp_path: Path, monkeypatch: pytest.Monk
     with sqlite3.connect(tmp_path / "v1.db") as conn:
         conn.execute("UPDATE store_meta SET value='1' WHERE key='store_version'")
     calls = {"n": 0}
-    real = HistoryStore._version
+    real = migrate._version
 
-    def racing(self: HistoryStore) -> int | None:
+    def racing(engine: Engine, label: str) -> int | None:
         calls["n"] += 1
         if calls["n"] == 2:  # the re-check after the failed ALTER: the other job has finished
             with sqlite3.connect(tmp_path / "v1.db") as conn:
                 conn.execute("UPDATE store_meta SET value='2' WHERE key='store_version'")
-        return real(self)
+        return real(engine, label)
 
-    monkeypatch.setattr(HistoryStore, "_version", racing)
+    monkeypatch.setattr(migrate, "_version", racing)
     store = HistoryStore(url)
     assert calls["n"] == 2 and store.series("cpu-test", CASE, "latency.median")
 

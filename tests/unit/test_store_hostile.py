@@ -16,7 +16,10 @@ from typer.testing import CliRunner
 
 from perfci.cli import app
 from perfci.errors import InfrastructureError, UsageError
+from perfci.store.connect import store_label
+from perfci.store.contention import another_writer
 from perfci.store.history import POSTGRES_CONNECT_TIMEOUT_S, HistoryStore, connect_args, parse_version
+from perfci.store.tables import STORE_VERSION, UPGRADES
 
 
 def _invoke(*args: str) -> tuple[int, str]:
@@ -82,6 +85,58 @@ def test_a_silent_postgres_server_is_one_error_line_exit_3(silent_server: int) -
     assert "cannot open the history store" in line and "timeout" in line
     with pytest.raises(InfrastructureError):
         HistoryStore(url)
+
+
+def test_a_store_label_masks_the_password_only() -> None:
+    assert store_label("postgresql+psycopg://ci:s3cr%40t@db.example:5433/perf?connect_timeout=3") == (
+        "postgresql+psycopg://ci:***@db.example:5433/perf?connect_timeout=3"
+    )
+    for url in ("postgresql+psycopg://ci@db/perf", "sqlite:////tmp/a b@c:d/h.db", "sqlite://", "not a url"):
+        assert store_label(url) == url  # nothing to hide: as given (a SQLite path keeps its spelling)
+
+
+# --- errors another writer causes, told by the driver's codes ------------------------------------------------------
+
+
+def _sqlite_error(sql: str, setup: str = "CREATE TABLE t (x PRIMARY KEY); INSERT INTO t VALUES (1)") -> Exception:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(setup)
+    try:
+        conn.execute(sql)
+    except sqlite3.Error as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError(f"{sql} did not fail")
+
+
+class _PgError(Exception):
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+def test_errors_of_another_writer_are_told_by_their_codes(tmp_path: Path) -> None:
+    assert another_writer(_sqlite_error("INSERT INTO t VALUES (1)"))  # a primary key another process took
+    assert another_writer(_sqlite_error("CREATE TABLE t (y)"))  # SQLITE_ERROR: told by its words
+    assert not another_writer(_sqlite_error("SELECT * FROM locked_busy_unique"))  # no such table, whatever it says
+    assert not another_writer(_sqlite_error("INSERT INTO t VALUES (NULL)", "CREATE TABLE t (x NOT NULL)"))
+    path = tmp_path / "busy.db"
+    holder, waiter = sqlite3.connect(path, isolation_level=None), sqlite3.connect(path, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError) as busy:
+        waiter.execute("BEGIN IMMEDIATE")
+    holder.close()
+    waiter.close()
+    assert another_writer(busy.value)
+    for state in ("23505", "42P07", "42710"):  # a unique key, a table, an index another process made
+        assert another_writer(_PgError(state, "..."))
+    assert not another_writer(_PgError("42601", 'syntax error at or near "locked": duplicate, already exists'))
+
+
+def test_upgrade_steps_go_one_version_at_a_time_up_to_this_one() -> None:
+    assert [step.version for step in UPGRADES] == list(range(2, STORE_VERSION + 1))
+    assert all(step.statements for step in UPGRADES)
 
 
 # --- a store_version that is not a version -----------------------------------------------------------------------
