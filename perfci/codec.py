@@ -33,7 +33,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union, get_args, g
 import msgspec
 
 from perfci.errors import ResultsFormatError
-from perfci.jsonfile import MAX_NESTING, explain_unparsable, read_bytes, write_atomic
+from perfci.jsonfile import MAX_NESTING, UNPARSABLE, explain_unparsable, read_bytes, write_atomic
 from perfci.model import KnownKeys
 
 T = TypeVar("T")
@@ -160,7 +160,7 @@ class DocumentFormat(Generic[T]):
         with _nesting_room(), _collector_paused():
             try:
                 self._check.decode(data)  # the common case: a valid document of the current version
-            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            except UNPARSABLE:
                 data = self._current(data, source)  # or why not, in words
             value: T = self._parse(lambda: self._build.decode(data), data, source)
         if self.semantic is not None:
@@ -203,7 +203,7 @@ class DocumentFormat(Generic[T]):
             return decode()
         except msgspec.ValidationError as exc:
             raise ResultsFormatError(f"{source}: invalid {self.kind} file at {_refusal(str(exc))}") from None
-        except (msgspec.DecodeError, RecursionError):
+        except UNPARSABLE:
             raise explain_unparsable(data, source, self.kind) from None
 
     # -- writing

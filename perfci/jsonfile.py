@@ -17,6 +17,9 @@ import msgspec
 from perfci.errors import ResultsFormatError
 
 MAX_NESTING = 1_024  # levels of nesting perfci reads
+FLOAT_MAX = 1.7976931348623157e308
+# how msgspec says a text is not JSON it reads (invalid UTF-8 inside a string is a UnicodeDecodeError)
+UNPARSABLE = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
 
 
 def read_bytes(path: Path, kind: str) -> bytes:
@@ -29,19 +32,23 @@ def read_bytes(path: Path, kind: str) -> bytes:
 
 
 def parse_json(data: bytes, source: str, kind: str) -> Any:
-    """Plain JSON values from `data`, or one ResultsFormatError naming `source` and the place."""
+    """Plain JSON values from `data`, or one ResultsFormatError naming `source` and the place. An integer beyond
+    a float's range is refused as an infinity is: every number perfci reads becomes a float somewhere."""
     try:
-        return msgspec.json.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        doc = msgspec.json.decode(data)
+    except UNPARSABLE:
         raise explain_unparsable(data, source, kind) from None
+    if _first_place(doc, _huge_int) is not None:
+        raise explain_unparsable(data, source, kind)
+    return doc
+
+
+def _huge_int(node: Any) -> bool:
+    return type(node) is int and not -FLOAT_MAX <= node <= FLOAT_MAX
 
 
 def parse_json_text(text: str, source: str, kind: str) -> Any:
     return parse_json(text.encode("utf-8", "surrogatepass"), source, kind)
-
-
-def read_json(path: Path, kind: str) -> Any:
-    return parse_json(read_bytes(path, kind), str(path), kind)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

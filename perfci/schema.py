@@ -83,11 +83,6 @@ def load_results(path: Path) -> RunResult:
     return RESULTS.read(path)
 
 
-def parse_results(doc: Any, source: str = "<results>") -> RunResult:
-    """A results document already parsed into plain JSON values."""
-    return RESULTS.load(doc, source)
-
-
 def decode_results(data: bytes, source: str) -> RunResult:
     return RESULTS.decode(data, source)
 

@@ -145,19 +145,11 @@ def dump_comparison(comparison: Comparison, path: Path) -> None:
     COMPARISON.write(to_file(comparison), path)
 
 
-def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
-    return _decode(COMPARISON.load(doc, source))
-
-
 def decode_comparison(data: bytes, source: str) -> Comparison:
-    return _decode(COMPARISON.decode(data, source))
+    return to_comparison(COMPARISON.decode(data, source))
 
 
-def load_comparison(path: Path) -> Comparison:
-    return _decode(COMPARISON.read(path))
-
-
-def _decode(doc: ComparisonFile) -> Comparison:
+def to_comparison(doc: ComparisonFile) -> Comparison:
     def side(s: Side) -> dict[str, Any]:
         return {"run_id": s.run_id, "git": s.git, "fingerprint": s.fingerprint}
 

@@ -21,8 +21,8 @@ PLACE = re.compile(r"invalid \w+ file at (.*?): ")
 
 
 def outcome(kind: str, path: Path) -> list[object]:
-    from perfci.compare.saved import load_comparison
     from perfci.schema import load_results
+    from tests.formats import load_comparison
 
     try:
         if kind == "results":

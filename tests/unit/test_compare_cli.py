@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.compare.saved import load_comparison
 from perfci.model import CaseError, CaseStatus, RunResult
 from perfci.schema import dump_results
 from tests.conftest import make_case, make_run
+from tests.formats import load_comparison
 
 runner = CliRunner()
 STEADY = ["--job-noise", "0.01"]

@@ -26,15 +26,16 @@ from perfci.cli import app
 from perfci.compare.baselines import load_baseline
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.expected import parse_expected
-from perfci.compare.saved import comparison_to_dict, parse_comparison
+from perfci.compare.saved import comparison_to_dict
 from perfci.config import load_config
 from perfci.errors import PerfciError
 from perfci.importers.pytest_benchmark import import_pytest_benchmark
 from perfci.jsonfile import parse_json_text
 from perfci.metrics.registry import threshold_keys
 from perfci.model import RunResult
-from perfci.schema import load_results, parse_results
+from perfci.schema import load_results
 from perfci.store.history import HistoryStore
+from tests.formats import parse_comparison, parse_results
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 FUZZ_EXAMPLES = int(os.environ.get("PERFCI_FUZZ_EXAMPLES", "2000"))

@@ -8,9 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.compare.saved import dump_comparison, load_comparison
+from perfci.compare.saved import dump_comparison
 from perfci.reports.verdicts import headline
 from perfci.schema import dump_results
+from tests.formats import load_comparison
 from tests.report_fixtures import decided_comparison
 
 runner = CliRunner()

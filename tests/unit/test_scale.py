@@ -137,12 +137,12 @@ BAD_FILES = [
 def test_a_bad_file_is_one_clear_refusal(tmp_path: Path, data: bytes) -> None:
     """msgspec refuses, and the words come from the json module: the line and column, or the place."""
     from perfci.errors import ResultsFormatError
-    from perfci.jsonfile import read_json
+    from perfci.jsonfile import parse_json, read_bytes
 
     path = tmp_path / "r.json"
     path.write_bytes(data)
     with pytest.raises(ResultsFormatError) as refused:
-        read_json(path, "results")
+        parse_json(read_bytes(path, "results"), str(path), "results")
     assert refused.value.message.startswith(f"{path}: ") and "\n" not in refused.value.message
     assert re.search(r"not valid JSON|not a finite number|surrogate|cannot read|nests deeper", refused.value.message)
 
@@ -156,11 +156,11 @@ GOOD_FILES = [
 
 @pytest.mark.parametrize("data", GOOD_FILES)
 def test_a_good_file_reads_as_by_the_json_module(tmp_path: Path, data: bytes) -> None:
-    from perfci.jsonfile import read_json
+    from perfci.jsonfile import parse_json, read_bytes
 
     path = tmp_path / "r.json"
     path.write_bytes(data)
-    fast, slow = read_json(path, "results"), json.loads(data)
+    fast, slow = parse_json(read_bytes(path, "results"), str(path), "results"), json.loads(data)
     assert fast == slow
     assert json.dumps(fast) == json.dumps(slow)  # the same types too: an int stays an int
 

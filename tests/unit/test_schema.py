@@ -13,7 +13,8 @@ from msgspec import Meta
 from perfci.codec import DocumentFormat
 from perfci.errors import ResultsFormatError
 from perfci.model import RunResult
-from perfci.schema import RESULTS, SCHEMA_VERSION, dump_results, load_results, parse_results, run_to_dict
+from perfci.schema import RESULTS, SCHEMA_VERSION, dump_results, load_results, run_to_dict
+from tests.formats import parse_results
 from tests.tools.write_schemas import FORMATS, SCHEMAS, schema_path, schema_text
 
 GOLDEN = Path(__file__).parent.parent / "golden"

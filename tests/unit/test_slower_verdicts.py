@@ -15,7 +15,7 @@ from perfci.api.settings import Settings
 from perfci.compare.decide import compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DecisionSettings
-from perfci.compare.saved import V1_WARNING, comparison_to_dict, load_comparison, parse_comparison
+from perfci.compare.saved import V1_WARNING, comparison_to_dict
 from perfci.config import Config
 from perfci.errors import UsageError
 from perfci.model import Comparison, MetricComparison, Verdict
@@ -26,6 +26,7 @@ from perfci.reports.verdicts import headline, sensitivity
 from perfci.stats.decision import decide, min_detectable
 from perfci.stats.logratio import LogRatio, paired_log_ratio
 from tests.conftest import make_case, make_run
+from tests.formats import load_comparison, parse_comparison
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 

@@ -1,0 +1,22 @@
+"""Reading documents in tests: from parsed JSON values (a test's hand-edited document) and from paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from perfci.compare.saved import COMPARISON, to_comparison
+from perfci.model import Comparison, RunResult
+from perfci.schema import RESULTS
+
+
+def parse_results(doc: Any, source: str = "<results>") -> RunResult:
+    return RESULTS.load(doc, source)
+
+
+def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
+    return to_comparison(COMPARISON.load(doc, source))
+
+
+def load_comparison(path: Path) -> Comparison:
+    return to_comparison(COMPARISON.read(path))
