@@ -115,14 +115,14 @@ class cached_property(Generic[T]):
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
 
-    def __set_name__(self, owner: type, name: str) -> None:
+    def __set_name__(self, _owner: type, name: str) -> None:
         self.name = name
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> cached_property[T]: ...
+    def __get__(self, obj: None, _owner: type | None = None) -> cached_property[T]: ...
     @overload
-    def __get__(self, obj: object, owner: type | None = None) -> T: ...
-    def __get__(self, obj: object, owner: type | None = None) -> T | cached_property[T]:
+    def __get__(self, obj: object, _owner: type | None = None) -> T: ...
+    def __get__(self, obj: object, _owner: type | None = None) -> T | cached_property[T]:
         if obj is None:
             return self
         value = obj.__dict__[self.name] = self.fn(obj)
@@ -243,10 +243,6 @@ class CaseResult:
             flops=flops,
             bytes=bytes,
         )
-
-    def with_spec(self, spec: CaseSpec) -> CaseResult:
-        """This outcome for another case."""
-        return CaseResult.of(spec, self.status, self.rounds, self.metrics, self.errors, self.flops, self.bytes)
 
     @cached_property
     def spec(self) -> CaseSpec:

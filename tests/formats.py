@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.compare.saved import COMPARISON, to_comparison
-from perfci.model import Comparison, RunResult
+from perfci.model import CaseResult, CaseSpec, Comparison, RunResult
 from perfci.schema import RESULTS
 
 
@@ -20,3 +20,8 @@ def parse_comparison(doc: Any, source: str = "<comparison>") -> Comparison:
 
 def load_comparison(path: Path) -> Comparison:
     return to_comparison(COMPARISON.read(path))
+
+
+def with_spec(case: CaseResult, spec: CaseSpec) -> CaseResult:
+    """`case`'s outcome for another case."""
+    return CaseResult.of(spec, case.status, case.rounds, case.metrics, case.errors, case.flops, case.bytes)

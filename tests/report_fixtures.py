@@ -19,13 +19,14 @@ from perfci.model import (
     Verdict,
 )
 from tests.conftest import make_case, make_run
+from tests.formats import with_spec
 
 HOSTILE = "<script>alert(1)</script>"
 RUNTIMES = ("eager", "compile", "ort")
 
 
 def _with_spec(case: CaseResult, workload: str, params: dict[str, str | int | float | bool]) -> CaseResult:
-    return case.with_spec(CaseSpec(workload=workload, params=params, device="cpu", source="tests"))
+    return with_spec(case, CaseSpec(workload=workload, params=params, device="cpu", source="tests"))
 
 
 def _gpu_telemetry(case: CaseResult, seed: int) -> CaseResult:

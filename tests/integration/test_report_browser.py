@@ -17,6 +17,7 @@ import pytest
 
 from perfci.model import Comparison, RunResult
 from perfci.reports.html import PAGE_ROWS, render_html
+from tests.formats import with_spec
 from tests.report_fixtures import HOSTILE, suite_comparison
 
 pytestmark = pytest.mark.integration
@@ -358,7 +359,7 @@ def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tm
         CaseSpec("default.a_rather_long_workload_name_for_layout", {"n": 384, "dtype": "float32"}, "cpu"),
         CaseSpec("models.transformer_block", {f"p{i}": f"value{i}" for i in range(8)}, "cuda:0"),
     ]
-    cases = [make_case(f"c{i}", 1e-3).with_spec(s) for i, s in enumerate(specs)]
+    cases = [with_spec(make_case(f"c{i}", 1e-3), s) for i, s in enumerate(specs)]
     page = Page(browser, _write(tmp_path, "layout.html", make_run(cases), None, None))
     try:
         page.page.set_viewport_size({"width": 900, "height": 900})

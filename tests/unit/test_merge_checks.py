@@ -11,6 +11,7 @@ import pytest
 from perfci.api.merge import check_parts, merge_runs
 from perfci.errors import UsageError
 from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, RunResult
+from tests.formats import with_spec
 from tests.report_fixtures import plain_round
 
 FINGERPRINT = {"machine": "x86_64", "cpu_model": "cpu", "cpu_logical_cores": 2, "python": "3.11.7",
@@ -42,7 +43,7 @@ def test_shards_of_different_splits_are_refused() -> None:
 
 def test_one_shard_twice_is_refused() -> None:
     path, run = shard(1)
-    other = replace(run, cases=(run.cases[0].with_spec(CaseSpec("w", {"i": 9}, "cpu")),))
+    other = replace(run, cases=(with_spec(run.cases[0], CaseSpec("w", {"i": 9}, "cpu")),))
     with pytest.raises(UsageError, match="are both shard 1/3"):
         check_parts([(path, run), (Path("copy/results.json"), other)])
 
@@ -54,7 +55,7 @@ def test_a_file_without_a_shard_record_beside_shards_is_refused() -> None:
 
 def test_files_that_record_no_shard_merge_as_before() -> None:
     path, run = shard(None)
-    other = replace(run, cases=(run.cases[0].with_spec(CaseSpec("w", {"i": 9}, "cpu")),))
+    other = replace(run, cases=(with_spec(run.cases[0], CaseSpec("w", {"i": 9}, "cpu")),))
     assert len(merge_runs([(path, run), (Path("b/results.json"), other)]).cases) == 2
 
 

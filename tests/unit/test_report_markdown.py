@@ -7,6 +7,7 @@ import re
 from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, MetricComparison, Verdict
 from perfci.reports.markdown import GITHUB_COMMENT_LIMIT, code, render_markdown
 from tests.conftest import make_case, make_run
+from tests.formats import with_spec
 from tests.report_fixtures import suite_comparison
 
 CYCLE = (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.UNCHANGED, Verdict.UNCHANGED, Verdict.ERROR)
@@ -114,7 +115,7 @@ def test_run_summary_rows_are_escaped_and_bounded() -> None:
 
     evil = "a|b`c<img src=x>@octocat"
     cases = [make_case(f"c{i}", 1e-3) for i in range(300)]
-    cases[0] = cases[0].with_spec(CaseSpec(workload=evil + "x" * 5000, params={}, device="cpu"))
+    cases[0] = with_spec(cases[0], CaseSpec(workload=evil + "x" * 5000, params={}, device="cpu"))
     md = render_markdown(make_run(cases), None, max_rows=50)
     rows = [line for line in md.splitlines() if line.startswith("| `")]
     assert len(rows) == 50 and all(len(cells(r)) == 5 for r in rows)

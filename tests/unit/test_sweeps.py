@@ -14,11 +14,12 @@ from perfci.reports.html import render_html
 from perfci.reports.sweeps import best_configurations, find_sweeps
 from perfci.reports.tables import ReportInput
 from tests.conftest import make_case, make_run
+from tests.formats import with_spec
 
 
 def case(workload: str, params: dict[str, ParamValue], seconds: float, seed: int = 0) -> CaseResult:
     c = make_case(f"{workload}{params}", seconds, seed=seed)
-    return c.with_spec(CaseSpec(workload=workload, params=params, device="cpu", source="t"))
+    return with_spec(c, CaseSpec(workload=workload, params=params, device="cpu", source="t"))
 
 
 def failed_check(c: CaseResult) -> CaseResult:

@@ -10,6 +10,7 @@ from perfci.reports import trend_html
 from perfci.reports.trend_html import render_trend, trend_data, trend_rows
 from perfci.store.history import HistoryStore
 from perfci.store.trend import environment_changes, trends
+from tests.formats import with_spec
 from tests.store_cases import history_runs
 
 
@@ -60,7 +61,7 @@ def test_long_series_are_cut_to_the_latest_runs(tmp_path: Path, monkeypatch) -> 
 
 def test_page_escapes_names_and_embeds_no_markup_from_data(tmp_path: Path) -> None:
     hostile = "t.x<script>alert(1)</script>"
-    runs = [replace(r, cases=tuple(c.with_spec(replace(c.spec, workload=hostile)) for c in r.cases[:1]))
+    runs = [replace(r, cases=tuple(with_spec(c, replace(c.spec, workload=hostile)) for c in r.cases[:1]))
             for r in history_runs(4)]  # fmt: skip
     s = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
     s.ingest_many((r, "cpu-test") for r in runs)
@@ -114,7 +115,7 @@ def test_markdown_summary_lists_what_got_worse_as_inert_text(tmp_path: Path) -> 
     runs = []
     for i, r in enumerate(history_runs()):
         fingerprint = {**r.fingerprint, "libraries": {"torch": "2.5.0" if i >= 10 else "2.4.0"}}
-        hostile = r.cases[0].with_spec(replace(r.cases[0].spec, workload="t.x|<b>@here</b>"))
+        hostile = with_spec(r.cases[0], replace(r.cases[0].spec, workload="t.x|<b>@here</b>"))
         runs.append(replace(r, fingerprint=fingerprint, cases=(*r.cases, hostile)))
     HistoryStore(url).ingest_many((r, "cpu-test") for r in runs)
     res = CliRunner().invoke(app, ["trend", "--db", url, "--markdown", "-", "--html", str(tmp_path / "t.html")])

@@ -1,0 +1,34 @@
+"""What vulture cannot see being used (pyproject.toml [tool.vulture] reads this file with perfci/): the keys of
+open objects that perfci reads by string (`fingerprint.get("cpu_logical_cores")`), and a format field that is
+written and kept but read only by the reader of a file (a case error's round)."""
+
+from perfci.model import CaseError, FingerprintKeys, TelemetryKeys
+
+FingerprintKeys.os
+FingerprintKeys.machine
+FingerprintKeys.python
+FingerprintKeys.cpu_model
+FingerprintKeys.cpu_physical_cores
+FingerprintKeys.cpu_logical_cores
+FingerprintKeys.cpu_affinity_cores
+FingerprintKeys.memory_total_bytes
+FingerprintKeys.libraries
+FingerprintKeys.gpus
+FingerprintKeys.gpu_driver
+FingerprintKeys.cuda_driver
+FingerprintKeys.gpu_note
+FingerprintKeys.peaks
+TelemetryKeys.timer
+TelemetryKeys.timer_overhead_s
+TelemetryKeys.work_sources
+TelemetryKeys.minor_faults_per_call
+TelemetryKeys.memory_host_bytes
+TelemetryKeys.memory_device_bytes
+TelemetryKeys.nvml_process_bytes
+TelemetryKeys.energy_per_call_j
+TelemetryKeys.reference_per_call_s
+TelemetryKeys.throttle_flagged
+TelemetryKeys.throttle_dropped
+TelemetryKeys.sustained
+TelemetryKeys.notes
+CaseError.round_index
