@@ -33,7 +33,6 @@ class Side:
     rev: str  # as the user named it ("HEAD~1", "main", "working tree")
     commit: str | None  # resolved commit; None for the working tree
     root: Path  # folder with the revision's files
-    worktree: bool  # True when `root` is a temporary worktree perfci made
     env: dict[str, str] = field(default_factory=dict)
     environment: Environment | None = None  # the interpreter its workers run (`--base-python`/`--head-python`)
 
@@ -121,7 +120,7 @@ def checked_out(repo: Path, name: str, rev: str | None, workdir: Path, base_env:
     """The side for `rev` (a temporary worktree, removed on exit) or, with rev None, the working tree."""
     shim = installed_perfci_shim(workdir / "shim")
     if rev is None:
-        yield Side(name, "working tree", None, repo, False, side_env(repo, shim, base_env))
+        yield Side(name, "working tree", None, repo, side_env(repo, shim, base_env))
         return
     commit = resolve(repo, rev)
     path = workdir / f"worktree-{name}"
@@ -129,7 +128,7 @@ def checked_out(repo: Path, name: str, rev: str | None, workdir: Path, base_env:
         shutil.rmtree(path)
     git(repo, "worktree", "add", "--detach", str(path), commit)
     try:
-        yield Side(name, rev, commit, path, True, side_env(path, shim, base_env))
+        yield Side(name, rev, commit, path, side_env(path, shim, base_env))
     finally:
         with contextlib.suppress(InfrastructureError):
             git(repo, "worktree", "remove", "--force", str(path))

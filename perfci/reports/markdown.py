@@ -22,7 +22,6 @@ from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
 
-GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_BUDGET = 60_000
 DEFAULT_MAX_ROWS = 50
 LISTED = (Verdict.REGRESSION, Verdict.ERROR, Verdict.INCONCLUSIVE, Verdict.MISSING)

@@ -94,25 +94,6 @@ def relative_halfwidth(xs: Sequence[float], confidence: float = 0.95) -> float:
     return math.inf if m <= 0 else (hi - lo) / (2.0 * m)
 
 
-def log_mean_interval(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Geometric mean of positive values with a t-interval computed on the log scale.
-
-    Returns (estimate, low, high). With one value the interval is unbounded on both sides (nan).
-    """
-    if not xs or min(xs) <= 0:
-        raise ValueError("log_mean_interval needs positive values")
-    logs = [math.log(x) for x in xs]
-    n = len(logs)
-    mean = sum(logs) / n
-    if n < 2:
-        return math.exp(mean), math.nan, math.nan
-    from scipy import stats as sps  # lazily: see the module docstring
-
-    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
-    half = float(sps.t.ppf(0.5 + confidence / 2.0, n - 1)) * sd / math.sqrt(n)
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-
 def coefficient_of_variation(xs: Sequence[float]) -> float:
     n = len(xs)
     if n < 2:

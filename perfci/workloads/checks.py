@@ -28,9 +28,6 @@ class Tolerance:
         return f"|a - e| <= {self.atol:g} + {self.rtol:g} * |e|"
 
 
-FP32 = Tolerance(rtol=1e-4, atol=1e-4)
-
-
 def to_numpy(value: Any) -> np.ndarray[Any, Any]:
     if hasattr(value, "detach"):  # torch.Tensor, without importing torch
         return np.asarray(value.detach().float().cpu().numpy(), dtype=np.float64)

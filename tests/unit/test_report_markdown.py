@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, MetricComparison, Verdict
-from perfci.reports.markdown import GITHUB_COMMENT_LIMIT, code, render_markdown
+from perfci.reports.markdown import code, render_markdown
 from tests.conftest import make_case, make_run
 from tests.formats import with_spec
 from tests.report_fixtures import suite_comparison
 
+GITHUB_COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment
 CYCLE = (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.UNCHANGED, Verdict.UNCHANGED, Verdict.ERROR)
 
 

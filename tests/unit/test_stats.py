@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfci.stats.summary import log_mean_interval, median, median_ci, quantile, relative_halfwidth
+from perfci.stats.summary import median, median_ci, quantile, relative_halfwidth
 
 
 def test_median_and_quantile_hand_values() -> None:
@@ -25,14 +23,6 @@ def test_median_ci_order_statistics() -> None:
 def test_relative_halfwidth() -> None:
     xs = [float(i) for i in range(1, 21)]
     assert relative_halfwidth(xs) == pytest.approx((15.0 - 6.0) / 2 / 10.5)
-
-
-def test_log_mean_interval_hand_values() -> None:
-    est, lo, hi = log_mean_interval([1.0, math.e**2], 0.95)
-    assert est == pytest.approx(math.e)
-    # sd of logs = sqrt(2); t(0.975, 1) = 12.706; half = 12.706 * sqrt(2)/sqrt(2)
-    assert math.log(hi) - 1.0 == pytest.approx(12.7062, rel=1e-4)
-    assert math.log(lo) == pytest.approx(1.0 - 12.7062, rel=1e-4)
 
 
 @given(st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=50))
