@@ -18,6 +18,7 @@ uniform over [10, runs - 10]). A "t(3)" variant draws the innovations from Stude
 - null flagged: the share of null series with at least one change point;
 - |loc err|: mean distance in runs between the step and the nearest change point, over the found steps; exact:
   the share of found steps placed on the very run;
+- worst: the lowest recall of one seed (40 step series at the default `--series`);
 - ms/series: the detector's time per series on this machine.
 Methods:
 - perfci: perfci.stats.changepoint.detect_change_points (docs/changepoints.md);
@@ -34,7 +35,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from perfci.stats.changepoint import detect_change_points, mean_shift_points
 
@@ -96,6 +97,9 @@ class Tally:
     exact: int = 0
     seconds: float = 0.0
 
+    def merged(self, other: Tally) -> Tally:
+        return Tally(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
     def add(self, points: Sequence[int], runs: int, step_at: int | None) -> None:
         if step_at is None:
             self.nulls += 1
@@ -150,7 +154,7 @@ def perfci_method(xs: list[float]) -> list[int]:
     return [p.index for p in detect_change_points(xs)]
 
 
-def row(setting: str, name: str, t: Tally, n: int) -> str:
+def row(setting: str, name: str, t: Tally, n: int, worst: float) -> str:
     recall = t.found / t.steps
     null_fp = 100.0 * t.false_null / t.null_runs
     away_fp = 100.0 * t.false_away / t.step_runs
@@ -159,7 +163,7 @@ def row(setting: str, name: str, t: Tally, n: int) -> str:
     ms = 1000.0 * t.seconds / n
     return (
         f"{setting:<22} {name:<12} {recall:>7.3f} {null_fp:>10.2f} {away_fp:>10.2f} "
-        f"{t.null_flagged / t.nulls:>8.3f} {loc:>9.2f} {exact:>6.2f} {ms:>9.2f}"
+        f"{t.null_flagged / t.nulls:>8.3f} {loc:>9.2f} {exact:>6.2f} {worst:>6.3f} {ms:>9.2f}"
     )
 
 
@@ -182,14 +186,18 @@ def main() -> None:
     print(f"seeds {' '.join(args.seeds)}: {len(seeds)} seed(s) x {args.series} series per setting, {args.runs} runs")
     print(
         f"{'setting':<22} {'method':<12} {'recall':>7} {'false/100':>10} {'away/100':>10} "
-        f"{'flagged':>8} {'|loc err|':>9} {'exact':>6} {'ms/series':>9}"
+        f"{'flagged':>8} {'|loc err|':>9} {'exact':>6} {'worst':>6} {'ms/series':>9}"
     )
     for setting in settings:
-        data = [d for seed in seeds for d in setting.data(seed, args.series, args.runs)]
+        per_seed = [setting.data(seed, args.series, args.runs) for seed in seeds]
         for name, detect in methods.items():
-            tally = Tally()
-            score(detect, data, tally)
-            print(row(setting.name, name, tally, len(data)))
+            tally, recalls = Tally(), []
+            for data in per_seed:
+                one = Tally()
+                score(detect, data, one)
+                recalls.append(one.found / one.steps)
+                tally = tally.merged(one)
+            print(row(setting.name, name, tally, sum(map(len, per_seed)), min(recalls)))
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
 """Change points in a metric's history, robust to the way CI history really behaves: runners drift for hours
 (autocorrelated noise) and now and then a run is an outlier.
 
-Method (benchmarked against others in benchmarks/changepoints.py, figures in docs/history.md):
+Method (benchmarked against others in benchmarks/changepoints.py, manual and figures in docs/changepoints.md):
 1. Work on log values. Isolated outliers (beyond the medians of the runs just before and just after them, on the
-   same side, by more than `outlier_k` robust standard deviations) are replaced by the nearer of those medians.
-   A level shift is not touched: its first point is close to the runs after it.
+   same side, by more than `outlier_k` robust standard deviations; the first and last run by their one side)
+   are replaced by the nearer of those medians. A level shift is not touched: its first point is close to the
+   runs after it.
 2. The noise is modelled as AR(1): x_t = m_t + u_t, u_t = phi * u_{t-1} + e_t. `phi` is the lag-1
    autocorrelation of the residuals around the best single mean split, corrected for its small-sample bias
    (Kendall's (1 + 3 phi) / n) and clipped to [0, `max_phi`].
 3. Pre-whitening: w_t = x_t - phi * x_{t-1}. A step of size d at k adds d at t = k and (1 - phi) * d after it;
    for each candidate k the least-squares fit of that shape (plus an intercept) gives d and its t statistic.
-   The split with the largest |t| is accepted when its p-value, Bonferroni-corrected for the candidates looked
-   at, is below `alpha` AND |exp(d) - 1| >= `min_effect`. Accepted splits are searched again on both sides
-   (binary segmentation), each side with its own fit.
+   The split with the largest |t| is accepted when its p-value from the injected `test` (by default
+   Bonferroni-corrected for the candidates looked at) is below `alpha` AND |exp(d) - 1| >= `min_effect`.
+   Accepted splits are searched again on both sides (binary segmentation), each side with its own fit.
 A plain two-sample t on segment means (the previous method, `mean_shift_points`) treats each run as
 independent; under drift that both misses steps and finds false ones. Pure: no I/O, deterministic.
 """
