@@ -24,7 +24,7 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
         lo, hi = int(first), int(last) if sep else int(first)
         if hi < lo:
             raise ValueError(f"range {part!r} in {text!r} runs backwards")
-        if hi > MAX_CPU:  # before the range is expanded (fuzzing: "0-99999999999" filled the memory)
+        if hi > MAX_CPU:  # before the range is expanded: "0-99999999999" would fill the memory
             raise ValueError(f"CPU {hi} in {text!r} is beyond the highest CPU number Linux allows ({MAX_CPU})")
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))

@@ -70,7 +70,7 @@ def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc}).") from None
-    except RecursionError:  # fuzzing: arrays nested 5,000 deep
+    except RecursionError:  # arrays nested 5,000 deep
         raise ConfigError(f"{source}: not valid TOML (nested too deeply).") from None
     if doc.get("version") != VERSION or type(doc.get("version")) is not int:  # `true` and `1.0` equal 1
         raise ConfigError(f"{source}: 'version = {VERSION}' is required (found {doc.get('version')!r}).")
@@ -90,7 +90,7 @@ def load_expected(path: Path, required: bool = False) -> tuple[ExpectedChange, .
         return ()
     try:
         text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:  # fuzzing: bytes that are not UTF-8 were a traceback
+    except (OSError, UnicodeDecodeError) as exc:  # bytes that are not UTF-8
         raise ConfigError(f"{path}: cannot read the expected-changes file ({exc}).") from None
     return parse_expected(text, str(path))
 

@@ -58,7 +58,7 @@ def parse_store_baseline(text: str) -> StoreBaselineSpec | None:
     if not branch:
         raise UsageError(f"--baseline {text!r} names no branch.", hint="e.g. --baseline store:main or store:main:20")
     if count and (not count.isascii() or not count.isdigit() or not 2 <= int(count) <= MAX_RUNS):
-        # past MAX_RUNS: fuzzing found 10^20 runs raised an OverflowError in the database driver
+        # past MAX_RUNS: 10^20 runs would raise an OverflowError in the database driver
         raise UsageError(
             f"--baseline {text!r}: the number of runs must be from 2 to {MAX_RUNS:,}.", hint="e.g. store:main:20"
         )

@@ -47,7 +47,7 @@ class TimingSettings:
     sustain_max_s: float = 15.0  # ... or this much back-to-back running has passed
     # ... in blocks (and samples) of at least this long: the GPU idles while a block is synchronised and timed,
     # and with 2 ms blocks a bf16 GEMM 4096^3 on an H200 ran at ~500 W and its boost clock, while the same GEMM
-    # truly back to back sits at the 700 W cap and 1,500 MHz, 15% slower (docs/gpu.md, tenth session)
+    # truly back to back sits at the 700 W cap and 1,500 MHz, 15% slower (docs/gpu.md)
     sustain_block_s: float = 0.1
     energy_window_s: float = 0.5  # CUDA cases with NVML: contiguous block for energy per call (0: off)
     speed_reference: bool = False  # CPU torch cases: time the speed reference before each sample (reference.py)

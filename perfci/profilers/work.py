@@ -144,7 +144,7 @@ MAX_DECLARED_WORK = 1e30  # per call: far above any real kernel; keeps every der
 def checked_work(name: str, value: object) -> float | None:
     """A declared amount of work (`ctx.flops`, `ctx.bytes`, the pytest plugin's `flops=`) as a float; None stays
     None. TypeError for what is not a real number (numpy's scalars are), ValueError for NaN, infinity, a negative
-    value or one past MAX_DECLARED_WORK; the message starts with `name` (fuzzing: NaN or an int of 400 digits
+    value or one past MAX_DECLARED_WORK; the message starts with `name` (NaN or an int of 400 digits
     stopped the results file from being written at all, and 1e308 overflowed FLOP/s into a null that perfci's
     own reader refused)."""
     __tracebackhide__ = True  # in a pytest test, the failure points at the user's call

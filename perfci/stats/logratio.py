@@ -28,7 +28,7 @@ _LOG_MAX = math.log(sys.float_info.max)
 
 def ratio_of(log_ratio: float) -> float:
     """exp of a log ratio, infinity past the largest float: the interval bound of a noisy case with few rounds at
-    a high confidence (fuzzing: `--confidence 0.9999999999999999` ended in an OverflowError)."""
+    a high confidence (`--confidence 0.9999999999999999` would end in an OverflowError)."""
     return math.exp(log_ratio) if log_ratio < _LOG_MAX else math.inf
 
 

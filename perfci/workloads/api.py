@@ -99,7 +99,7 @@ class Workload:
                 f"{', '.join(f'{k}=...' for k in params)}): {exc}.",
                 hint="accept the parameters by name, or **kwargs",
             ) from None
-        except Exception as exc:  # fuzzing: a predicate that raised ended `perfci list` in a traceback
+        except Exception as exc:  # a predicate that raises must not end `perfci list` in a traceback
             raise WorkloadDefinitionError(
                 f"workload {self.name!r}: its skip predicate raised {type(exc).__name__}: {exc} "
                 f"(device={device!r}, {', '.join(f'{k}={v!r}' for k, v in params.items())})."
@@ -111,7 +111,7 @@ class Workload:
     def all_cases(self, stem: str, source: str) -> list[tuple[CaseSpec, str | None]]:
         """Every combination with the reason it is skipped (None: it runs). Two combinations whose ids are the
         same (values with "," or "=" in them can spell another parameter) are a WorkloadDefinitionError: one of
-        them would be dropped without a word (fuzzing)."""
+        them would be dropped without a word."""
         full = f"{stem}.{self.name}"
         out = [
             (
@@ -204,7 +204,7 @@ def _validate_values(who: str, key: str, values: object) -> None:
         raise WorkloadDefinitionError(
             f"{who}: parameter {key!r} has a value {bad[0]!r:.60} that is not a str, int, finite float or bool.",
         )
-    # fuzzing: an int of 5,000 digits broke the case id, a lone surrogate the report and the results file
+    # an int of 5,000 digits would break the case id, a lone surrogate the report and the results file
     huge = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_PARAM_INT]
     if huge:
         raise WorkloadDefinitionError(
@@ -224,7 +224,7 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
     if not devices or isinstance(devices, str):
         raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
     odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not is_utf8(d)]
-    if odd:  # fuzzing: `devices=[1]` ended in a traceback where cases are selected
+    if odd:  # `devices=[1]` would end in a traceback where cases are selected
         raise WorkloadDefinitionError(f"{who}: device {odd[0]!r} is not a device name such as 'cpu' or 'cuda:0'.")
     for key, values in grid.items():
         if not isinstance(values, Mapping):
@@ -256,7 +256,7 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
 
 def _validate_timing(who: str, grid: Mapping[str, object], timing: Mapping[str, Any]) -> None:
     """Timing values of the kind and range they need, and GPU modes that exist, in a `timing` dict or a
-    `gpu_mode` parameter (fuzzing: a negative budget, a text for a count or an unknown mode failed every case of
+    `gpu_mode` parameter (a negative budget, a text for a count or an unknown mode failed every case of
     the workload in its worker, with a traceback)."""
     from perfci.profilers.cuda_timing import MODES
     from perfci.profilers.timing import timing_problem
