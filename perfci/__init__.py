@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from perfci.workloads.api import Workload, WorkloadContext, workload
+    from perfci.workloads.onnx_file import onnx_workload
 
 __version__ = "0.1.0"
-__all__ = ["Workload", "WorkloadContext", "__version__", "workload"]
+__all__ = ["Workload", "WorkloadContext", "__version__", "onnx_workload", "workload"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from perfci.workloads import api
 
         return getattr(api, name)
+    if name == "onnx_workload":
+        from perfci.workloads.onnx_file import onnx_workload
+
+        return onnx_workload
     raise AttributeError(f"module 'perfci' has no attribute {name!r}")

@@ -1,4 +1,5 @@
 """Find workloads: built-in suites by name, user files and folders by path. Import errors become clear messages.
+A file ending in `.onnx` is an ONNX model, run over its precision variants (workloads/onnx_file.py).
 
 A workload file can import modules that sit next to it and modules of its project: before it is executed, its
 folder and its project root (the closest folder above it with a `perfci.toml`, a `pyproject.toml` or a
@@ -63,6 +64,8 @@ def load_source(source: str) -> ModuleType:
     if source.startswith(MODULE_PREFIX):
         return importlib.import_module(source[len(MODULE_PREFIX) :])
     path = Path(source)
+    if path.suffix.lower() == ".onnx":
+        return _onnx_module(path)
     name = f"perfci_user_{abs(hash(str(path.resolve())))}_{path.stem}"
     if name in sys.modules:
         return sys.modules[name]
@@ -95,6 +98,18 @@ def load_source(source: str) -> ModuleType:
             f"(at {Path(frame.filename).name}:{frame.lineno}).",
         ) from None
     return module
+
+
+def _onnx_module(path: Path) -> ModuleType:
+    """An ONNX file named as a workload: one workload over its variants (workloads/onnx_file.py)."""
+    from perfci.workloads.onnx_file import module_for
+
+    try:
+        return module_for(path)
+    except WorkloadDefinitionError as exc:
+        raise WorkloadDefinitionError(f"{path}: {exc.message}", hint=exc.hint) from None
+    except Exception as exc:  # a file that is not an ONNX model: a message, not a traceback
+        raise WorkloadDefinitionError(f"{path}: cannot be read as an ONNX model: {type(exc).__name__}: {exc}") from None
 
 
 PROJECT_MARKERS = ("perfci.toml", "pyproject.toml", ".git")

@@ -1,0 +1,280 @@
+"""ONNX files as workloads: `perfci run model.onnx`, or `perfci.onnx_workload(path, ...)` in a workload file.
+
+One workload per file, its cases `variant` x `batch`:
+- inputs: each input's shape and element type from the model (the ORT session's `get_inputs()`); a symbolic
+  leading dimension takes `batch`, other symbolic dimensions take their value from `dims` by name; values come
+  from a generator seeded with the run's seed, the same for every variant (so outputs compare);
+- variants (onnx_variants.py): fp32 (the file), fp16, int8-dynamic, int8-static, converted once and cached;
+- accuracy: every variant other than fp32 runs the same inputs as the fp32 model at set-up, and the worst
+  absolute and relative difference, the relative L2 error and the tolerance go into the case's notes under
+  "accuracy" (recorded in each round's telemetry); beyond the tolerance, the case fails its check.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.workloads.api import Workload, WorkloadContext, workload
+from perfci.workloads import onnx_variants
+from perfci.workloads.checks import Tolerance
+from perfci.workloads.onnx_variants import INT8_VARIANTS, TOLERANCES, VARIANTS, Feeds
+
+Dim = int | str | None
+ELEMENT_TYPES: Mapping[str, str] = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int64)": "int64",
+    "tensor(int32)": "int32",
+    "tensor(int16)": "int16",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(bool)": "bool",
+}
+WORKLOAD_NAME = "onnx"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[Dim, ...]
+    element_type: str  # ONNX Runtime's spelling, e.g. "tensor(float)"
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How far a variant's outputs are from the fp32 model's, over all outputs (the worst of each)."""
+
+    max_abs_diff: float
+    max_rel_diff: float  # |a - e| / (|e| + 1e-3 max|e|): the floor keeps values near zero from dominating
+    rel_l2: float  # ||a - e|| / ||e||, the measure the default tolerances are stated in
+
+
+def fill_shape(spec: InputSpec, batch: int, dims: Mapping[str, int]) -> tuple[int, ...]:
+    """Concrete dimensions: fixed ones kept, named ones from `dims`, a symbolic leading one `batch`."""
+    out: list[int] = []
+    for i, dim in enumerate(spec.shape):
+        if isinstance(dim, int) and dim > 0:
+            out.append(dim)
+        elif isinstance(dim, str) and dim in dims:
+            out.append(int(dims[dim]))
+        elif i == 0:
+            out.append(batch)
+        else:
+            label = repr(dim) if dim else f"#{i}"
+            raise WorkloadDefinitionError(
+                f"input {spec.name!r}: dimension {label} is symbolic and has no value.",
+                hint=f"give it one: perfci.onnx_workload(path, dims={{{dim or 'name'!r}: ...}}) in a workload file",
+            )
+    return tuple(out)
+
+
+def make_inputs(specs: Sequence[InputSpec], batch: int, dims: Mapping[str, int], seed: int) -> Feeds:
+    """Seeded inputs: standard normal floats, integers in [0, 10), booleans at even odds."""
+    rng = np.random.default_rng(seed)
+    feeds: Feeds = {}
+    for spec in specs:
+        dtype = ELEMENT_TYPES.get(spec.element_type)
+        if dtype is None:
+            raise WorkloadDefinitionError(f"input {spec.name!r}: element type {spec.element_type} is not supported.")
+        shape = fill_shape(spec, batch, dims)
+        if dtype.startswith("float"):
+            feeds[spec.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype == "bool":
+            feeds[spec.name] = rng.random(shape) < 0.5
+        else:
+            feeds[spec.name] = rng.integers(0, 10, size=shape).astype(dtype)
+    return feeds
+
+
+def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy:
+    if len(actual) != len(reference):
+        raise AssertionError(f"{len(actual)} outputs where the fp32 model has {len(reference)}")
+    worst_abs = worst_rel = worst_l2 = 0.0
+    for a_raw, e_raw in zip(actual, reference, strict=True):
+        a, e = np.asarray(a_raw, dtype=np.float64), np.asarray(e_raw, dtype=np.float64)
+        if a.shape != e.shape:
+            raise AssertionError(f"output shape {a.shape} where the fp32 model gives {e.shape}")
+        if a.size == 0:
+            continue
+        diff = np.abs(a - e)
+        scale = float(np.max(np.abs(e)))
+        worst_abs = max(worst_abs, float(np.max(diff)))
+        worst_rel = max(worst_rel, float(np.max(diff / (np.abs(e) + 1e-3 * scale + 1e-30))))
+        worst_l2 = max(worst_l2, float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30)))
+    return Accuracy(worst_abs, worst_rel, worst_l2)
+
+
+@dataclass(frozen=True)
+class OnnxFile:
+    """One ONNX file and how to feed it."""
+
+    path: Path
+    dims: Mapping[str, int] = field(default_factory=dict)
+    tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(TOLERANCES))
+
+    def setup(self, ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
+        import onnxruntime as ort
+        import torch  # its thread count, which `--threads` sets, is ORT's too: torch and ORT cases get equal CPU
+
+        providers = onnx_variants.providers_for(ctx.device, ort.get_available_providers())
+        if isinstance(providers, str):
+            ctx.skip(providers)
+        specs = model_inputs(self.path)
+        if batch != default_batch(self.path) and not any(s.shape and not isinstance(s.shape[0], int) for s in specs):
+            ctx.skip(f"the model's inputs have a fixed leading dimension: batch={batch} cannot be fed")
+        feeds = make_inputs(specs, batch, self.dims, ctx.seed)
+        threads = torch.get_num_threads()
+
+        def calibration() -> Iterator[Feeds]:
+            for i in range(onnx_variants.CALIBRATION_BATCHES):
+                yield make_inputs(specs, batch, self.dims, ctx.seed + 1 + i)
+
+        from perfci.workloads.backends.ort import initializer_bytes
+
+        path = onnx_variants.variant_path(self.path, variant, calibration, key=f"b{batch}-s{ctx.seed}")
+        sess = onnx_variants.session(path, providers, threads)
+        ctx.bytes = initializer_bytes(path) + sum(float(x.nbytes) for x in feeds.values())
+        ctx.notes.update(
+            {
+                "onnx.file": str(self.path),
+                "onnx.variant": variant,
+                "onnx.inputs": {k: list(v.shape) for k, v in feeds.items()},
+                "ort.version": ort.__version__,
+                "ort.providers": sess.get_providers(),
+                "ort.intra_op_num_threads": threads,
+            }
+        )
+        if variant != "fp32":
+            self._check_against_fp32(ctx, variant, sess, feeds, providers, threads)
+            if variant == "fp16" and not ctx.device.startswith("cuda"):
+                if onnx_variants.runs_fp16_as_fp32(path, providers, threads):
+                    ctx.notes["onnx.fp16_note"] = FP16_ON_CPU
+        return _runner(sess, feeds, ctx.device)
+
+    def _check_against_fp32(
+        self, ctx: WorkloadContext, variant: str, sess: Any, feeds: Feeds, providers: list[Any], threads: int
+    ) -> None:
+        reference = onnx_variants.session(self.path, providers, threads).run(None, feeds)
+        actual = sess.run(None, feeds)
+        accuracy = compare_outputs(actual, reference)
+        tolerance = self.tolerances[variant]
+        ctx.notes["accuracy"] = {
+            "reference": "fp32",
+            "tolerance": tolerance.describe(),
+            "max_abs_diff": accuracy.max_abs_diff,
+            "max_rel_diff": accuracy.max_rel_diff,
+            "rel_l2": accuracy.rel_l2,
+        }
+        ctx.check_close(lambda: actual, reference, tolerance, what=f"{variant} output vs fp32")
+
+
+FP16_ON_CPU = (
+    "the CPU execution provider has no fp16 kernels for most operators: ONNX Runtime runs them in fp32 through "
+    "inserted Cast nodes, so this case measures fp32 plus casts"
+)
+
+
+def _runner(sess: Any, feeds: Feeds, device: str) -> Callable[[], object]:
+    """What is timed: one run. On CUDA the inputs sit on the device and outputs stay there (I/O binding), so no
+    host copies are timed."""
+    if not device.startswith("cuda"):
+        return lambda: sess.run(None, feeds)
+    import onnxruntime as ort
+
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    binding = sess.io_binding()
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda", index))
+    for out in sess.get_outputs():
+        binding.bind_output(out.name, "cuda", index)
+    return lambda: sess.run_with_iobinding(binding)
+
+
+def model_inputs(path: Path) -> list[InputSpec]:
+    """The graph's inputs that are not initializers, from the file (without loading external weights)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+    specs = []
+    for value in model.graph.input:
+        if value.name in inits:
+            continue
+        tensor = value.type.tensor_type
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+        )
+        type_name = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name if tensor.elem_type else "?"
+        ort_type = {"float32": "float", "float64": "double"}.get(type_name, type_name)
+        specs.append(InputSpec(value.name, shape, f"tensor({ort_type})"))
+    return specs
+
+
+def default_batch(path: Path) -> int:
+    """The first input's fixed leading dimension, else 1 (a model exported at batch 8 runs at batch 8)."""
+    specs = model_inputs(path)
+    lead = specs[0].shape[0] if specs and specs[0].shape else None
+    return lead if isinstance(lead, int) and lead > 0 else 1
+
+
+def _int8_on_cpu_only(device: str, variant: str, **_: object) -> str | None:
+    if variant in INT8_VARIANTS and device != "cpu":
+        return "the int8 variants use ONNX Runtime's CPU int8 kernels"
+    return None
+
+
+def onnx_workload(
+    path: str | Path,
+    *,
+    batch: Sequence[int] | None = None,
+    variants: Sequence[str] = VARIANTS,
+    dims: Mapping[str, int] | None = None,
+    devices: Sequence[str] = ("cpu", "cuda"),
+    name: str | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    tags: Sequence[str] = ("onnx",),
+) -> Workload:
+    """A workload running the ONNX file at `path` (relative to the calling file's folder) for each variant and
+    batch size; `batch` defaults to the model's fixed leading dimension, else 1."""
+    file = Path(path)
+    if not file.is_absolute():
+        caller = inspect.currentframe()
+        where = caller.f_back.f_globals.get("__file__") if caller and caller.f_back else None
+        file = (Path(where).parent if where else Path.cwd()) / file
+    if not file.is_file():
+        raise WorkloadDefinitionError(f"{file}: no such ONNX file.")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise WorkloadDefinitionError(f"unknown ONNX variant {unknown[0]!r}.", hint=f"use {', '.join(VARIANTS)}")
+    spec = OnnxFile(file, dict(dims or {}), {**TOLERANCES, **(tolerances or {})})
+
+    def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
+        return spec.setup(ctx, variant, batch)
+
+    grid = {"variant": list(variants), "batch": list(batch) if batch is not None else [default_batch(file)]}
+    return workload(params=grid, devices=devices, name=name or WORKLOAD_NAME, tags=tags, skip=_int8_on_cpu_only)(
+        setup
+    )
+
+
+def module_for(path: Path) -> ModuleType:
+    """A module holding the one workload of an ONNX file named on the command line (discovery's stand-in for
+    an imported workload file)."""
+    name = f"perfci_onnx_{abs(hash(str(path.resolve())))}_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    module.workload = onnx_workload(path.resolve())  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    return module

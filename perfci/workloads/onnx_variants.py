@@ -1,0 +1,159 @@
+"""Precision variants of an ONNX file (fp32, fp16, int8-dynamic, int8-static), converted once and cached, and
+the ONNX Runtime sessions that run them.
+
+- fp16: onnxconverter-common's `convert_float_to_float16` with `keep_io_types=True`, so the fp16 model takes
+  and returns the same fp32 tensors as the original (the same inputs feed every variant, and the outputs compare
+  directly).
+- int8-dynamic: `quantize_dynamic`, int8 weights with `reduce_range=True` (7-bit: the u8 x s8 kernels of CPUs
+  without VNNI saturate at 8 bits).
+- int8-static: `quantize_static` in QDQ format, activations calibrated on batches drawn from the same seeded
+  generator as the timed inputs.
+
+Converted files live in a cache folder (`$PERFCI_CACHE_DIR`, else ~/.cache/perfci) under `onnx/<sha256 of the
+file>/`, so that each round's worker does not convert again; a file is written under a temporary name and
+renamed, as rounds of several cases may convert the same model at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfci.workloads.checks import Tolerance
+
+VARIANTS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+INT8_VARIANTS = ("int8-dynamic", "int8-static")
+# Relative L2 error of the outputs against fp32. fp16 keeps ~3 significant digits; int8 with random inputs
+# and untrained calibration is a coarse check that the model still computes the same function.
+TOLERANCES: Mapping[str, Tolerance] = {
+    "fp16": Tolerance(max_rel_l2=1e-2),
+    "int8-dynamic": Tolerance(max_rel_l2=0.1),
+    "int8-static": Tolerance(max_rel_l2=0.2),
+}
+CALIBRATION_BATCHES = 8
+
+Feeds = dict[str, np.ndarray[Any, Any]]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("PERFCI_CACHE_DIR")
+    return Path(base) if base else Path.home() / ".cache" / "perfci"
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def variant_path(path: Path, variant: str, calibration: Callable[[], Iterator[Feeds]], key: str = "") -> Path:
+    """The file to load for `variant`: the original for fp32, else the cached conversion (made when missing).
+    `key` tells apart static quantisations calibrated on different inputs (batch size, seed)."""
+    if variant == "fp32":
+        return path
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown ONNX variant {variant!r} (known: {', '.join(VARIANTS)})")
+    folder = cache_root() / "onnx" / file_digest(path)[:32]
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / (f"{variant}-{key}.onnx" if key and variant == "int8-static" else f"{variant}.onnx")
+    if out.exists():
+        return out
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{variant}-", suffix=".onnx")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        _convert(path, tmp, variant, calibration)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def _convert(src: Path, dst: Path, variant: str, calibration: Callable[[], Iterator[Feeds]]) -> None:
+    if variant == "fp16":
+        import onnx
+        from onnxconverter_common import float16
+
+        onnx.save(float16.convert_float_to_float16(onnx.load(str(src)), keep_io_types=True), str(dst))
+        return
+    from onnxruntime import quantization as q
+
+    logging.disable(logging.WARNING)  # the quantizer logs a pre-processing advice on the root logger each time
+    try:
+        if variant == "int8-dynamic":
+            q.quantize_dynamic(src, dst, weight_type=q.QuantType.QInt8, reduce_range=True)
+        else:
+            q.quantize_static(
+                src,
+                dst,
+                _reader(calibration()),
+                quant_format=q.QuantFormat.QDQ,
+                weight_type=q.QuantType.QInt8,
+                reduce_range=True,
+            )
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _reader(feeds: Iterator[Feeds]) -> Any:
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        """Calibration batches from the workload's seeded input generator."""
+
+        def get_next(self) -> Feeds | None:
+            return next(feeds, None)
+
+    return Reader()
+
+
+def providers_for(device: str, available: list[str]) -> list[Any] | str:
+    """The execution providers for `device` (CPU always; TensorRT, then CUDA, for a CUDA device where this
+    onnxruntime build has them), or the reason there are none."""
+    if not device.startswith("cuda"):
+        return ["CPUExecutionProvider"]
+    if "CUDAExecutionProvider" not in available:
+        return f"onnxruntime has no CUDAExecutionProvider here (available: {', '.join(available)})"
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    chosen: list[Any] = [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
+    if "TensorrtExecutionProvider" in available:
+        chosen.insert(0, ("TensorrtExecutionProvider", {"device_id": index}))
+    return chosen
+
+
+def session(path: Path, providers: list[Any], threads: int, optimized_to: Path | None = None) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    if optimized_to is not None:
+        options.optimized_model_filepath = str(optimized_to)
+    return ort.InferenceSession(str(path), options, providers=providers)
+
+
+def cast_count(path: Path) -> int:
+    import onnx
+
+    return sum(node.op_type == "Cast" for node in onnx.load(str(path)).graph.node)
+
+
+def runs_fp16_as_fp32(fp16_path: Path, providers: list[Any], threads: int) -> bool:
+    """Whether ONNX Runtime changed the fp16 graph's Cast nodes when optimising it for these providers: the CPU
+    provider has no fp16 kernels for most operators, so it inserts Casts to fp32 around them (and folds
+    adjacent ones), and the case then times fp32 arithmetic plus conversions."""
+    with tempfile.TemporaryDirectory(prefix="perfci-onnx-opt-") as tmp:
+        optimized = Path(tmp) / "optimized.onnx"
+        session(fp16_path, providers, threads, optimized_to=optimized)
+        return cast_count(optimized) != cast_count(fp16_path)
