@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.workloads.api import Workload, WorkloadContext, workload
+from perfci.model import ParamValue
 from perfci.workloads import onnx_variants
+from perfci.workloads.api import Workload, WorkloadContext, workload
+from perfci.workloads.backends.ort import initializer_bytes
 from perfci.workloads.checks import Tolerance
 from perfci.workloads.onnx_variants import INT8_VARIANTS, TOLERANCES, VARIANTS, Feeds
 
@@ -96,6 +98,15 @@ def make_inputs(specs: Sequence[InputSpec], batch: int, dims: Mapping[str, int],
     return feeds
 
 
+def tolerance_record(tolerance: Tolerance) -> dict[str, Any]:
+    """The tolerance as numbers with the rule in words, for the results file."""
+    if tolerance.max_rel_l2 is not None:
+        numbers: dict[str, Any] = {"max_rel_l2": tolerance.max_rel_l2}
+    else:
+        numbers = {"rtol": tolerance.rtol, "atol": tolerance.atol}
+    return {**numbers, "rule": tolerance.describe()}
+
+
 def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy:
     if len(actual) != len(reference):
         raise AssertionError(f"{len(actual)} outputs where the fp32 model has {len(reference)}")
@@ -130,16 +141,15 @@ class OnnxFile:
         if isinstance(providers, str):
             ctx.skip(providers)
         specs = model_inputs(self.path)
-        if batch != default_batch(self.path) and not any(s.shape and not isinstance(s.shape[0], int) for s in specs):
-            ctx.skip(f"the model's inputs have a fixed leading dimension: batch={batch} cannot be fed")
+        fixed = fixed_batch(specs)
+        if fixed is not None and batch != fixed:
+            ctx.skip(f"the model's inputs have a fixed leading dimension {fixed}: batch={batch} cannot be fed")
         feeds = make_inputs(specs, batch, self.dims, ctx.seed)
         threads = torch.get_num_threads()
 
         def calibration() -> Iterator[Feeds]:
             for i in range(onnx_variants.CALIBRATION_BATCHES):
                 yield make_inputs(specs, batch, self.dims, ctx.seed + 1 + i)
-
-        from perfci.workloads.backends.ort import initializer_bytes
 
         path = onnx_variants.variant_path(self.path, variant, calibration, key=f"b{batch}-s{ctx.seed}")
         sess = onnx_variants.session(path, providers, threads)
@@ -156,9 +166,9 @@ class OnnxFile:
         )
         if variant != "fp32":
             self._check_against_fp32(ctx, variant, sess, feeds, providers, threads)
-            if variant == "fp16" and not ctx.device.startswith("cuda"):
-                if onnx_variants.runs_fp16_as_fp32(path, providers, threads):
-                    ctx.notes["onnx.fp16_note"] = FP16_ON_CPU
+        on_cpu = not ctx.device.startswith("cuda")
+        if variant == "fp16" and on_cpu and onnx_variants.runs_fp16_as_fp32(path, providers, threads):
+            ctx.notes["onnx.fp16_note"] = FP16_ON_CPU
         return _runner(sess, feeds, ctx.device)
 
     def _check_against_fp32(
@@ -170,7 +180,7 @@ class OnnxFile:
         tolerance = self.tolerances[variant]
         ctx.notes["accuracy"] = {
             "reference": "fp32",
-            "tolerance": tolerance.describe(),
+            "tolerance": tolerance_record(tolerance),
             "max_abs_diff": accuracy.max_abs_diff,
             "max_rel_diff": accuracy.max_rel_diff,
             "rel_l2": accuracy.rel_l2,
@@ -211,20 +221,24 @@ def model_inputs(path: Path) -> list[InputSpec]:
         if value.name in inits:
             continue
         tensor = value.type.tensor_type
-        shape = tuple(
-            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
-        )
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim)
         type_name = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name if tensor.elem_type else "?"
         ort_type = {"float32": "float", "float64": "double"}.get(type_name, type_name)
         specs.append(InputSpec(value.name, shape, f"tensor({ort_type})"))
     return specs
 
 
+def fixed_batch(specs: Sequence[InputSpec]) -> int | None:
+    """The first input's leading dimension where no input has a symbolic one (the model takes one batch size)."""
+    leads = [s.shape[0] for s in specs if s.shape]
+    if not leads or any(not isinstance(d, int) or d <= 0 for d in leads):
+        return None
+    return leads[0] if isinstance(leads[0], int) else None
+
+
 def default_batch(path: Path) -> int:
-    """The first input's fixed leading dimension, else 1 (a model exported at batch 8 runs at batch 8)."""
-    specs = model_inputs(path)
-    lead = specs[0].shape[0] if specs and specs[0].shape else None
-    return lead if isinstance(lead, int) and lead > 0 else 1
+    """The model's fixed batch size, else 1 (a model exported at batch 8 runs at batch 8)."""
+    return fixed_batch(model_inputs(path)) or 1
 
 
 def _int8_on_cpu_only(device: str, variant: str, **_: object) -> str | None:
@@ -261,10 +275,9 @@ def onnx_workload(
     def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
         return spec.setup(ctx, variant, batch)
 
-    grid = {"variant": list(variants), "batch": list(batch) if batch is not None else [default_batch(file)]}
-    return workload(params=grid, devices=devices, name=name or WORKLOAD_NAME, tags=tags, skip=_int8_on_cpu_only)(
-        setup
-    )
+    sizes: list[ParamValue] = list(batch) if batch is not None else [default_batch(file)]
+    grid: dict[str, Sequence[ParamValue]] = {"variant": list(variants), "batch": sizes}
+    return workload(params=grid, devices=devices, name=name or WORKLOAD_NAME, tags=tags, skip=_int8_on_cpu_only)(setup)
 
 
 def module_for(path: Path) -> ModuleType:

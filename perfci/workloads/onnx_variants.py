@@ -34,8 +34,8 @@ INT8_VARIANTS = ("int8-dynamic", "int8-static")
 # and untrained calibration is a coarse check that the model still computes the same function.
 TOLERANCES: Mapping[str, Tolerance] = {
     "fp16": Tolerance(max_rel_l2=1e-2),
-    "int8-dynamic": Tolerance(max_rel_l2=0.1),
-    "int8-static": Tolerance(max_rel_l2=0.2),
+    "int8-dynamic": Tolerance(max_rel_l2=5e-2),
+    "int8-static": Tolerance(max_rel_l2=0.1),  # activations quantised too, on ranges from random calibration
 }
 CALIBRATION_BATCHES = 8
 
