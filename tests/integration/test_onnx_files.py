@@ -1,0 +1,50 @@
+"""`perfci run model.onnx` in a subprocess, on a model exported by torch.onnx.export with its default arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_run_an_exported_onnx_file_measures_every_variant_and_records_accuracy(tmp_path: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU()).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(2, 16),), str(tmp_path / "model.onnx"))  # the defaults, on purpose
+    out = tmp_path / "out"
+    env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "run", "model.onnx", "--out", str(out), "--rounds", "1", "--budget", "0.05"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    cases = {c["params"]["variant"]: c for c in json.loads((out / "results.json").read_text())["cases"]}
+    assert sorted(cases) == ["fp16", "fp32", "int8-dynamic", "int8-static"]
+    for variant, case in cases.items():
+        assert case["status"] == "ok", case
+        notes = case["rounds"][0]["telemetry"]["notes"]
+        assert notes["onnx.inputs"] == {"input": [2, 16]}  # the exported (fixed) batch
+        if variant == "fp32":
+            assert "accuracy" not in notes
+            continue
+        accuracy = notes["accuracy"]
+        assert accuracy["reference"] == "fp32"
+        assert accuracy["max_abs_diff"] >= 0 and accuracy["max_rel_diff"] >= 0
+        assert 0 <= accuracy["rel_l2"] <= accuracy["tolerance"]["max_rel_l2"]
+    assert "fp32 plus casts" in cases["fp16"]["rounds"][0]["telemetry"]["notes"]["onnx.fp16_note"]
+    assert sorted(p.name for p in (tmp_path / "cache" / "onnx").glob("*/*.onnx"))[0] == "fp16.onnx"
