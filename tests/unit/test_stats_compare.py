@@ -10,9 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfci.stats.decision import cutoff, decide, effective_threshold, tolerance_verdict
-from perfci.stats.logratio import LogRatio, paired_log_ratio, trimmed_mean_se, unpaired_log_ratio
+from perfci.stats.logratio import LogRatio, paired_differences, trimmed_mean_se, unpaired_log_ratio
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
+
+
+def paired_log_ratio(baseline: list[float], candidate: list[float], trim: float = 0.0) -> LogRatio:
+    """The paired estimate of values measured in pairs (baseline[i] with candidate[i])."""
+    return paired_differences([math.log(b / a) for a, b in zip(baseline, candidate, strict=True)], trim)
 
 
 def test_paired_hand_values() -> None:
