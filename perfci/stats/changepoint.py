@@ -170,13 +170,6 @@ def _whitened_split(logs: Sequence[float], phi: float, min_size: int) -> _Split 
     return best
 
 
-def local_shift(logs: Sequence[float], k: int, half_window: int = 5) -> float:
-    """The ratio of the geometric means of up to `half_window` runs after and before position k: the size of a
-    step as a reader of the chart sees it (not biased when phi is misjudged, unlike the whitened fit)."""
-    before, after = logs[max(0, k - half_window) : k], logs[k : k + half_window]
-    return math.exp(sum(after) / len(after) - sum(before) / len(before))
-
-
 def detect_change_points(
     values: Sequence[float],
     min_size: int = 3,
