@@ -275,7 +275,7 @@ def check_rolling_baseline(url: str, tmp_path: Path) -> None:
         cand = make_run([make_case("alpha", 1e-3, seed=500, scale=scale), make_case("beta", 2e-3, seed=500)], name)
         path = tmp_path / f"{name}.json"
         dump_results(cand, path)
-        req = CompareRequest(path, runner="cpu-test", db=url, store_baseline="store:main:12")
+        req = CompareRequest(baseline=path, runner="cpu-test", db=url, store_baseline="store:main:12")
         outcome = compare_files(Settings(), req)
         assert outcome.baseline.run_id == "store:main:12"
         assert "last 12 run(s) of cpu-test (c004..c015)" in outcome.comparison.baseline_label

@@ -25,7 +25,7 @@ from perfci.compare.ab import CPU_FIRST_LOOK, ABOutcome, ABSettings, run_ab
 from perfci.compare.confirm import merge_confirmation
 from perfci.compare.environments import probe
 from perfci.compare.gate import ExitCode, gate
-from perfci.compare.policy import DecisionSettings
+from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.compare.revisions import Side, checked_out, map_path, repo_root
 from perfci.engine.runner import ProgressFn, RunSettings
 from perfci.errors import UsageError
@@ -94,15 +94,15 @@ def with_environment(side: Side, python: Path | None, option: str) -> Side:
     return replace(side, environment=probe(named, option, side.env, side.root))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ABRequest:
-    base_rev: str | None  # None: the working tree on both sides (an A/B of environments only)
+    base_rev: str | None = None  # None: the working tree on both sides (an A/B of environments only)
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
     pairs: int | None = None  # first look; None: 4 when every case runs on a GPU, else 8 (compare/ab.first_look)
-    extra: int = 6
-    looks: int = 3
-    budget_s: float = 900.0
+    extra: int = AB_DEFAULTS.extra
+    looks: int = AB_DEFAULTS.looks
+    budget_s: float = AB_DEFAULTS.budget_s
     sample_budget_s: float | None = None
     threads: int | None = None
     cpus: str | None = None
@@ -199,7 +199,7 @@ def ab(
         settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress, pythons
     )
     comparison = with_expected(outcome.comparison, req.expected)
-    written = write_outputs(Outputs(out_dir, req.junit), comparison, outcome.head, outcome.base)
+    written = write_outputs(Outputs(out=out_dir, junit=req.junit), comparison, outcome.head, outcome.base)
     return ABResult(outcome, comparison, out_dir, written)
 
 

@@ -25,6 +25,7 @@ from perfci.api.run import RunRequest, finish_run, measure, plan_run
 from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard
 from perfci.compare.gate import ExitCode
+from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.runner import ProgressFn
 from perfci.errors import UsageError
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
@@ -34,7 +35,7 @@ MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in t
 VERDICT_WORDS = {ExitCode.OK: "pass", ExitCode.REGRESSION: "regression", ExitCode.FAILED: "error"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CIRequest:
     mode: str = "auto"  # auto | ab | baseline
     base: str | None = None  # A/B base revision (default: the pull request's base branch)
@@ -47,9 +48,9 @@ class CIRequest:
     shard: Shard | None = None
     # A/B
     pairs: int | None = None
-    extra: int = 6
-    looks: int = 3
-    budget_s: float = 900.0
+    extra: int = AB_DEFAULTS.extra
+    looks: int = AB_DEFAULTS.looks
+    budget_s: float = AB_DEFAULTS.budget_s
     # both
     sample_budget_s: float | None = None
     rounds: int | None = None
@@ -150,9 +151,19 @@ def run_ci(
     decision = DecisionOptions(threshold=req.threshold)
     if plan.mode == "ab":
         ab_req = ABRequest(
-            plan.base_rev, None, req.sources, req.pairs, req.extra, req.looks, req.budget_s, req.sample_budget_s,
-            decision=decision, out=req.out, shard=req.shard, base_python=req.base_python, head_python=req.head_python,
-        )  # fmt: skip
+            base_rev=plan.base_rev,
+            sources=req.sources,
+            pairs=req.pairs,
+            extra=req.extra,
+            looks=req.looks,
+            budget_s=req.budget_s,
+            sample_budget_s=req.sample_budget_s,
+            decision=decision,
+            out=req.out,
+            shard=req.shard,
+            base_python=req.base_python,
+            head_python=req.head_python,
+        )
         result = ab(settings, ab_req, env, progress, check_out_dir)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
     run_req = RunRequest(

@@ -40,7 +40,7 @@ def comparison_json(comparison: Comparison) -> str:
     return json_text(comparison_to_dict(comparison))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DecisionOptions:
     """The comparison options a user can give (flags), before the configuration fills in the rest."""
 
@@ -119,7 +119,7 @@ def with_expected(comparison: Comparison, expected: Path | None) -> Comparison:
     return apply_expected(comparison, load_expected(expected or Path(EXPECTED_FILE), expected is not None))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outputs:
     """Where a comparison's files go: `out` gets comparison.json, report.html, junit.xml and summary.md."""
 
@@ -165,7 +165,7 @@ class CompareOutcome:
         return gate(self.comparison)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CompareRequest:
     baseline: Path  # alone: the candidate, compared with baselines/<runner>.json
     candidate: Path | None = None

@@ -38,7 +38,7 @@ def default_run_out() -> Path:
     return Path(".perfci") / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRequest:
     paths: list[Path] | None = None
     patterns: list[str] | None = None

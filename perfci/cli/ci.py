@@ -24,6 +24,7 @@ from perfci.cli.app import (
     writable_folder,
 )
 from perfci.compare.gate import ExitCode
+from perfci.compare.policy import AB_DEFAULTS
 from perfci.reports.terminal import verdict_line
 
 Mode = Annotated[
@@ -66,16 +67,34 @@ HeadPython = Annotated[
 def ci_command(
     mode: Mode = "auto", base: Base = None, paths: PathOpt = None, suites: SuiteOpt = None,
     patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: Runner = None, threshold: Thr = None,
-    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = None, extra: Extra = 6,
-    looks: Looks = 3, budget: Budget = 900.0, sample_budget: SampleBudget = None, rounds: Rounds = None,
+    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = None,
+    extra: Extra = AB_DEFAULTS.extra, looks: Looks = AB_DEFAULTS.looks, budget: Budget = AB_DEFAULTS.budget_s,
+    sample_budget: SampleBudget = None, rounds: Rounds = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
     base_python: BasePython = None, head_python: HeadPython = None,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
-        mode, base, Sources(paths, suites, patterns), out, runner, threshold, db, report_only, shard, pairs, extra,
-        looks, budget, sample_budget, rounds, step_summary, github_output, base_python, head_python,
-    )  # fmt: skip
+        mode=mode,
+        base=base,
+        sources=Sources(paths, suites, patterns),
+        out=out,
+        runner=runner,
+        threshold=threshold,
+        db=db,
+        report_only=report_only,
+        shard=shard,
+        pairs=pairs,
+        extra=extra,
+        looks=looks,
+        budget_s=budget,
+        sample_budget_s=sample_budget,
+        rounds=rounds,
+        step_summary=step_summary,
+        github_output=github_output,
+        base_python=base_python,
+        head_python=head_python,
+    )
 
     def body() -> int:
         settings = project_settings(config)

@@ -44,6 +44,7 @@ from perfci.cli.app import (
 )
 from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
+from perfci.compare.policy import AB_DEFAULTS
 from perfci.config import MAX_THREADS
 from perfci.metrics.registry import LATENCY
 from perfci.model import Comparison, RunResult
@@ -151,9 +152,27 @@ def compare(
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
-    decision = DecisionOptions(threshold, confidence, family, tuple(metric or ()), job_noise, catch, fail_on)
-    req = CompareRequest(baseline, candidate, runner, decision, history_noise, db, allow_mismatch, expected,
-                         Outputs(out, junit, html), store_baseline)  # fmt: skip
+    decision = DecisionOptions(
+        threshold=threshold,
+        confidence=confidence,
+        family=family,
+        metrics=tuple(metric or ()),
+        job_noise=job_noise,
+        catch=catch,
+        fail_on=fail_on,
+    )
+    req = CompareRequest(
+        baseline=baseline,
+        candidate=candidate,
+        runner=runner,
+        decision=decision,
+        history_noise=history_noise,
+        db=db,
+        allow_mismatch=allow_mismatch,
+        expected=expected,
+        outputs=Outputs(out=out, junit=junit, html=html),
+        store_baseline=store_baseline,
+    )
 
     def body() -> int:
         outcome = compare_files(project_settings(config), req)
@@ -168,7 +187,8 @@ def compare(
 @app.command("ab")
 def ab_command(
     base_rev: BaseRev = None, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
-    suites: SuiteOpt = None, pairs: Pairs = None, extra: Extra = 6, looks: Looks = 3, budget: Budget = 900.0,
+    suites: SuiteOpt = None, pairs: Pairs = None, extra: Extra = AB_DEFAULTS.extra, looks: Looks = AB_DEFAULTS.looks,
+    budget: Budget = AB_DEFAULTS.budget_s,
     sample_budget: SampleBudget = None, threads: Threads = None, cpus: Cpus = None, timeout: Timeout = None,
     seed: Seed = 0, build: Build = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
@@ -181,11 +201,35 @@ def ab_command(
     from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
 
     req = ABRequest(
-        base_rev, head_rev, Sources(paths, suites, patterns), pairs, extra, looks, budget, sample_budget, threads,
-        cpus, timeout, seed, build,
-        DecisionOptions(threshold, confidence, family, tuple(metric or ()), None, catch, fail_on),
-        out, junit, expected, shard, gpu_mode, base_python, head_python,
-    )  # fmt: skip
+        base_rev=base_rev,
+        head_rev=head_rev,
+        sources=Sources(paths, suites, patterns),
+        pairs=pairs,
+        extra=extra,
+        looks=looks,
+        budget_s=budget,
+        sample_budget_s=sample_budget,
+        threads=threads,
+        cpus=cpus,
+        timeout_s=timeout,
+        seed=seed,
+        build=build,
+        decision=DecisionOptions(
+            threshold=threshold,
+            confidence=confidence,
+            family=family,
+            metrics=tuple(metric or ()),
+            catch=catch,
+            fail_on=fail_on,
+        ),
+        out=out,
+        junit=junit,
+        expected=expected,
+        shard=shard,
+        gpu_mode=gpu_mode,
+        base_python=base_python,
+        head_python=head_python,
+    )
 
     def body() -> int:
         settings = project_settings(config)

@@ -28,7 +28,7 @@ from typing import Any
 from perfci.compare.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.compare.decide import compare_runs
 from perfci.compare.environments import changes_line, describe, environment_changes
-from perfci.compare.policy import DecisionSettings, practical_threshold
+from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
 from perfci.compare.revisions import Side, build
 from perfci.engine.lockstep import run_lockstep_pair
 from perfci.engine.runner import ProgressFn, Runner, RunSettings
@@ -49,9 +49,9 @@ print("PERFCI_CASES " + json.dumps(rows))
 @dataclass(frozen=True)
 class ABSettings:
     pairs: int | None = None  # pairs of the first look (None: `first_look`)
-    extra: int = 6  # pairs added per further look, to undecided cases only (see `needs_more`)
-    looks: int = 3  # looks in all (alpha is split evenly over them)
-    budget_s: float = 900.0  # wall-clock budget of the measuring; no new look starts when it would overrun
+    extra: int = AB_DEFAULTS.extra  # pairs added per further look, to undecided cases only (see `needs_more`)
+    looks: int = AB_DEFAULTS.looks  # looks in all (alpha is split evenly over them)
+    budget_s: float = AB_DEFAULTS.budget_s  # no new look starts when it would overrun
     seed: int = 0
     run: RunSettings = field(default_factory=RunSettings)
     decision: DecisionSettings = field(default_factory=DecisionSettings)

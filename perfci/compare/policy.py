@@ -40,6 +40,20 @@ GPU_JOB_NOISE = 0.03
 REFERENCE_JOB_NOISE = 0.03
 
 
+@dataclass(frozen=True, kw_only=True)
+class ABPlan:
+    """How a same-machine A/B spends its time: `extra` pairs added per further look (to undecided cases only),
+    `looks` in all (alpha is split evenly over them), and the wall-clock budget of the measuring (no new look
+    starts when it would overrun). These defaults are every command's and request's (`AB_DEFAULTS`)."""
+
+    extra: int = 6
+    looks: int = 3
+    budget_s: float = 900.0
+
+
+AB_DEFAULTS = ABPlan()
+
+
 @dataclass(frozen=True)
 class DecisionSettings:
     """How verdicts are reached. `confidence` is one-sided per case and metric, for the whole comparison: it is

@@ -46,3 +46,24 @@ def test_cli_reads_and_writes_no_files() -> None:
         and (name := n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in FORBIDDEN_CALLS
     ]
     assert not calls, "\n".join(calls)
+
+
+def test_the_api_public_names_are_one_list() -> None:
+    """`perfci.api.__all__` comes from one table; the TYPE_CHECKING imports that give type checkers the same
+    names must agree with it, and every name resolves."""
+    import ast
+    from pathlib import Path
+
+    import perfci.api as api
+
+    tree = ast.parse(Path(api.__file__).read_text())
+    typed = {
+        (node.module, alias.name)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and getattr(block.test, "id", "") == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == {(module, name) for name, module in api._WHERE.items()}
+    assert all(getattr(api, name) is not None for name in api.__all__)

@@ -338,8 +338,8 @@ def test_ab_pairs_run_the_energy_block_only_where_energy_is_compared(tmp_path: P
     from perfci.profilers.timing import TimingSettings
 
     settings = Settings({}, Config(source=tmp_path / "perfci.toml"))
-    assert ab_settings(settings, ABRequest("HEAD")).run.timing.energy_window_s == 0.0
-    asked = ABRequest("HEAD", decision=DecisionOptions(metrics=("latency.median", "energy_per_call")))
+    assert ab_settings(settings, ABRequest(base_rev="HEAD")).run.timing.energy_window_s == 0.0
+    asked = ABRequest(base_rev="HEAD", decision=DecisionOptions(metrics=("latency.median", "energy_per_call")))
     assert ab_settings(settings, asked).run.timing.energy_window_s == TimingSettings().energy_window_s > 0
 
 

@@ -115,3 +115,12 @@ def test_no_package_cycle() -> None:
 def test_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """docs/architecture.md names each module by its path under perfci/ (`compare/rolling.py`; `model.py` for the
+    core modules at the top). The built-in suites are workload files, named by their folder."""
+    page = (ROOT.parent / "docs" / "architecture.md").read_text()
+    modules = [p.relative_to(ROOT).as_posix() for p in sorted(ROOT.rglob("*.py")) if p.name != "__init__.py"]
+    missing = [m for m in modules if not m.startswith("workloads/builtin/") and f"`{m}`" not in page]
+    assert missing == []

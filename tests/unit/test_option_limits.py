@@ -33,8 +33,8 @@ def test_a_sampling_budget_outside_its_range_is_refused(budget: float) -> None:
 )
 def test_ab_options_outside_their_range_are_refused(change: dict[str, float], words: str) -> None:
     with pytest.raises(UsageError, match=words):
-        ab_settings(Settings({}), ABRequest("HEAD", **change))  # type: ignore[arg-type]
-    assert ab_settings(Settings({}), ABRequest("HEAD", pairs=8, budget_s=60.0)).budget_s == 60.0
+        ab_settings(Settings({}), ABRequest(base_rev="HEAD", **change))  # type: ignore[arg-type]
+    assert ab_settings(Settings({}), ABRequest(base_rev="HEAD", pairs=8, budget_s=60.0)).budget_s == 60.0
 
 
 def test_a_huge_error_message_is_cut_to_its_first_4000_characters() -> None:

@@ -100,7 +100,7 @@ def test_gpu_mode_flag_beats_the_configuration_and_reaches_the_workers(tmp_path:
     assert settings.gpu_mode("sustained") == "sustained"  # key and flag set at once: the flag wins
     assert run_settings(settings, RunRequest(gpu_mode="sustained")).timing.gpu_mode == "sustained"
     assert run_settings(settings, RunRequest()).timing.gpu_mode == "cold"
-    assert ab_settings(settings, ABRequest("HEAD", gpu_mode="sustained")).run.timing.gpu_mode == "sustained"
+    assert ab_settings(settings, ABRequest(base_rev="HEAD", gpu_mode="sustained")).run.timing.gpu_mode == "sustained"
     assert Settings().gpu_mode(None) == "hot"
     with pytest.raises(UsageError, match="--gpu-mode"):
         settings.gpu_mode("warm")
