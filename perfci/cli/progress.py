@@ -88,7 +88,7 @@ class PlainProgress:
         self._thread.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from perfci.pytest_plugin.measure import InProcessSettings
 
 RESULTS_FILE = "results.json"
-REGRESSION_EXIT = 1
 WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError)
 
 
