@@ -10,17 +10,15 @@ imports neither the history store (SQLAlchemy) nor the engine or the workloads (
 
 from __future__ import annotations
 
-import atexit
 import os
-import signal
 import sys
-import threading
 from collections.abc import MutableMapping, Sequence
 from importlib import import_module
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from perfci.api.sizes import parse_size
+from perfci.cli import exits
 from perfci.engine import WORKER_UNSET_VAR
 
 if TYPE_CHECKING:
@@ -91,85 +89,19 @@ def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
     environ[WORKER_UNSET_VAR] = ",".join([*unset, BLAS_THREADS_VAR])
 
 
-# Deep enough for any document the JSON parsers accept (orjson stops at 1,024 levels of nesting): copying,
-# writing or pickling one nested 500 levels deep in its free-form fields (a fingerprint, the settings, a round's
-# telemetry) ran past Python's default 1,000 frames (fuzzing: a traceback in merge, compare --out, baseline update
-# and history ingest). Python 3.11 calls between Python functions do not grow the C stack.
+# Deep enough for any document perfci reads (1,024 levels of nesting): copying, writing or pickling one nested 500
+# levels deep in its free-form fields (a fingerprint, the settings, a round's telemetry) runs past Python's default
+# 1,000 frames in merge, compare --out, baseline update and history ingest. Python 3.11 calls between Python
+# functions do not grow the C stack.
 RECURSION_LIMIT = 4_000
 
 
-INTERRUPTED_EXIT = 130  # Ctrl-C or SIGTERM, here and in the commands' guard (cli/app.py)
-
-
-_signals: list[int] = []  # Ctrl-C or SIGTERM received, from the first moment
-_kept: list[object] = []  # a command's data left for the operating system to free (keep_until_exit)
-
-
-def keep_until_exit(data: object) -> None:
-    """Leave `data` (e.g. two loaded 5,000-case runs: two million objects) to the operating system: the process
-    ends without freeing it one object at a time and without the interpreter's teardown (a fifth of a second),
-    once stdout and stderr are flushed and the exit handlers (`atexit`) have run. For commands whose files are
-    all written and closed when they return."""
-    _kept.append(data)
-
-
-def on_interrupt(signum: int, frame: object) -> None:
-    """Ctrl-C's and SIGTERM's handler: remembered, then a KeyboardInterrupt (a cancelled CI job's SIGTERM takes
-    the way out of Ctrl-C)."""
-    _signals.append(signum)
-    raise KeyboardInterrupt
-
-
 def entrypoint() -> None:
-    # Ctrl-C and SIGTERM from the first moment. While the commands were imported (half a second) a cancelled CI
-    # job's SIGTERM killed perfci with the signal (143); the interrupt could also surface as another error (a
-    # RuntimeError from a class being made), end typer's start-up with SIGINT, or become click's "Aborted!" and
-    # exit 1, which CI reads as a regression (kill trials, benchmarks/kill_check.py). The README promises 130;
-    # each command's guard (cli/app.py) handles the interrupts of its body.
-    main_thread = threading.current_thread() is threading.main_thread()  # where signal handlers live
-    if main_thread:
-        signal.signal(signal.SIGTERM, on_interrupt)
-        signal.signal(signal.SIGINT, on_interrupt)
-    try:
+    """The `perfci` command: interrupts handled from the first moment (cli/exits.py), then the command."""
+    with exits.interrupts_handled():
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         load_commands(sys.argv[1:])(prog_name="perfci")
-    except SystemExit as exc:
-        if exc.code == INTERRUPTED_EXIT or _signals:  # after an interrupt, whatever ended the command
-            _exit_interrupted()
-        if main_thread:
-            # the command is done and its files are written: a SIGTERM during the interpreter's shutdown (a tenth
-            # of a second, with the signal's default action back) ended a finished run with -15 (kill trials)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if _kept and isinstance(exc.code, int):
-            _exit_now(exc.code)
-        raise
-    except BaseException:
-        if not _signals:
-            raise
-        sys.stderr.write("interrupted.\n")  # an interrupt outside a command's guard: nothing measured or written
-        _exit_interrupted()
-
-
-def _exit_now(code: int) -> NoReturn:
-    """End a finished command at once (keep_until_exit): flush, run the exit handlers, `os._exit`."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or broken pipe: the normal exit path words it
-        raise SystemExit(code) from None
-    atexit._run_exitfuncs()
-    os._exit(code)
-
-
-def _exit_interrupted() -> NoReturn:
-    """Exit 130 for sure. CPython remembers a KeyboardInterrupt that went through code run by `exec` of a text
-    (dataclasses make their methods so, while modules are imported) and then ends the process with SIGINT
-    whatever exit code it was given: 6 of 40 SIGTERMs in the first half second ended so (exit -2), after the
-    interrupt had been handled. Every clean-up of perfci's is a `with` or `finally` that has run by now."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(INTERRUPTED_EXIT)
 
 
 __all__ = ["app", "entrypoint", "parse_size"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import signal
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from enum import StrEnum
@@ -19,7 +17,7 @@ from rich.markup import escape
 
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
-from perfci.cli import INTERRUPTED_EXIT, on_interrupt
+from perfci.cli.exits import INTERRUPTED_EXIT, command_guard
 from perfci.cli.progress import PlainProgress
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
@@ -119,10 +117,9 @@ def guard(fn: Callable[[], int]) -> NoReturn:
     Ctrl-C and SIGTERM unwind the body (so worker processes are killed, not orphaned; what was measured is
     already on disk) and exit 130 with one line on stderr; a body may catch KeyboardInterrupt to say more and
     re-raise it."""
-    main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
-    previous = signal.signal(signal.SIGTERM, on_interrupt) if main_thread else None
     try:
-        code = fn()
+        with command_guard():
+            code = fn()
     except PerfciError as exc:
         if _State.debug:
             raise
@@ -134,9 +131,6 @@ def guard(fn: Callable[[], int]) -> NoReturn:
         if _State.debug:
             raise
         fail(file_error(exc))
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     raise typer.Exit(code)
 
 

@@ -23,7 +23,6 @@ from perfci.api.compare import (
     comparison_document,
     comparison_json,
 )
-from perfci.cli import keep_until_exit
 from perfci.cli.app import (
     DbOpt,
     GpuModeOpt,
@@ -42,6 +41,7 @@ from perfci.cli.app import (
     project_settings,
     writable_folder,
 )
+from perfci.cli.exits import keep_until_exit
 from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS

@@ -1,0 +1,107 @@
+"""How the `perfci` process ends: the exit code of an interrupt, and a fast exit for a finished command.
+
+How the pieces fit (each answers a finding of the kill trials, tests/integration/test_kill_trials.py and
+benchmarks/kill_check.py):
+
+1. `interrupts_handled` wraps the whole command, from the first moment: Ctrl-C and SIGTERM (a cancelled CI job)
+   become a KeyboardInterrupt. Without it, a SIGTERM while the commands are imported (half a second) killed perfci
+   with the signal (143), or became click's "Aborted!" and exit 1, which CI reads as a regression.
+2. `command_guard` (used by each command's guard, cli/app.py) unwinds the command's body on an interrupt, so that
+   its worker processes are killed and its `with` and `finally` blocks run; what was measured is already on disk.
+   The command then exits 130 with one line.
+3. After an interrupt, whatever ended the command, the process exits 130 at once (`os._exit`): CPython remembers a
+   KeyboardInterrupt that went through code run from a text (dataclasses make their methods so) and would end the
+   process with SIGINT whatever code it was given.
+4. A finished command whose files are all written may leave its data to the operating system
+   (`keep_until_exit`): the process flushes its output, runs the exit handlers, and ends without freeing a
+   million objects one by one (a fifth of a second). A SIGTERM from then on is ignored: the work is done.
+
+The signal handler can only tell the rest of the process through module state: `_received` (the signals seen)
+and `_kept` (data left to the operating system) are that state, and nothing else is kept here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+INTERRUPTED_EXIT = 130  # Ctrl-C or SIGTERM
+
+_received: list[int] = []  # Ctrl-C or SIGTERM received, from the first moment
+_kept: list[object] = []  # a command's data left for the operating system to free
+
+
+def keep_until_exit(data: object) -> None:
+    """Leave `data` (e.g. two loaded 5,000-case runs) to the operating system when the command has finished."""
+    _kept.append(data)
+
+
+def on_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C's and SIGTERM's handler: remembered, then a KeyboardInterrupt."""
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # where signal handlers live
+
+
+@contextmanager
+def interrupts_handled() -> Iterator[None]:
+    """Around the whole command (1, 3 and 4 above)."""
+    main_thread = _main_thread()
+    if main_thread:
+        signal.signal(signal.SIGTERM, on_interrupt)
+        signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED_EXIT or _received:
+            _exit_interrupted()
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done and written: no -15 during the shutdown
+        if _kept and isinstance(exc.code, int):
+            _exit_now(exc.code)
+        raise
+    except BaseException:
+        if not _received:
+            raise
+        sys.stderr.write("interrupted.\n")  # outside a command's guard: nothing measured or written
+        _exit_interrupted()
+
+
+@contextmanager
+def command_guard() -> Iterator[None]:
+    """Around a command's body (2 above): SIGTERM unwinds it as Ctrl-C does; the previous handler comes back."""
+    main_thread = _main_thread()
+    previous = signal.signal(signal.SIGTERM, on_interrupt) if main_thread else None
+    try:
+        yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a finished command at once: flush, run the exit handlers, `os._exit`. The exit handlers are run by
+    hand because `os._exit` skips them (atexit has no public call for it)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken pipe: the normal exit path words it
+        raise SystemExit(code) from None
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Exit 130 for sure (3 above); every clean-up of perfci's is a `with` or `finally` that has run by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED_EXIT)
