@@ -177,7 +177,7 @@ def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_z
     return value
 
 
-MAX_THREADS = 4_096  # threads per worker, far past any CPU count (fuzzing: 9e18 overflowed torch; every case failed)
+MAX_THREADS = 4_096  # threads per worker, far past any CPU count (9e18 overflowed torch; every case failed)
 
 
 def _threads(w: _Where, value: int) -> int:

@@ -136,7 +136,7 @@ MAX_LOOKS = 100
 
 
 def _check_ab_limits(req: ABRequest) -> None:
-    """Options checked before anything is checked out (fuzzing: `--budget nan` never stopped a look, and
+    """Options checked before anything is checked out (`--budget nan` never stopped a look, and
     `--pairs 1000000000` ran on past its time budget, which is only read between looks)."""
     if not 0.0 < req.budget_s <= MAX_AB_BUDGET_S:  # False for NaN
         raise UsageError(f"--budget must be above 0 and at most {MAX_AB_BUDGET_S:g} s, not {req.budget_s!r}.")

@@ -57,7 +57,7 @@ MAX_FRACTION = 10.0  # --threshold and --job-noise: 1,000%, far past any use
 
 
 def checked_fraction(flag: str, value: float | None) -> float | None:
-    """`value` when it is None or a fraction from 0 to MAX_FRACTION; UsageError otherwise (fuzzing: a NaN
+    """`value` when it is None or a fraction from 0 to MAX_FRACTION; UsageError otherwise (a NaN
     threshold turned a regression into a pass; -1 or 1e308 ended in a traceback)."""
     if value is not None and not 0.0 <= value <= MAX_FRACTION:  # False for NaN
         raise UsageError(f"{flag} must be a fraction from 0 to {MAX_FRACTION:g} (0.05 is 5%), not {value!r}.")

@@ -146,7 +146,7 @@ _ISO_PREFIX = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}(:[0-9]{2}(:[0-9]
 
 
 def checked_filter(where: RunFilter) -> RunFilter:
-    """`where` when its dates are ISO dates or times; UsageError otherwise (fuzzing: `--since garbage` listed
+    """`where` when its dates are ISO dates or times; UsageError otherwise (`--since garbage` listed
     nothing and `--until garbage` exported everything, without a word)."""
     for flag, value in (("--since", where.since), ("--until", where.until)):
         if value is None:
@@ -221,7 +221,7 @@ class TrendQuery:
     window: int = DEFAULT_WINDOW  # runs: the movers overview covers change points within each series' latest ones
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.min_effect <= 10.0:  # False for NaN (fuzzing: NaN or inf made `trend --check` pass)
+        if not 0.0 < self.min_effect <= 10.0:  # False for NaN (NaN or inf made `trend --check` pass)
             raise UsageError(
                 f"--min-effect must be a fraction above 0 and at most 10 (0.03 is 3%), not {self.min_effect!r}."
             )

@@ -79,7 +79,7 @@ def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
             )
             raise UsageError(f"{first_path} and {path} were measured with different settings ({', '.join(diff)}).")
         hardware, software = fingerprint_changes(first.fingerprint, run.fingerprint)
-        if hardware or software:  # fuzzing: shards on other Python or torch merged under the first's fingerprint
+        if hardware or software:  # shards on other Python or torch merged under the first's fingerprint
             raise UsageError(
                 f"{first_path} and {path} were measured in different environments "
                 f"({change_text(hardware + software)}); the merged file would claim one.",
@@ -147,9 +147,9 @@ def merge_runs(parts: list[tuple[Path, RunResult]]) -> RunResult:
 def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     """Join the parts, compare with the baseline (a file given, else baselines/<runner>.json when it exists),
     write results.json, report.html, summary.md (and comparison.json when compared)."""
-    checked_fraction("--threshold", req.threshold)  # fuzzing: NaN, inf or 1e308 left every row without one
+    checked_fraction("--threshold", req.threshold)  # NaN, inf or 1e308 left every row without one
     written_to = (req.out / "results.json").resolve()
-    if any(Path(p).resolve() == written_to for p in req.files):  # fuzzing: the shard was replaced by the merge
+    if any(Path(p).resolve() == written_to for p in req.files):  # the shard was replaced by the merge
         raise UsageError(f"--out {req.out}: its results.json is one of the files merged; choose another folder.")
     files = list(req.files)
     parts = [(f, load_results(f)) for f in files]

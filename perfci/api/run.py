@@ -85,7 +85,7 @@ MEMORY_LIMIT_RANGE = (64 * 2**20, 2**60)  # a worker's limit: what Python itself
 
 
 def memory_limit_bytes(text: str) -> int:
-    """`--memory-limit` / $PERFCI_MEMORY_LIMIT in bytes; UsageError outside MEMORY_LIMIT_RANGE (fuzzing: `0` or
+    """`--memory-limit` / $PERFCI_MEMORY_LIMIT in bytes; UsageError outside MEMORY_LIMIT_RANGE (`0` or
     `1B` made every case fail as out of memory, and 10^23 GiB was taken)."""
     limit = parse_size(text)
     low, high = MEMORY_LIMIT_RANGE

@@ -78,7 +78,7 @@ def _read_event(path: Path) -> Any:
 def event_base(event: str, payload: Any) -> str | None:
     """A pull request's or merge group's base from the event payload, where GITHUB_BASE_REF is not set: GitHub sets
     that variable for pull requests only, so a merge-queue run (`merge_group`) fell back to a baseline run that
-    passed with nothing to compare (fuzzing). A merge group's base commit, else a pull request's base branch."""
+    passed with nothing to compare. A merge group's base commit, else a pull request's base branch."""
     if not isinstance(payload, dict):
         return None
     if event == "merge_group":
@@ -107,7 +107,7 @@ class Settings:
         from perfci.store.history import default_url, in_memory  # here: the store imports SQLAlchemy (docs/scale.md)
 
         url = first(flag, self.env.get(ENV_DB) or None, default_url(cwd or Path.cwd()))
-        if in_memory(url):  # fuzzing: `history ingest --db sqlite://` said "ingested 1 run(s)" and kept nothing
+        if in_memory(url):  # `history ingest --db sqlite://` said "ingested 1 run(s)" and kept nothing
             raise UsageError(f"{url!r} is an in-memory database: it keeps nothing.", hint="e.g. sqlite:///history.db")
         return url
 
@@ -127,7 +127,7 @@ class Settings:
     def budget_s(self, flag: float | None, default: float) -> float:
         """The sampling budget per case and round (`run --budget`, `ab --sample-budget`, config `budget_s`)."""
         value = first(flag, self.cfg.budget_s, default)
-        if not 0.0 < value <= MAX_SAMPLE_BUDGET_S:  # False for NaN (fuzzing: NaN and inf were taken)
+        if not 0.0 < value <= MAX_SAMPLE_BUDGET_S:  # False for NaN (NaN and inf were taken)
             raise UsageError(
                 f"the sampling budget must be above 0 and at most {MAX_SAMPLE_BUDGET_S:g} s, not {value!r}."
             )

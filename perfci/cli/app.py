@@ -85,7 +85,7 @@ def file_error(exc: OSError) -> PerfciError:
 
 def appendable_file(path: Path | None, option: str) -> None:
     """Check up front that a file perfci appends to at the end (the step summary, the outputs file) can be
-    appended to: a folder, or a file in a missing or read-only folder, was found only after measuring (fuzzing),
+    appended to: a folder, or a file in a missing or read-only folder, was found only after measuring,
     and the gate's own exit code was lost to exit 2."""
     if path is None:
         return

@@ -1,6 +1,6 @@
 """How the `perfci` process ends: the exit code of an interrupt, and a fast exit for a finished command.
 
-How the pieces fit (each answers a finding of the kill trials, tests/integration/test_kill_trials.py and
+How the pieces fit (each answers a finding of the kill tests, tests/integration/test_kill_trials.py and
 benchmarks/kill_check.py):
 
 1. `interrupts_handled` wraps the whole command, from the first moment: Ctrl-C and SIGTERM (a cancelled CI job)

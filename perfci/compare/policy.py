@@ -73,7 +73,7 @@ class DecisionSettings:
     # answer keeps the default
     job_noise_lookup: Callable[[str, str], float | None] | None = None
     memory_slack_bytes: float = MEMORY_SLACK_BYTES
-    # issue #20: `slower`/`faster` need an estimate of at least this share of theta (stats/decision.py); the gate
+    # `slower`/`faster` need an estimate of at least this share of theta (stats/decision.py); the gate
     # fails on `regression` rows, or also on `slower` rows with fail_on = "slower"
     slower_min: float = MIN_FRACTION
     fail_on: str = "regression"

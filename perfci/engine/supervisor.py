@@ -62,7 +62,7 @@ STDERR_TAIL_BYTES = 16 * 1024  # what is read of a worker's stderr log for its l
 
 
 def _stderr_tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a worker's stderr log, from its last STDERR_TAIL_BYTES (fuzzing: a worker that wrote a
+    """The last lines of a worker's stderr log, from its last STDERR_TAIL_BYTES (a worker that wrote a
     gigabyte made perfci read the whole log into memory, 2 GB)."""
     try:
         with path.open("rb") as f:

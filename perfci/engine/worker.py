@@ -52,7 +52,7 @@ def _emit(stream: IO[str], event: WorkerEvent) -> None:
     stream.flush()
 
 
-MAX_MESSAGE_CHARS = 4_000  # of an error's message (fuzzing: a 20 MB message went into results.json whole)
+MAX_MESSAGE_CHARS = 4_000  # of an error's message (a 20 MB message went into results.json whole)
 
 
 def _text(exc: BaseException) -> str:
@@ -78,7 +78,7 @@ def _error_event(case_id: str, exc: BaseException) -> Error:
 
 def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T | None]:
     """Run one step of a case with the case marked in flight; report an exception as the case's error. The
-    working folder is put back after the step (fuzzing: a set-up's `os.chdir` made the next cases' workload
+    working folder is put back after the step (a set-up's `os.chdir` made the next cases' workload
     files, named by relative paths, impossible to import)."""
     _emit(out, Start(case_id))
     cwd = os.getcwd()
@@ -112,7 +112,7 @@ def _result_line(s: CaseSession) -> str:
     """The case's result, encoded and read back as the supervisor will read it: a result that cannot be sent
     (a note that is not JSON, work of the wrong type) is this case's error, raised while the case is in flight.
     Sent after the case's `Idle`, it was a malformed message with no case in flight, and the supervisor blamed
-    every case left in the round (fuzzing)."""
+    every case left in the round."""
     line = finish(s).encode()
     decode_event(line)
     return line

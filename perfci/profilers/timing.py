@@ -186,7 +186,7 @@ def calibrate(fn: Callable[[], object], timer: BlockTimer, overhead: float, sett
     that of the 3 before, i.e. it has stopped falling (a GPU's SM clock ramps up over the first blocks), or until
     `steady_max_s` of blocks. Blocks are resized as the per-call time falls. A single slow block (a clock
     ramp, an idle GPU waking up) therefore no longer sets the count: before, the first block that reached the target
-    did, and a 186 us GEMM on an H200 got 1 iteration in 3 rounds of 10 and 11 in the others (issue 15).
+    did, and a 186 us GEMM on an H200 got 1 iteration in 3 rounds of 10 and 11 in the others.
     """
     target = max(settings.min_sample_s, overhead / settings.max_overhead)
     iterations = _grow(fn, timer, target, settings)

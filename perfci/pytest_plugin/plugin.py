@@ -147,7 +147,7 @@ def pytest_configure(config: pytest.Config) -> None:
     rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
     if rounds < MIN_ROUNDS:
         raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
-    if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0` (fuzzing)
+    if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0`
         raise pytest.UsageError(f"--perfci-budget must be a finite number of seconds above 0, not {budget!r}")
     threshold = config.getoption("perfci_threshold")
     if threshold is not None:  # refused now, not after every test has run (the comparison refused a NaN late)
@@ -176,7 +176,7 @@ def _check_threshold(threshold: float) -> None:
 
 def _checked_out(out: str, baseline: Path | None) -> Path:
     """`--perfci-out` resolved, when results.json can be written there and is not the baseline; a usage error
-    otherwise (fuzzing: a file there ended the session in a traceback, and `--perfci-out base --perfci-compare
+    otherwise (a file there ended the session in a traceback, and `--perfci-out base --perfci-compare
     base/results.json` overwrote the baseline and compared it with itself: PASS on a 3x slowdown)."""
     path = Path(out).resolve()
     existing = next(p for p in (path, *path.parents) if p.exists())  # the root exists
@@ -224,7 +224,7 @@ class Perf:
 
         Bad arguments fail this call (and so the test) at once, before anything is measured: a `name` or node id
         that UTF-8 cannot hold (a lone UTF-16 surrogate), or `flops`/`bytes` that are not a number from 0 to
-        1e30 (fuzzing: a NaN stopped the whole session's results file from being written; a surrogate wrote a
+        1e30 (a NaN stopped the whole session's results file from being written; a surrogate wrote a
         file that `perfci compare` refused)."""
         workload = f"{self._nodeid}::{name}" if name else self._nodeid
         if isinstance(name, str):

@@ -77,7 +77,7 @@ class Trend:
 
 @dataclass(frozen=True)
 class Drift:
-    """Slowdowns below the threshold since a case's last change point that add up past it (issue #20): each step
+    """Slowdowns below the threshold since a case's last change point that add up past it: each step
     alone is smaller than the threshold, so no change point is drawn, but together they are a regression."""
 
     total: float  # the level now over the level at the last change point (ratio; > 1 is worse for lower-is-better)

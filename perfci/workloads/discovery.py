@@ -78,7 +78,7 @@ def load_source(source: str) -> ModuleType:
             sys.path.insert(0, str(folder))
     sys.modules[name] = module
     try:
-        # what the file prints goes to stderr: stdout carries `--format json` (fuzzing: a print broke the JSON,
+        # what the file prints goes to stderr: stdout carries `--format json` (a print broke the JSON,
         # and so did a write to file descriptor 1)
         with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
             spec.loader.exec_module(module)
@@ -90,7 +90,7 @@ def load_source(source: str) -> ModuleType:
     except WorkloadDefinitionError as exc:  # the decorator's own error: the file named, the words kept
         del sys.modules[name]
         raise WorkloadDefinitionError(f"{path}: {exc.message}", hint=exc.hint) from None
-    except (Exception, SystemExit) as exc:  # SystemExit: fuzzing, `sys.exit(3)` at import ended perfci silently
+    except (Exception, SystemExit) as exc:  # SystemExit: `sys.exit(3)` at import ended perfci silently
         del sys.modules[name]
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise WorkloadDefinitionError(
@@ -129,7 +129,7 @@ def import_roots(path: Path) -> list[Path]:
 
 def workloads_in(module: ModuleType) -> list[Workload]:
     """The module's workloads (one bound under two names counts once). Two that share a name are refused
-    (fuzzing: the second was never measured, or its cases ran the first one's set-up)."""
+    (the second was never measured, or its cases ran the first one's set-up)."""
     found: dict[str, Workload] = {}
     for obj in vars(module).values():
         if not isinstance(obj, Workload) or found.get(obj.name) is obj:
