@@ -172,6 +172,36 @@ def discard(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+class _Killed(Exception):
+    """Why a worker is killed: it timed out, exceeded the memory limit, or sent a malformed message."""
+
+    def __init__(self, kind: ErrorKind, reason: str) -> None:
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+def _watched(
+    events: Iterator[WorkerEvent | None], ps: psutil.Process, limits: Limits, timeout_s: float, per_step: bool
+) -> Iterator[WorkerEvent]:
+    """The one supervision loop, for both ways of driving a worker: its events, while the time-out and the memory
+    limit are checked at every poll. The time-out counts from the start, and again from every step of a case when
+    `per_step` (a worker running its job; a lockstep command has its own time-out). Raises `_Killed`."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for event in events:
+            if event is not None:
+                if per_step and _resets_clock(event):
+                    deadline = time.monotonic() + limits.case_timeout_s
+                yield event
+                continue
+            if time.monotonic() > deadline:
+                raise _Killed("timeout", f"timed out after {limits.case_timeout_s if per_step else timeout_s:g} s")
+            if over := _memory_exceeded(ps, limits):
+                raise _Killed("oom", over)
+    except ProtocolError as exc:
+        raise _Killed("crash", _malformed(exc)) from None
+
+
 def _supervise(
     proc: subprocess.Popen[bytes],
     limits: Limits,
@@ -180,25 +210,13 @@ def _supervise(
 ) -> None:
     ps = psutil.Process(proc.pid)
     current: str | None = None
-    deadline = time.monotonic() + limits.startup_timeout_s
     killed: tuple[ErrorKind, str] | None = None
     try:
-        for event in _read_events(proc):
-            if event is not None:
-                current = _in_flight(event, current)
-                if _resets_clock(event):
-                    deadline = time.monotonic() + limits.case_timeout_s
-                on_event(event)
-                continue
-            if time.monotonic() > deadline:
-                killed = ("timeout", f"timed out after {limits.case_timeout_s:g} s")
-            elif over := _memory_exceeded(ps, limits):
-                killed = ("oom", over)
-            if killed:
-                break
-    except ProtocolError as exc:
-        killed = ("crash", _malformed(exc))
-    if killed:
+        for event in _watched(_read_events(proc), ps, limits, limits.startup_timeout_s, per_step=True):
+            current = _in_flight(event, current)
+            on_event(event)
+    except _Killed as exc:
+        killed = (exc.kind, exc.reason)
         _kill(proc)
     ending = _ending(current, killed, proc.wait(), stderr_path)
     if ending is not None:
@@ -267,21 +285,14 @@ class WorkerProcess:
 
     def wait_for(self, kind: type[E], timeout_s: float) -> E:
         """Read events until one of type `kind`, which is returned."""
-        deadline = time.monotonic() + timeout_s
         try:
-            for event in self.events:
-                if event is not None:
-                    self.current = _in_flight(event, self.current)
-                    self.on_event(event)
-                    if isinstance(event, kind):
-                        return event
-                    continue
-                if time.monotonic() > deadline:
-                    self._lost(f"timed out after {timeout_s:g} s", "timeout")
-                if over := _memory_exceeded(self.ps, self.limits):
-                    self._lost(over, "oom")
-        except ProtocolError as exc:
-            self._lost(_malformed(exc))
+            for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step=False):
+                self.current = _in_flight(event, self.current)
+                self.on_event(event)
+                if isinstance(event, kind):
+                    return event
+        except _Killed as exc:
+            self._lost(exc.reason, exc.kind)
         self._lost(None)
 
     def _lost(self, reason: str | None, kind: ErrorKind = "crash") -> NoReturn:
