@@ -27,7 +27,8 @@ from perfci.compare.environments import probe
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.compare.revisions import Side, checked_out, map_path, repo_root
-from perfci.engine.runner import ProgressFn, RunSettings
+from perfci.engine.progress import ProgressFn
+from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
 from perfci.metrics.registry import ENERGY
 from perfci.model import Comparison, RunResult

@@ -26,7 +26,7 @@ from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
-from perfci.engine.runner import ProgressFn
+from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
 from perfci.model import CaseStatus, Comparison, RunResult, Verdict
 

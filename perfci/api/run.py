@@ -20,8 +20,9 @@ from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.saved import dump_comparison
+from perfci.engine.progress import ProgressFn
 from perfci.engine.resume import WORKLOADS_KEY, check_resumable, workloads_digest
-from perfci.engine.runner import ProgressFn, Runner, RunSettings, git_info
+from perfci.engine.runner import Runner, RunSettings, git_info
 from perfci.errors import UsageError
 from perfci.model import CaseSpec, Comparison, RunResult
 from perfci.profilers.fingerprint import fingerprint

@@ -19,12 +19,13 @@ from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
 from perfci.cli.exits import INTERRUPTED_EXIT, command_guard
 from perfci.cli.progress import PlainProgress
+from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:
-    from perfci.engine.runner import ProgressFn
+    from perfci.engine.progress import ProgressFn
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
 baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
@@ -246,11 +247,11 @@ def progress_bar(
     bar = Progress(TextColumn("{task.description}"), *columns, TimeElapsedColumn(), console=err, transient=True)
     task = bar.add_task(first, total=total)
 
-    def update(message: str, done: int, total: int) -> None:
-        if counted:
-            bar.update(task, description=message[:60], completed=done, total=total)
-        else:
-            bar.update(task, description=f"{prefix}{message}"[:70])
+    def update(event: ProgressEvent) -> None:
+        if counted and isinstance(event, RoundStarted):
+            bar.update(task, description=event.describe()[:60], completed=event.done, total=event.total)
+        elif not counted:
+            bar.update(task, description=f"{prefix}{event.describe()}"[:70])
 
     return bar, update
 

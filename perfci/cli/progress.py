@@ -5,21 +5,19 @@ state and writes a line when `every_s` has passed since the last one; a heartbea
 second, so a line comes even while one long case is being measured and no event arrives. The clock, the
 writer and the heartbeat's period are injectable, so tests need no sleeps.
 
-Lines say how far the work is: for an A/B the pairs run and the cases decided (from the engine's
-`round N: ...` and `look N: D of T cases decided` messages) and the time left in the budget; for a run the
-case-rounds done and an estimate of the time left.
+Lines say how far the work is: for an A/B the pairs run and the cases decided (the engine's typed events,
+perfci/engine/progress.py) and the time left in the budget; for a run the case-rounds done and an estimate of the
+time left.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
 
-_ROUND = re.compile(r"^round (\d+): ")
-_LOOK = re.compile(r"^look \d+: (\d+) of (\d+) cases decided")
+from perfci.engine.progress import LookDone, ProgressEvent
 
 
 class PlainProgress:
@@ -44,14 +42,13 @@ class PlainProgress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __call__(self, message: str, done: int, total: int) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         with self._lock:
-            if m := _ROUND.match(message):
-                self.pair = max(self.pair, int(m.group(1)))
-            if m := _LOOK.match(message):
-                self.decided = (int(m.group(1)), int(m.group(2)))
+            if isinstance(event, LookDone):
+                self.decided = (event.decided, event.cases)
             else:
-                self.message, self.done, self.total = message, done, total
+                self.pair = max(self.pair, event.round)
+                self.message, self.done, self.total = event.describe(), event.done, event.total
         self.tick()
 
     def tick(self) -> None:

@@ -31,7 +31,8 @@ from perfci.compare.environments import changes_line, describe, environment_chan
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
 from perfci.compare.revisions import Side, build
 from perfci.engine.lockstep import run_lockstep_pair
-from perfci.engine.runner import ProgressFn, Runner, RunSettings
+from perfci.engine.progress import LookDone, ProgressFn
+from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, WorkloadDefinitionError
 from perfci.metrics.registry import metric_def
 from perfci.model import CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
@@ -269,7 +270,7 @@ def run_ab(
             only = _to_continue(comparison, decision)
             analysis += clock() - t0
             if progress is not None:
-                progress(f"look {looks}: {len(specs_b) - len(only)} of {len(specs_b)} cases decided", 0, 0)
+                progress(LookDone(looks, len(specs_b) - len(only), len(specs_b)))
             if not only or looks >= settings.looks:
                 break
             per_pair = (clock() - measure_start) / max(1, paired.next_index)

@@ -15,7 +15,6 @@ import random
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import psutil
 
 from perfci.engine import WORKER_UNSET_VAR
+from perfci.engine.progress import ProgressFn, RoundStarted
 from perfci.engine.protocol import PRELOAD_VAR, Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
@@ -62,9 +62,6 @@ class RunSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
-
-
-ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
 
 
 def utc_now() -> str:
@@ -294,7 +291,7 @@ class Runner:
 
     def _on_event(self, event: Event, index: int, remaining: list[CaseSpec], finished: list[str]) -> None:
         if isinstance(event, Start) and self.progress:
-            self.progress(f"round {index + 1}: {event.case}", self.done, self.total)
+            self.progress(RoundStarted(event.case, index + 1, self.done, self.total))
         elif isinstance(event, (Result, Error)):
             self._record(event, index)
             finished.append(event.case)

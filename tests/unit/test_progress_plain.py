@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 from perfci.cli.progress import PlainProgress
+from perfci.engine.progress import LookDone, RoundStarted
 
 
 class Clock:
@@ -24,13 +25,13 @@ def test_ab_prints_a_line_at_least_every_15_s_with_pairs_decided_and_budget() ->
         times.append(clock.now)
 
     progress = PlainProgress("perfci a/b", write, clock, budget_s=900.0, pairs_planned=20)
-    # an A/B as the engine reports it: a Start event per case and side, rarely (long cases), and one look line
+    # an A/B as the engine reports it: a round started per case and side, rarely (long cases), and one look
     for second in range(0, 301):
         clock.now = float(second)
         if second % 37 == 0:  # events come far apart: the heartbeat (tick) must fill the gaps
-            progress(f"round {second // 37 + 1}: wl.loop[which=slowed]@cpu", 0, 0)
+            progress(RoundStarted("wl.loop[which=slowed]@cpu", second // 37 + 1, 0, 0))
         if second == 150:
-            progress("look 1: 1 of 2 cases decided", 0, 0)
+            progress(LookDone(1, 1, 2))
         progress.tick()  # what the heartbeat thread does once a second
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert times[0] == 0.0 and max(gaps) <= 15.0 and times[-1] >= 285.0
@@ -44,9 +45,9 @@ def test_ab_prints_a_line_at_least_every_15_s_with_pairs_decided_and_budget() ->
 def test_run_lines_count_case_rounds_and_estimate_the_time_left() -> None:
     clock, lines = Clock(), []
     progress = PlainProgress("perfci run", lines.append, clock)
-    progress("round 1: a@cpu", 0, 10)
+    progress(RoundStarted("a@cpu", 1, 0, 10))
     clock.now = 20.0
-    progress("round 2: b@cpu", 4, 10)
+    progress(RoundStarted("b@cpu", 2, 4, 10))
     assert lines[-1].startswith("perfci run: 20 s, 4 of 10 case-rounds done, about 30 s left")
 
 
