@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.engine.protocol import Job, JobCase, Result
+from perfci.model import Round
 from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
 from perfci.profilers.cuda_timing import FLUSHING_MODES, SETTLING_MODES, cuda_timer
@@ -227,11 +228,9 @@ def finish(s: CaseSession) -> Result:
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
     if s.ctx.teardown is not None:
         s.ctx.teardown()
-    return Result(
-        case=s.case_id,
+    measured = Round(
+        index=0,
         pid=os.getpid(),
-        flops=s.flops,
-        bytes=s.nbytes,
         iterations=sampler.iterations,
         samples=samples,
         warmup_s=s.warmup_s,
@@ -242,3 +241,4 @@ def finish(s: CaseSession) -> Result:
         peak_device_bytes=peak_device,
         telemetry=telemetry,
     )
+    return Result(case=s.case_id, flops=s.flops, bytes=s.nbytes, measured=measured)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import types
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from perfci.model import Round
@@ -146,37 +146,17 @@ class Sampled(Message):
 
 @dataclass(frozen=True)
 class Result(Message):
-    """One case's round: its samples and what was measured around them."""
+    """One case's round, as the model's `Round` (the worker leaves its index at 0; the runner, which knows the
+    round, sets it), and the work per call measured around it."""
 
     TYPE: ClassVar[str] = "result"
     case: str
-    pid: int
     flops: float | None
     bytes: float | None
-    iterations: int
-    samples: tuple[float, ...]
-    warmup_s: float
-    stop_reason: str
-    threads: int
-    peak_rss_bytes: int | None
-    rss_increase_bytes: int | None
-    peak_device_bytes: int | None
-    telemetry: dict[str, Any]
+    measured: Round
 
     def round(self, index: int) -> Round:
-        return Round(
-            index=index,
-            pid=self.pid,
-            iterations=self.iterations,
-            samples=self.samples,
-            warmup_s=self.warmup_s,
-            stop_reason=self.stop_reason,
-            threads=self.threads,
-            peak_rss_bytes=self.peak_rss_bytes,
-            rss_increase_bytes=self.rss_increase_bytes,
-            peak_device_bytes=self.peak_device_bytes,
-            telemetry=self.telemetry,
-        )
+        return replace(self.measured, index=index)
 
 
 @dataclass(frozen=True)

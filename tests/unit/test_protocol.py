@@ -41,6 +41,7 @@ from perfci.engine.protocol import (
 )
 from perfci.engine.runner import Runner, RunSettings
 from perfci.engine.supervisor import Limits, WorkerLost, WorkerProcess, run_worker
+from perfci.model import Round
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
@@ -102,7 +103,8 @@ def test_examples_decode_to_typed_fields() -> None:
     assert decode_job(job.encode()) == job
     assert decode_command(Sample("c", n=2, rewarm=1).encode()) == Sample("c", 2, 1)
     assert decode_command(Finish().encode()) == Finish()
-    result = Result("c", 7, None, 8.0, 4, (0.5, 0.25), 0.01, "budget", 1, 10, 2, None, {"timer": "perf_counter"})
+    measured = Round(0, 7, 4, (0.5, 0.25), 0.01, "budget", 1, 10, 2, None, {"timer": "perf_counter"})
+    result = Result("c", None, 8.0, measured)
     decoded = decode_event(result.encode())
     assert decoded == result and isinstance(decoded, Result)
     assert decoded.round(3).samples == (0.5, 0.25) and decoded.round(3).index == 3 and decoded.round(3).pid == 7
@@ -207,7 +209,7 @@ def run_with(tmp_path: Path, python: str) -> dict[str, tuple[str, str]]:
     [
         ("not json at all", "not JSON: 'not json at all'"),
         ('{"type":"progress","case":"CASE"}', "unknown message type 'progress'"),
-        ('{"type":"result","case":"CASE"}', "result: missing field pid"),
+        ('{"type":"result","case":"CASE"}', "result: missing field flops"),
     ],
 )
 def test_garbage_during_a_case_is_that_case_s_crash(tmp_path: Path, line: str, says: str) -> None:
@@ -246,4 +248,4 @@ def test_the_real_worker_sends_only_protocol_events(tmp_path: Path) -> None:
     run_worker(job, Limits(60, 2**31), tmp_path / "w.log", events.append)
     assert events[0] == Ready() and events[-1] == Done()
     (result,) = [e for e in events if isinstance(e, Result)]
-    assert result.case == spec.id and result.pid > 0 and len(result.samples) >= 5
+    assert result.case == spec.id and result.measured.pid > 0 and len(result.measured.samples) >= 5

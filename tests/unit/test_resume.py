@@ -16,7 +16,7 @@ from perfci.engine.resume import check_resumable, refusal, workloads_digest
 from perfci.engine.runner import Runner, RunSettings
 from perfci.engine.supervisor import EventHandler
 from perfci.errors import UsageError
-from perfci.model import CaseSpec, GitInfo, RunResult
+from perfci.model import CaseSpec, GitInfo, Round, RunResult
 from perfci.schema import load_results
 
 FP = {"machine": "x86_64", "cpu_model": "Test CPU", "cpu_logical_cores": 4, "python": "3.11.7", "libraries": {}}
@@ -39,7 +39,7 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
             base = 1e-6 * (c.params["n"] + job.round_index / 10)  # type: ignore[operator]
             samples = tuple(base * (1 + i / 100) for i in range(5))
             pid = 100 + job.round_index
-            on_event(Result(c.id, pid, None, 8.0, 10, samples, 0.01, "budget", 1, None, None, None, {}))
+            on_event(Result(c.id, None, 8.0, Round(0, pid, 10, samples, 0.01, "budget", 1)))
 
     monkeypatch.setattr(runner_mod, "run_worker", run_worker)
     monkeypatch.setattr(runner_mod, "fingerprint", lambda: dict(FP))
