@@ -118,6 +118,7 @@ class ABRequest:
     gpu_mode: str | None = None  # hot | cold | graph | sustained | sustained-cold (docs/measurement.md)
     base_python: Path | None = None  # interpreter or venv folder of the base side's workers (default: this one)
     head_python: Path | None = None
+    resume: bool = False  # continue the pairs an interrupted A/B left in `out` (which must be given)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ def _check_ab_limits(req: ABRequest) -> None:
 
 def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
     _check_ab_limits(req)
+    if req.resume and req.out is None:
+        raise UsageError("--resume needs --out: the folder of the A/B to continue.")
     decision = decision_settings(settings, req.decision)
     # the energy block (a contiguous half second per GPU case at the end of each worker) only where energy per
     # call is compared: on an H200 it was 2 s of every pair's 12-15 s outside sampling (docs/measurement.md)
@@ -168,7 +171,7 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
     )
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
-        decision=decision, build_command=settings.build_command(req.build),
+        decision=decision, build_command=settings.build_command(req.build), resume=req.resume,
     )  # fmt: skip
 
 

@@ -108,6 +108,14 @@ Pairs = Annotated[
 ]
 Extra = Annotated[int, typer.Option(min=1, help="Pairs added per further look (undecided cases).")]
 Looks = Annotated[int, typer.Option(min=1, help="Looks in all (alpha is split over them).")]
+ABResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue an interrupted A/B in --out: the pairs on disk are kept, the missing ones measured, with a "
+        "fresh time budget.",
+    ),
+]
 Budget = Annotated[float, typer.Option(help="Time budget of the whole A/B, seconds.")]
 SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
 Threads = Annotated[int | None, typer.Option(min=0, max=MAX_THREADS, help="Threads per worker [default: 1].")]
@@ -194,7 +202,7 @@ def ab_command(
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
     config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table, shard: ShardOpt = None,
     gpu_mode: GpuModeOpt = None, base_python: BasePython = None, head_python: HeadPython = None,
-    fail_on: FailOn = None,
+    fail_on: FailOn = None, resume: ABResumeOpt = False,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
@@ -229,6 +237,7 @@ def ab_command(
         gpu_mode=gpu_mode,
         base_python=base_python,
         head_python=head_python,
+        resume=resume,
     )
 
     def body() -> int:

@@ -33,9 +33,10 @@ from perfci.compare.revisions import Side, build
 from perfci.engine.lockstep import run_lockstep_pair
 from perfci.engine.progress import LookDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
-from perfci.errors import InfrastructureError, WorkloadDefinitionError
+from perfci.errors import InfrastructureError, UsageError, WorkloadDefinitionError
 from perfci.metrics.registry import metric_def
-from perfci.model import CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
+from perfci.model import CaseResult, CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
+from perfci.schema import load_results
 
 _LIST_SCRIPT = """
 import json, sys
@@ -58,6 +59,7 @@ class ABSettings:
     decision: DecisionSettings = field(default_factory=DecisionSettings)
     build_command: str | None = None
     lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/engine/lockstep.py)
+    resume: bool = False  # continue the pairs an interrupted A/B left in its output folder (`kept_pairs`)
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,40 @@ class _PairedRunner:
             self.next_index += 1
 
 
+def kept_pairs(
+    out_dir: Path, specs_a: list[CaseSpec], specs_b: list[CaseSpec]
+) -> tuple[RunResult, RunResult, int] | None:
+    """What an interrupted A/B left in `out_dir` (`base/results.json` and `head/results.json`, written after every
+    pair): both runs, with the rounds of the first K pairs, K being the pairs that every healthy case completed on
+    both sides. A half pair (one side measured when the A/B was killed) is not a pair and is measured again. None
+    when there is nothing to resume; a UsageError when the folder holds an A/B of other cases."""
+    paths = out_dir / "base" / "results.json", out_dir / "head" / "results.json"
+    if not all(p.exists() for p in paths):
+        return None
+    run_a, run_b = load_results(paths[0]), load_results(paths[1])
+    if {c.id for c in run_a.cases} != {s.id for s in specs_a} or {c.id for c in run_b.cases} != {s.id for s in specs_b}:
+        raise UsageError(
+            f"--resume: {out_dir} holds an A/B of other cases.",
+            hint="resume with the same revisions, paths and filters, or give another --out",
+        )
+    healthy = [c for run in (run_a, run_b) for c in run.cases if not c.errors]
+    pairs = min((_leading_rounds(c) for c in healthy), default=0)
+
+    def first_pairs(run: RunResult) -> RunResult:
+        cases = tuple(replace(c, rounds=tuple(r for r in c.rounds if r.index < pairs)) for c in run.cases)
+        return replace(run, cases=cases)
+
+    return first_pairs(run_a), first_pairs(run_b), pairs
+
+
+def _leading_rounds(case: CaseResult) -> int:
+    """How many rounds from index 0 on the case has without a gap."""
+    indexes, n = {r.index for r in case.rounds}, 0
+    while n in indexes:
+        n += 1
+    return n
+
+
 def run_ab(
     base: Side,
     head: Side,
@@ -248,11 +284,17 @@ def run_ab(
     runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head))
     first = first_look(settings.pairs, specs_a + specs_b)
     planned = first + settings.extra * (settings.looks - 1)
-    runner_a.start(specs_a, planned)
-    runner_b.start(specs_b, planned)
+    kept = kept_pairs(out_dir, specs_a, specs_b) if settings.resume else None
+    if kept is None:
+        runner_a.start(specs_a, planned)
+        runner_b.start(specs_b, planned)
+    else:
+        runner_a.resume(specs_a, kept[0])
+        runner_b.resume(specs_b, kept[1])
     paired = _PairedRunner(
         runner_a, runner_b, random.Random(f"ab:{settings.seed}"), lockstep=settings.lockstep, clock=clock
     )
+    resumed = paired.next_index = kept[2] if kept is not None else 0
     decision = replace(settings.decision, looks=settings.looks)
     only: list[str] | None = None
     looks = 0
@@ -261,7 +303,7 @@ def run_ab(
     analysis = 0.0
     try:
         while True:
-            n = first if looks == 0 else settings.extra
+            n = max(0, first - resumed) if looks == 0 else settings.extra
             paired.pairs(n, only, last_look=looks + 1 >= settings.looks)
             looks += 1
             t0 = clock()
@@ -292,6 +334,7 @@ def run_ab(
         "looks_planned": settings.looks,
         "looks_run": looks,
         "pairs_run": paired.next_index,
+        "pairs_resumed": resumed,  # pairs kept from an interrupted A/B (`--resume`)
         "pair_order": "".join(o[0] for o in paired.order),
         # worker processes started while the previous pair finished (engine/runner.py `prestart`) and used
         "workers_started_ahead": runner_a.started_ahead + runner_b.started_ahead,

@@ -124,3 +124,47 @@ def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
     assert changed["verdict"] == "regression" and changed["method"] == "paired"
     assert "confirmed by A/B against" in changed["note"]
     assert doc["settings"]["confirmation"]["revision"]
+
+
+def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
+    """SIGKILL after two pairs are on disk; `--resume` keeps those pairs (their rounds unchanged), measures the
+    missing ones and ends with a decision."""
+    import os
+    import signal
+    import time
+
+    out = repo / "out-resume"
+    args = ["ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "5", "--looks", "1", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "perfci", *args], cwd=repo, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def rounds(side: str) -> dict[str, dict[int, list[float]]]:
+        try:
+            doc = json.loads((out / side / "results.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return {c["id"]: {r["index"]: r["samples"] for r in c["rounds"]} for c in doc["cases"]}
+
+    deadline = time.monotonic() + 180
+    while True:
+        measured = [rounds("base"), rounds("head")]
+        if all(side and all(len(r) >= 2 for r in side.values()) for side in measured):
+            break
+        assert proc.poll() is None and time.monotonic() < deadline, "the A/B ended or stalled before two pairs"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = [rounds("base"), rounds("head")]
+    pairs_before = min(len(r) for side in before for r in side.values())
+    assert pairs_before < 5
+
+    resumed = perfci(repo, *args, "--resume")
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # the slower case is a regression
+    doc = json.loads((out / "comparison.json").read_text())
+    assert doc["settings"]["ab"]["pairs_resumed"] >= 2 and doc["settings"]["ab"]["pairs_run"] == 5
+    after = [rounds("base"), rounds("head")]
+    for side_before, side_after in zip(before, after, strict=True):
+        for case, kept in side_before.items():
+            assert len(side_after[case]) == 5
+            for index in range(doc["settings"]["ab"]["pairs_resumed"]):
+                assert side_after[case][index] == kept[index], (case, index)  # the pairs measured before the kill
