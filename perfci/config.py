@@ -18,6 +18,7 @@ from typing import Any
 
 from perfci.cpus import MAX_CPU, parse_cpu_list
 from perfci.errors import ConfigError
+from perfci.fractions import parse_fraction
 from perfci.patterns import case_pattern
 
 CONFIG_FILE = "perfci.toml"
@@ -255,9 +256,14 @@ def _thresholds(w: _Where, value: object) -> dict[str, dict[str, float]]:
                 )
             if isinstance(frac, dict):
                 raise w.error((*key, metric), "is a table.", hint='quote a dotted metric name: "latency.median" = 0.02')
-            if not _is_number(frac) or not 0 < frac < 10:
-                raise w.error((*key, metric), f"must be a fraction > 0 (0.05 = 5%), got {frac!r}.")
-        out[pattern] = {m: float(f) for m, f in metrics.items()}
+            try:
+                fraction = parse_fraction(frac) if isinstance(frac, str) or _is_number(frac) else math.nan
+            except ValueError as exc:
+                raise w.error((*key, metric), str(exc)) from None
+            if not 0 < fraction < 10:
+                raise w.error((*key, metric), f"must be a fraction > 0 (3% or 0.03), got {frac!r}.")
+            out.setdefault(pattern, {})[metric] = fraction
+        out.setdefault(pattern, {})
     return out
 
 

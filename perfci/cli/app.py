@@ -21,16 +21,20 @@ from perfci.cli.exits import INTERRUPTED_EXIT, command_guard
 from perfci.cli.progress import PlainProgress
 from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
+from perfci.fractions import parse_fraction
 from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:
     from perfci.engine.progress import ProgressFn
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="perfci: performance-regression gate.")
-baseline_app = typer.Typer(help="Manage stored baselines.", no_args_is_help=True)
-history_app = typer.Typer(help="History store.", no_args_is_help=True)
-import_app = typer.Typer(help="Import results from other tools.", no_args_is_help=True)
+# rich_markup_mode=None: help text is shown as written ("[default: 5]", "[tool.perfci]" are not markup)
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode=None, help="perfci: performance-regression gate."
+)
+baseline_app = typer.Typer(rich_markup_mode=None, help="Manage stored baselines.", no_args_is_help=True)
+history_app = typer.Typer(rich_markup_mode=None, help="History store.", no_args_is_help=True)
+import_app = typer.Typer(rich_markup_mode=None, help="Import results from other tools.", no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(history_app, name="history")
 app.add_typer(import_app, name="import")
@@ -254,6 +258,14 @@ def progress_bar(
             bar.update(task, description=f"{prefix}{event.describe()}"[:70])
 
     return bar, update
+
+
+def fraction_option(text: str) -> float:
+    """A threshold option's value: `5%` or `0.05` (perfci/fractions.py); a bare number above 1 is refused."""
+    try:
+        return parse_fraction(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def note(text: str) -> None:

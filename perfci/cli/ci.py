@@ -17,6 +17,7 @@ from perfci.cli.app import (
     app,
     appendable_file,
     consoles,
+    fraction_option,
     guard,
     note,
     progress_bar,
@@ -42,7 +43,9 @@ SuiteOpt = Annotated[list[str] | None, typer.Option("--suite", help="Suite (repe
 PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
 Out = Annotated[Path, typer.Option(help="Output folder (results, report.html, summary.md).")]
 Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
-Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.05 = 5%).")]
+Thr = Annotated[
+    float | None, typer.Option(parser=fraction_option, help="Practical threshold for timed metrics: 5% or 0.05.")
+]
 ReportOnly = Annotated[bool, typer.Option("--report-only", help="Report and annotate, but always exit 0.")]
 Pairs = Annotated[
     int | None, typer.Option(min=2, help="A/B: pairs in the first look [default: 4 if all cases are on a GPU, else 8].")
@@ -51,7 +54,7 @@ Extra = Annotated[int, typer.Option(min=1, help="A/B: pairs added per further lo
 Looks = Annotated[int, typer.Option(min=1, help="A/B: looks in all.")]
 Budget = Annotated[float, typer.Option(help="A/B: time budget of the whole A/B, seconds.")]
 SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
-Rounds = Annotated[int | None, typer.Option(min=1, help="Baseline mode: rounds [default: 5].")]
+Rounds = Annotated[int | None, typer.Option(min=2, help="Baseline mode: rounds, at least 2 [default: 5].")]
 Summary = Annotated[Path | None, typer.Option(help="Append the Markdown summary here [default: $GITHUB_STEP_SUMMARY].")]
 Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts here [default: $GITHUB_OUTPUT].")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]

@@ -33,6 +33,7 @@ from perfci.cli.app import (
     baseline_app,
     consoles,
     emit,
+    fraction_option,
     guard,
     note,
     print_json,
@@ -53,7 +54,9 @@ from perfci.reports.terminal import comparison_table, verdict_line
 if TYPE_CHECKING:
     from perfci.api.ab import ABResult
 
-Thr = Annotated[float | None, typer.Option(help="Practical threshold for timed metrics (0.03 = 3%).")]
+Thr = Annotated[
+    float | None, typer.Option(parser=fraction_option, help="Practical threshold for timed metrics: 3% or 0.03.")
+]
 Conf = Annotated[float, typer.Option(help="One-sided confidence per case and metric.")]
 Family = Annotated[str, typer.Option(help="Across cases: none (theta controls the family) or bonferroni.")]
 Catch = Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from perfci.api.report import check_outputs, load_inputs, render
-from perfci.cli.app import app, consoles, guard
+from perfci.cli.app import app, consoles, fraction_option, guard
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
 TABLE_ROWS = 40  # rows of the terminal table; the HTML report has them all
@@ -27,7 +27,9 @@ def report(
     markdown: Annotated[
         Path | None, typer.Option(help="Also write the Markdown summary here ('-' for stdout).")
     ] = None,
-    threshold: Annotated[float, typer.Option(help="Practical threshold when comparing two results files.")] = 0.05,
+    threshold: Annotated[
+        float, typer.Option(parser=fraction_option, help="Practical threshold when comparing two files: 5% or 0.05.")
+    ] = 0.05,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
 ) -> None:
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""

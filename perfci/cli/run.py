@@ -20,6 +20,7 @@ from perfci.cli.app import (
     app,
     consoles,
     emit,
+    fraction_option,
     guard,
     note,
     print_comparison,
@@ -64,7 +65,7 @@ ConfigOpt = Annotated[
 ]
 FmtOpt = Annotated[OutputFormat, typer.Option("--format")]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
-RoundsOpt = Annotated[int | None, typer.Option(min=1, help="Worker processes per case [default: 5].")]
+RoundsOpt = Annotated[int | None, typer.Option(min=2, help="Worker processes per case, at least 2 [default: 5].")]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(min=0, max=MAX_THREADS, help="torch/ORT threads per worker (0: the library's default) [default: 1]."),
@@ -92,7 +93,10 @@ RunnerOpt = Annotated[
 ]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option(help="Practical threshold for timed metrics (0.05 = 5%; default: configuration, then built-in)."),
+    typer.Option(
+        parser=fraction_option,
+        help="Practical threshold for timed metrics: 5% or 0.05 (default: configuration, then built-in).",
+    ),
 ]
 ConfirmOpt = Annotated[
     bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from perfci.fractions import parse_fraction
+
 if TYPE_CHECKING:
     from perfci.api.compare import CompareOutcome
     from perfci.model import CaseResult, RunResult
@@ -46,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
     group.addoption("--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round")
     group.addoption(
-        "--perfci-threshold", metavar="F", type=float, default=None, help="practical threshold (0.05 = 5%%)"
+        "--perfci-threshold", metavar="F", type=parse_fraction, default=None, help="practical threshold: 5%% or 0.05"
     )
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
 

@@ -29,7 +29,7 @@ def _metric(case: dict, name: str) -> dict:  # type: ignore[type-arg]
 
 def test_memory_host_is_the_cases_own_alone_and_together(tmp_path: Path) -> None:
     together = _run(tmp_path, "together", "--rounds", "2", "--seed", "3")
-    alone = {name: _run(tmp_path, name, "-k", name, "--rounds", "1")[name] for name in together}
+    alone = {name: _run(tmp_path, name, "-k", name, "--rounds", "2")[name] for name in together}
     figures = {}
     for name, case in together.items():
         host = [r["telemetry"]["memory_host_bytes"] for r in case["rounds"]]
@@ -47,7 +47,7 @@ def test_memory_host_is_the_cases_own_alone_and_together(tmp_path: Path) -> None
 
 
 def test_bandwidth_comes_from_the_bytes_a_call_touches(tmp_path: Path) -> None:
-    cases = _run(tmp_path, "bytes", "--rounds", "1", "-k", "big_resident", "-k", "transient_alloc")
+    cases = _run(tmp_path, "bytes", "--rounds", "2", "-k", "big_resident", "-k", "transient_alloc")
     big, transient = cases["big_resident"], cases["transient_alloc"]
     assert big["bytes"] < 10_000  # the 4 KB it reads (plus the scalar it writes), not the 400 MB it holds
     assert transient["bytes"] >= 400e6  # fill writes 200 MB, sum reads 200 MB

@@ -15,9 +15,9 @@ pytestmark = pytest.mark.integration
 
 
 def perfci_run() -> Result:
-    # in process (the workers are real subprocesses); --rounds 1 keeps the test short: the README's plain
+    # in process (the workers are real subprocesses); --rounds 2 (the least) keeps the test short: the README's plain
     # `perfci run` uses the configured 3 rounds
-    return CliRunner().invoke(app, ["run", "--rounds", "1"])
+    return CliRunner().invoke(app, ["run", "--rounds", "2"])
 
 
 def test_example_project_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ def test_run_an_exported_onnx_file_measures_every_variant_and_records_accuracy(t
     out = tmp_path / "out"
     env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "perfci", "run", "model.onnx", "--out", str(out), "--rounds", "1", "--budget", "0.05"],
+        [sys.executable, "-m", "perfci", "run", "model.onnx", "--out", str(out), "--rounds", "2", "--budget", "0.05"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

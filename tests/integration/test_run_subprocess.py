@@ -53,7 +53,7 @@ def test_cpus_pins_every_worker_and_unavailable_cpus_are_refused(tmp_path: Path)
     (case,) = load_results(out / "results.json").cases
     assert [r.telemetry["notes"]["cpus"] for r in case.rounds] == [[last], [last]]
     assert case.rounds[0].telemetry["notes"]["glibc_tunables"] == MALLOC_TUNABLES  # fixed malloc thresholds
-    unpinned = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "free"), "--rounds", "1", cwd=tmp_path)
+    unpinned = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "free"), "--rounds", "2", cwd=tmp_path)
     (free,) = load_results(tmp_path / "free" / "results.json").cases
     assert unpinned.returncode == 0 and free.rounds[0].telemetry["notes"]["cpus"] == sorted(os.sched_getaffinity(0))
     bad = perfci("run", str(DATA / "pinned.py"), "--out", str(tmp_path / "bad"), "--cpus", "4000-4001", cwd=tmp_path)
@@ -226,7 +226,7 @@ def test_speed_reference_is_timed_before_every_sample_of_torch_cases_only(tmp_pa
     assert ratio is not None and ratio.unit == "x ref" and 0 < ratio.low <= ratio.value <= ratio.high
     assert "vs reference" in proc.stdout
     tiny = perfci(
-        "run", str(DATA / "tiny.py"), "--out", str(tmp_path / "t"), "--rounds", "1", "--speed-reference", cwd=tmp_path
+        "run", str(DATA / "tiny.py"), "--out", str(tmp_path / "t"), "--rounds", "2", "--speed-reference", cwd=tmp_path
     )
     assert tiny.returncode == 0, tiny.stderr
     for c in load_results(tmp_path / "t" / "results.json").cases:

@@ -38,7 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("shards")
     (root / "wl.py").write_text(WORKLOAD)
     for name, extra in (("all", ()), ("s1", ("--shard", "1/2")), ("s2", ("--shard", "2/2"))):
-        proc = perfci(root, "run", "wl.py", "--rounds", "1", "--runner", "ci", "--out", name, *extra)
+        proc = perfci(root, "run", "wl.py", "--rounds", "2", "--runner", "ci", "--out", name, *extra)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return root
 

@@ -21,7 +21,7 @@ DATA = Path(__file__).parent.parent / "data" / "workloads"
 def test_run_refuses_an_unwritable_output_folder_before_measuring(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    res = CliRunner().invoke(app, ["run", str(DATA / "tiny.py"), "--out", str(blocker / "out"), "--rounds", "1"])
+    res = CliRunner().invoke(app, ["run", str(DATA / "tiny.py"), "--out", str(blocker / "out"), "--rounds", "2"])
     assert res.exit_code == 2, res.output
     assert f"--out {blocker / 'out'}: cannot write there ({blocker} is not a folder)" in res.stderr
     assert "Traceback" not in res.output and "measured" not in res.stderr  # refused before any worker ran
