@@ -227,6 +227,7 @@ def _refusal(message: str) -> str:
         reason, where = message, "$`"
     steps = re.findall(r"\.([^.\[`]+)|\[([^\]]*)\]", where.rstrip("`").removeprefix("$"))
     place = "/".join("*" if index == "..." else name or index for name, index in steps) or "<top>"
+    reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)  # one line, whatever a key holds
     return f"{place}: {reason[:1].lower()}{reason[1:]}."
 
 
