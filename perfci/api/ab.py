@@ -69,7 +69,7 @@ def run_revisions(
     ab_settings: ABSettings,
     out_dir: Path,
     env: Mapping[str, str],
-    keep: Callable[[str], bool],
+    keep: Callable[[list[str]], set[str]],
     progress: ProgressFn | None = None,
     pythons: tuple[Path | None, Path | None] = (None, None),
 ) -> ABOutcome:
@@ -194,9 +194,9 @@ def ab(
         check_out_dir(out_dir)
     abs_ = ab_settings(settings, req)
 
-    def keep(case_id: str) -> bool:
-        in_shard = req.shard is None or req.shard.holds(case_id)
-        return in_shard and (not patterns or matches_any(patterns, case_id))
+    def keep(case_ids: list[str]) -> set[str]:
+        held = set(case_ids) if req.shard is None else req.shard.pick(case_ids)
+        return {cid for cid in held if not patterns or matches_any(patterns, cid)}
 
     pythons = (req.base_python, req.head_python)
     outcome = run_revisions(
@@ -235,6 +235,6 @@ def confirm_flagged(
     wanted = set(flagged)
     outcome = run_revisions(
         settings, commit, None, Sources(sources.paths, sources.suites), abs_, out_dir / "confirm", env,
-        lambda cid: cid in wanted, progress,
+        lambda cids: set(cids) & set(wanted), progress,
     )  # fmt: skip
     return merge_confirmation(comparison, outcome.comparison, commit[:12])

@@ -142,7 +142,8 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         )
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     if req.shard is not None:
-        kept = [s for s in choice.cases if req.shard.holds(s.id)]
+        held = req.shard.pick(s.id for s in choice.cases)
+        kept = [s for s in choice.cases if s.id in held]
         if not kept:
             raise empty_shard_error(req.shard, len(choice.cases))
         choice = replace(choice, cases=kept)

@@ -1,13 +1,15 @@
-"""Shards: `--shard I/N` splits a suite's cases over N jobs, deterministically.
+"""Shards: `--shard I/N` splits a suite's cases over N jobs, deterministically and evenly.
 
-A case belongs to shard `1 + sha256(case id) mod N`: a stable hash of the id, not the case's position in a list,
-so adding, removing or reordering cases moves no other case between shards, and every job of a matrix agrees on
-the split without talking to the others. Shards 1..N together hold every case exactly once.
+The selected cases are put in the order of a stable hash of their ids (sha256), then dealt round-robin: shard I
+gets the cases at positions I-1, I-1+N, ... Every job of a matrix selects the same cases, so all agree on the split
+without talking to each other; the order of the case list does not matter; shard sizes differ by at most one, so
+no shard is empty while there are at least as many cases as shards. Shards 1..N together hold every case once.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfci.errors import UsageError
@@ -23,14 +25,15 @@ class Shard:
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
-    def holds(self, case_id: str) -> bool:
-        return shard_of(case_id, self.count) == self.index
+    def pick(self, case_ids: Iterable[str]) -> set[str]:
+        """The ids of `case_ids` that this shard holds."""
+        return {cid for cid, shard in split(case_ids, self.count).items() if shard == self.index}
 
 
-def shard_of(case_id: str, count: int) -> int:
-    """The 1-based shard of `case_id` among `count` shards."""
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return 1 + int.from_bytes(digest[:8], "big") % count
+def split(case_ids: Iterable[str], count: int) -> dict[str, int]:
+    """Each case id's 1-based shard among `count` shards (see the module docstring)."""
+    ordered = sorted(set(case_ids), key=lambda cid: (hashlib.sha256(cid.encode("utf-8")).digest(), cid))
+    return {cid: 1 + rank % count for rank, cid in enumerate(ordered)}
 
 
 def parse_shard(text: str | None) -> Shard | None:
@@ -52,7 +55,7 @@ def parse_shard(text: str | None) -> Shard | None:
 def empty_shard_error(shard: Shard, total: int) -> UsageError:
     return UsageError(
         f"shard {shard} holds none of the {total} selected case(s).",
-        hint="use fewer shards than cases (cases are split by a hash of their id, so small suites split unevenly)",
+        hint="use at most as many shards as cases",
     )
 
 

@@ -265,7 +265,7 @@ def run_ab(
     sources: tuple[list[str], list[str]],
     settings: ABSettings,
     out_dir: Path,
-    select: Callable[[str], bool] | None = None,
+    select: Callable[[list[str]], set[str]] | None = None,
     progress: ProgressFn | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ABOutcome:
@@ -274,8 +274,10 @@ def run_ab(
     if settings.build_command:
         for side in (base, head):
             build(side, settings.build_command, out_dir / "logs" / f"build-{side.name}.log")
-    specs_a = [s for s in list_cases(base, sources[0], base.python) if select is None or select(s.id)]
-    specs_b = [s for s in list_cases(head, sources[1], head.python) if select is None or select(s.id)]
+    listed_a, listed_b = list_cases(base, sources[0], base.python), list_cases(head, sources[1], head.python)
+    chosen = None if select is None else select([s.id for s in (*listed_a, *listed_b)])  # one split of both sides
+    specs_a = [s for s in listed_a if chosen is None or s.id in chosen]
+    specs_b = [s for s in listed_b if chosen is None or s.id in chosen]
     listed = clock()
     if not specs_a and not specs_b:
         raise WorkloadDefinitionError("no cases to compare on either revision.")

@@ -65,9 +65,9 @@ def test_merge_refuses_overlapping_shards_in_one_line(runs: Path) -> None:
 
 
 def test_merge_refuses_different_settings(runs: Path) -> None:
-    proc = perfci(runs, "run", "wl.py", "--rounds", "2", "--shard", "2/2", "--runner", "ci", "--out", "s2r2")
+    proc = perfci(runs, "run", "wl.py", "--rounds", "3", "--shard", "2/2", "--runner", "ci", "--out", "s2r3")
     assert proc.returncode == 0, proc.stderr
-    proc = perfci(runs, "merge", "s1/results.json", "s2r2/results.json", "--out", "bad2")
+    proc = perfci(runs, "merge", "s1/results.json", "s2r3/results.json", "--out", "bad2")
     assert proc.returncode == 2 and "different settings (rounds)" in proc.stderr
 
 
