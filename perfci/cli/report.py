@@ -23,9 +23,18 @@ def report(
             "with the results files it compared (for the charts).",
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the HTML report.")] = Path("report.html"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="A folder for report.html and summary.md, or the HTML file's path (ending in .html) [default: the "
+            "first file's folder].",
+        ),
+    ] = None,
     markdown: Annotated[
-        Path | None, typer.Option(help="Also write the Markdown summary here ('-' for stdout).")
+        Path | None,
+        typer.Option(help="The Markdown summary's path ('-' for stdout) [default: summary.md beside the report]."),
     ] = None,
     threshold: Annotated[
         float, typer.Option(parser=fraction_option, help="Practical threshold when comparing two files: 5% or 0.05.")
@@ -34,21 +43,34 @@ def report(
 ) -> None:
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""
 
+    html, summary = report_paths(results, out, markdown)
+
     def body() -> int:
-        check_outputs(results, out, markdown)
+        check_outputs(results, html, summary)
         inputs = load_inputs(results, threshold)
         cand, comparison = inputs.candidate, inputs.comparison
         o, err = consoles()
-        text = render(inputs, out, markdown)
+        text = render(inputs, html, summary)
         if text is not None:
             o.out(text, end="", highlight=False)
-        if not quiet and str(markdown) != "-":
+        if not quiet and str(summary) != "-":
             if comparison is not None:
                 o.print(comparison_table(comparison, limit=TABLE_ROWS))
             elif cand is not None:
                 o.print(run_table(cand))
         err.print(verdict_line(comparison, cand), highlight=False, markup=False)
-        err.print(f"report: {out}" + (f"\nsummary: {markdown}" if markdown and str(markdown) != "-" else ""))
+        err.print(f"report: {html}" + (f"\nsummary: {summary}" if str(summary) != "-" else ""))
         return 0
 
     guard(body)
+
+
+def report_paths(results: list[Path], out: Path | None, markdown: Path | None) -> tuple[Path, Path]:
+    """Where the HTML report and the Markdown summary go: beside the first file, or under `--out` (a folder), or at
+    `--out` when it names an .html file (the summary beside it); `--markdown` names the summary's own path."""
+    if out is not None and out.suffix.lower() == ".html":
+        html = out
+    else:
+        folder = out if out is not None else (results[0].parent if results else Path("."))
+        html = folder / "report.html"
+    return html, markdown if markdown is not None else html.with_name("summary.md")

@@ -76,3 +76,16 @@ def test_bad_inputs_exit_2(files: dict[str, Path], tmp_path: Path) -> None:
     for args in ([str(tmp_path / "missing.json")], [str(junk)], [str(files["cmp"])] * 2):
         result = runner.invoke(app, ["report", *args, "-o", str(tmp_path / "r.html")])
         assert result.exit_code == 2, (args, result.output)
+
+
+def test_report_writes_both_files_next_to_its_input(tmp_path: Path) -> None:
+    from tests.conftest import make_case, make_run
+
+    folder = tmp_path / "run"
+    dump_results(make_run([make_case("a", 1e-3)]), folder / "results.json")
+    res = CliRunner().invoke(app, ["report", str(folder / "results.json"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert (folder / "report.html").exists() and (folder / "summary.md").read_text().strip()
+    res = CliRunner().invoke(app, ["report", str(folder / "results.json"), "--out", str(tmp_path / "elsewhere")])
+    assert res.exit_code == 0 and (tmp_path / "elsewhere" / "report.html").exists()
+    assert (tmp_path / "elsewhere" / "summary.md").exists()
