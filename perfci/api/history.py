@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -251,8 +251,8 @@ class TrendView:
         peaks = pct_of_peak(self.store, self.items)
         write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints, self.query.window, peaks)
 
-    def markdown(self, report: Path | None) -> str:
-        return trend_markdown(self.items, self.environment(), report=str(report) if report else None)
+    def markdown(self, report: Path | None, since: str | None = None) -> str:
+        return trend_markdown(self.items, self.environment(), report=str(report) if report else None, since=since)
 
     def write_markdown(self, path: Path, report: Path | None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,3 +302,28 @@ def noise_estimates(
         for r in sorted({t.runner for t in view.items})
         for e in estimate_noise(view.store, r, query.metric, patterns, min_runs, items=view.items).values()
     ]
+
+
+_UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+def since_cutoff(text: str, now: datetime) -> str:
+    """`--since` of `perfci trend`: a span back from `now` (`12h`, `7d`, `4w`) or an ISO date, as the UTC time the
+    store keeps (`2026-11-25T00:00:00Z`); UsageError otherwise."""
+    raw = text.strip().lower()
+    if raw[:-1].isdigit() and raw[-1:] in _UNITS_S:
+        start = now - timedelta(seconds=int(raw[:-1]) * _UNITS_S[raw[-1]])
+    else:
+        try:
+            start = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                f"--since {text!r}: expected a span such as 7d, 12h or 4w, or a date (2026-11-25)."
+            ) from None
+        start = start if start.tzinfo else start.replace(tzinfo=UTC)
+    return start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def moved_since(items: list[Trend], cutoff: str) -> list[Trend]:
+    """The trends with only the change points at runs started at or after `cutoff` (what moved in the window)."""
+    return [replace(t, shifts=tuple(s for s in t.shifts if s.started_at >= cutoff)) for t in items]

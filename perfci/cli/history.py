@@ -3,6 +3,9 @@ perfci.api.history."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,8 +20,10 @@ from perfci.api.history import (
     export_measurements,
     ingest,
     list_runs,
+    moved_since,
     noise_estimates,
     open_store,
+    since_cutoff,
     trend_view,
 )
 from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
@@ -43,6 +48,19 @@ Window = Annotated[
     int, typer.Option(min=1, help="Runs: the movers (table and HTML) are change points within each series' latest N.")
 ]
 Branch = Annotated[str | None, typer.Option(help="Only runs of this git branch.")]
+
+
+class TrendFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+TrendFmt = Annotated[TrendFormat, typer.Option("--format", help="table, json, or markdown (a digest to post).")]
+TrendSince = Annotated[
+    str | None,
+    typer.Option(help="Only change points at runs started in this window: 7d, 12h, 4w, or since a date (2026-11-25)."),
+]
 Since = Annotated[str | None, typer.Option(help="Only runs started at or after this ISO date/time (2026-11-01).")]
 Until = Annotated[str | None, typer.Option(help="Only runs started up to this ISO date/time (its whole day).")]
 Check = Annotated[
@@ -98,13 +116,19 @@ def trend(
     db: DbOpt = None,
     metric: Annotated[str, typer.Option(help="Metric to follow.")] = LATENCY,
     runner: Runner = None, k: Pattern = None, min_effect: MinEffect = 0.03, html: Html = None,
-    markdown: Markdown = None, check: Check = None, fmt: Fmt = OutputFormat.table, window: Window = TREND_WINDOW,
+    markdown: Markdown = None, check: Check = None, fmt: TrendFmt = TrendFormat.table, window: Window = TREND_WINDOW,
+    since: TrendSince = None,
 ) -> None:  # fmt: skip
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
 
     def body() -> int:
         view = trend_view(project_settings(), db, TrendQuery(metric, runner, k, min_effect, window))
-        emit(fmt, lambda: trends_json(view.items), lambda: trend_table(view.items, window))
+        if since is not None:
+            view = replace(view, items=moved_since(view.items, since_cutoff(since, datetime.now(UTC))))
+        if fmt is TrendFormat.markdown:  # a digest for an email or a chat message
+            consoles()[0].print(view.markdown(None, since), markup=False, highlight=False, soft_wrap=True)
+        else:
+            emit(OutputFormat(fmt.value), lambda: trends_json(view.items), lambda: trend_table(view.items, window))
         if html is not None:
             view.write_html(html)
             note(f"trend report: {html}")

@@ -82,7 +82,7 @@ def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
 
 def trend_markdown(
     items: list[Trend], env: Mapping[tuple[str, str], str] | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-    report: str | None = None,
+    report: str | None = None, since: str | None = None,
 ) -> str:  # fmt: skip
     """A short Markdown summary for a CI step summary or a chat post: the counts, then the cases whose last change
     point made them worse (biggest first), with the run, commit and any environment change there. Strings from
@@ -92,8 +92,9 @@ def trend_markdown(
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
     better = sum(1 for t in items if t.status() == "faster")
+    window = f"in the last {since}" if since else "since their last change point"
     lines = [
-        f"### perfci trend: {len(worse)} worse, {better} better since their last change point, "
+        f"### perfci trend: {len(worse)} worse, {better} better {window}, "
         f"{len(items) - len(worse) - better} steady ({len(items)} case(s))",
         "",
     ]
