@@ -6,8 +6,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from perfci.metrics.registry import BANDWIDTH, LATENCY, ROUND_CV, VS_REFERENCE
-from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
+from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts
@@ -29,7 +29,7 @@ def run_table(run: RunResult) -> Table:
     table = Table(title="perfci results", title_justify="left")
     table.add_column("case", overflow="fold")
     with_ref = any(c.metric(VS_REFERENCE) for c in run.cases)  # only with --speed-reference
-    for col in ("median", "95% interval", "noise (round CV)", "rounds", "bandwidth", "status"):
+    for col in ("median", "95% interval", "noise (round CV)", "rounds", "memory (own)", "bandwidth", "status"):
         table.add_column(col)
     if with_ref:
         table.add_column("vs reference")
@@ -39,7 +39,8 @@ def run_table(run: RunResult) -> Table:
         if c.status is not CaseStatus.OK:
             msg = c.errors[0].message if c.errors else c.status.value
             label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"
-            table.add_row(Text(c.id), "-", "-", "-", str(len(c.rounds)), "-", f"{label}: {escape(msg)}", *ref_cell)
+            row = ("-", "-", "-", str(len(c.rounds)), "-", "-", f"{label}: {escape(msg)}")
+            table.add_row(Text(c.id), *row, *ref_cell)
             continue
         med = c.metric(LATENCY)
         cv = c.metric(ROUND_CV)
@@ -51,6 +52,7 @@ def run_table(run: RunResult) -> Table:
             interval,
             f"{cv.value * 100:.1f}%" if cv else "-",
             str(len(c.rounds)),
+            own_memory(c),
             (format_value(bw.value, bw.unit) + (" [yellow]implausible[/]" if bw.note else "")) if bw else "-",
             "ok" + (f": {escape(bw.note)}" if bw and bw.note else ""),
             *ref_cell,
@@ -59,6 +61,16 @@ def run_table(run: RunResult) -> Table:
     if notes:  # below the table: a burst figure must not be read as what a long-running job sees
         table.caption, table.caption_justify = Text("\n".join(f"note: {n}" for n in notes)), "left"
     return table
+
+
+def own_memory(case: CaseResult) -> str:
+    """The case's own memory: host, and device for a case on a GPU (profilers/case_memory.py)."""
+    parts = [
+        f"{side} {format_value(m.value, m.unit)}"
+        for side, name in (("host", MEMORY_HOST), ("device", MEMORY_DEVICE))
+        if (m := case.metric(name)) is not None
+    ]
+    return ", ".join(parts) or "-"
 
 
 # A comparison of more rows than this is summarised in the terminal: the rows that are not `unchanged`, then the

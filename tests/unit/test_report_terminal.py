@@ -93,3 +93,15 @@ def test_many_rows_that_do_not_fail_are_capped_but_failing_ones_never() -> None:
     assert sum("regression" in line for line in lines) == 300 and sum("error" in line for line in lines) == 20
     flat = " ".join(text.split())
     assert f"not listed: the 50 unchanged and {5000 - SUMMARY_OTHER_ROWS:,} more that do not fail the gate" in flat
+
+
+def test_the_run_table_shows_each_case_own_memory() -> None:
+    from rich.console import Console
+
+    from perfci.reports.terminal import run_table
+    from tests.conftest import make_case, make_run
+
+    console = Console(width=160, record=True)
+    console.print(run_table(make_run([make_case("a", 1e-3)])))
+    text = console.export_text()
+    assert "memory (own)" in text and "host 977 KiB" in text
