@@ -143,7 +143,9 @@ def tolerance_verdict(
 
     Worse (regression) when every candidate value is beyond every baseline value by more than `tolerance`
     (relative) plus `slack` (absolute, in the metric's unit); better likewise; inconclusive when the medians
-    differ by that much but the ranges overlap; unchanged otherwise.
+    differ by that much but the ranges overlap. A change below that margin is still named when it is certain,
+    every candidate value beyond every baseline value by more than `slack` (the measurement's floor): `slower` (worse: for memory, it grew) or `faster`
+    (better: it shrank), as for timed metrics; unchanged otherwise.
     """
     if not baseline or not candidate:
         raise ValueError("tolerance_verdict needs values on both sides")
@@ -161,4 +163,8 @@ def tolerance_verdict(
     mb, mc = sorted(baseline)[len(baseline) // 2], sorted(candidate)[len(candidate) // 2]
     if beyond(mc, mb) or beyond(mb, mc):
         return INCONCLUSIVE
+    if min(candidate) > max(baseline) + slack:
+        return SLOWER
+    if max(candidate) < min(baseline) - slack:
+        return FASTER
     return UNCHANGED

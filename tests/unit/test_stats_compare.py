@@ -94,6 +94,12 @@ def test_decision_rule_cases() -> None:
 def test_tolerance_rule() -> None:
     mb = 2**20
     assert tolerance_verdict([100.0 * mb] * 3, [100.0 * mb] * 3, 0.01, mb) == "unchanged"
+    # certain changes below the margin (beyond the 1 MiB floor) get words, as a timed metric's
+    assert tolerance_verdict([100.0 * mb] * 3, [101.5 * mb] * 3, 0.02, mb) == "slower"
+    assert tolerance_verdict([100.0 * mb] * 3, [98.5 * mb] * 3, 0.02, mb) == "faster"
+    assert tolerance_verdict([100.0 * mb] * 3, [100.5 * mb] * 3, 0.02, mb) == "unchanged"  # within the floor
+    assert tolerance_verdict([100.0 * mb, 101 * mb], [100.5 * mb] * 2, 0.01, mb) == "unchanged"  # ranges overlap
+    assert tolerance_verdict([100.0 * mb] * 3, [103.0 * mb] * 3, 0.01, mb) == "regression"  # certain 3% growth
     assert tolerance_verdict([100.0 * mb] * 3, [110.0 * mb] * 3, 0.01, mb) == "regression"
     assert tolerance_verdict([100.0 * mb] * 3, [90.0 * mb] * 3, 0.01, mb) == "improvement"
     # medians differ beyond tolerance but the ranges overlap
