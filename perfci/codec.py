@@ -85,6 +85,16 @@ def _strict_struct(cls: type, header: tuple[tuple[str, Any], ...] = ()) -> type[
 class _Header(msgspec.Struct):
     schema: Any = None
     schema_version: Any = None
+    # what another tool's file holds instead (`foreign_hint`)
+    benchmarks: Any = None
+    machine_info: Any = None
+
+
+def foreign_hint(header: object) -> str | None:
+    """How to bring in a file another tool wrote, when the header says which tool."""
+    if isinstance(header, _Header) and header.benchmarks is not None and header.machine_info is not None:
+        return "a pytest-benchmark file: bring it in with `perfci import pytest-benchmark FILE`"
+    return None
 
 
 _HeaderOrOther = _Header | list[Any] | str | float | bool | None  # any JSON: the header when it is an object
@@ -179,7 +189,10 @@ class DocumentFormat(Generic[T]):
 
     def _version(self, header: _HeaderOrOther, source: str) -> int:
         if not isinstance(header, _Header) or header.schema != self.name:
-            raise ResultsFormatError(f'{source}: not a perfci {self.kind} file (missing "schema": "{self.name}").')
+            raise ResultsFormatError(
+                f'{source}: not a perfci {self.kind} file (missing "schema": "{self.name}").',
+                hint=foreign_hint(header),
+            )
         version = header.schema_version
         if not isinstance(version, int) or isinstance(version, bool):
             raise ResultsFormatError(f"{source}: 'schema_version' is missing or not an integer.")

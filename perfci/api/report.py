@@ -25,13 +25,16 @@ def _read(path: Path) -> tuple[str, bytes]:
     data = read_bytes(path, "JSON")
     head = parse_json(data, str(path), "JSON")
     schema = head.get("schema") if isinstance(head, dict) else None
+    pytest_benchmark = isinstance(head, dict) and "benchmarks" in head and "machine_info" in head
     if schema == RESULTS_SCHEMA:
         return "results", data
     if schema == COMPARISON_SCHEMA:
         return "comparison", data
     raise ResultsFormatError(
         f"{path}: neither a perfci results file nor a comparison file (schema {schema!r}).",
-        hint="pass a results.json or comparison.json written by perfci",
+        hint="a pytest-benchmark file: bring it in with `perfci import pytest-benchmark FILE`"
+        if pytest_benchmark
+        else "pass a results.json or comparison.json written by perfci",
     )
 
 

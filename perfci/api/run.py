@@ -11,7 +11,7 @@ from typing import Any
 
 from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
-from perfci.api.select import CaseChoice, select_cases
+from perfci.api.select import CaseChoice, nothing_selected, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import SHARD_KEY, Shard, empty_shard_error
 from perfci.api.sizes import parse_size
@@ -136,10 +136,8 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
     choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices)
     if not choice.cases:
-        raise UsageError(
-            "no cases to run: no workloads found, or the filters (-k, --suite, --device) left none.",
-            hint="see what would run with 'perfci list' (add --all for the cases left out)",
-        )
+        raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.",
+                         hint="see what would run with 'perfci list' (add --all for the cases left out)")  # fmt: skip
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     if req.shard is not None:
         held = req.shard.pick(s.id for s in choice.cases)

@@ -107,3 +107,12 @@ def case_row(spec: CaseSpec, reason: str | None) -> dict[str, object]:
         "source": spec.source,
         "left_out": reason,
     }
+
+
+def nothing_selected(patterns: list[str] | None, suites: list[str] | None, devices: list[str] | None) -> str:
+    """Why nothing was selected, naming what was given: `-k 'x' matches no case`, or no workloads at all."""
+    given = [f"-k {p!r}" for p in patterns or ()] + [f"--suite {s}" for s in suites or ()]
+    given += [f"--device {d}" for d in devices or ()]
+    if not given:
+        return "no workloads found"
+    return f"{', '.join(given)} {'matches' if len(given) == 1 else 'match'} no case"

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from perfci.api.run import CONFIRM_REMEDY, Planned, RunOutcome, RunRequest, finish_run, measure, plan_run
-from perfci.api.select import CaseChoice, case_row, select_cases
+from perfci.api.select import CaseChoice, case_row, nothing_selected, select_cases
 from perfci.cli.app import (
     DbOpt,
     GpuModeOpt,
@@ -234,7 +234,7 @@ def list_cases(
         for spec, reason in left_out:
             out.print(f"{spec.id}  (left out: {reason})", highlight=False, markup=False)
         if not choice.cases:
-            err.print("no cases match.", highlight=False)
+            err.print(f"{nothing_selected(patterns, suites, devices)}.", highlight=False, markup=False)
         if not show_all:
             note_other_devices(choice)
         return 0

@@ -144,8 +144,8 @@ def tolerance_verdict(
     Worse (regression) when every candidate value is beyond every baseline value by more than `tolerance`
     (relative) plus `slack` (absolute, in the metric's unit); better likewise; inconclusive when the medians
     differ by that much but the ranges overlap. A change below that margin is still named when it is certain,
-    every candidate value beyond every baseline value by more than `slack` (the measurement's floor): `slower` (worse: for memory, it grew) or `faster`
-    (better: it shrank), as for timed metrics; unchanged otherwise.
+    every candidate value beyond every baseline value by more than `slack` (the measurement's floor): `slower`
+    (worse: for memory, it grew) or `faster` (better: it shrank), as for timed metrics; unchanged otherwise.
     """
     if not baseline or not candidate:
         raise ValueError("tolerance_verdict needs values on both sides")

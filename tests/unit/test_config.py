@@ -106,7 +106,10 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
             '[thresholds."kernels.*"]\nlatncy = 0.1\n',
             "perfci.toml:2: key thresholds.'kernels.*'.latncy: unknown metric",
         ),
-        ('[thresholds]\n"*" = { latency = "five" }\n', "perfci.toml:2: key thresholds.'*'.latency: 'five' is not a fraction"),
+        (
+            '[thresholds]\n"*" = { latency = "five" }\n',
+            "perfci.toml:2: key thresholds.'*'.latency: 'five' is not a fraction",
+        ),
         ('[thresholds]\n"*" = { latency = 0 }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
         ('[thresholds]\n"*" = 0.05\n', "perfci.toml:2: key thresholds.'*': must be a table"),
         ("thresholds = 0.05\n", "perfci.toml:1: key thresholds: must be a table"),
