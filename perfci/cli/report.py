@@ -68,7 +68,7 @@ def report(
 def report_paths(results: list[Path], out: Path | None, markdown: Path | None) -> tuple[Path, Path]:
     """Where the HTML report and the Markdown summary go: beside the first file, or under `--out` (a folder), or at
     `--out` when it names an .html file (the summary beside it); `--markdown` names the summary's own path."""
-    if out is not None and out.suffix.lower() == ".html":
+    if out is not None and (out.suffix.lower() == ".html" or out.is_file()):
         html = out
     else:
         folder = out if out is not None else (results[0].parent if results else Path("."))

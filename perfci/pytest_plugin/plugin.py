@@ -47,9 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
     group.addoption("--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round")
-    group.addoption(
-        "--perfci-threshold", metavar="F", type=parse_fraction, default=None, help="practical threshold: 5%% or 0.05"
-    )
+    group.addoption("--perfci-threshold", metavar="F", type=str, default=None, help="practical threshold: 5%% or 0.05")
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
 
 
@@ -151,9 +149,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
     if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0`
         raise pytest.UsageError(f"--perfci-budget must be a finite number of seconds above 0, not {budget!r}")
-    threshold = config.getoption("perfci_threshold")
-    if threshold is not None:  # refused now, not after every test has run (the comparison refused a NaN late)
-        _check_threshold(threshold)
+    raw = config.getoption("perfci_threshold")
+    # refused now, not after every test has run
+    threshold = _check_threshold(raw) if raw is not None else None
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     baseline = Path(base).resolve() if base else None
     config.stash[SESSION_KEY] = PerfciSession(
@@ -166,14 +164,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _check_threshold(threshold: float) -> None:
+def _check_threshold(raw: str) -> float:
+    """`--perfci-threshold` as a fraction (`5%` or `0.05`, as on perfci's command line)."""
     from perfci.api.compare import checked_fraction
     from perfci.errors import UsageError
 
     try:
+        threshold = parse_fraction(raw)
         checked_fraction("--perfci-threshold", threshold)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--perfci-threshold: {exc}") from None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+    return threshold
 
 
 def _checked_out(out: str, baseline: Path | None) -> Path:

@@ -114,7 +114,7 @@ def test_budget_that_is_not_finite_and_positive_is_refused(pytester: pytest.Pyte
 def test_threshold_nan_is_refused_before_the_tests_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_speed=MARKED)
     result = pytester.runpytest_subprocess(*FAST, "--perfci-threshold", "nan")
-    _usage_error(result, "--perfci-threshold must be a fraction from 0 to 10*not nan.", pytester.path)
+    _usage_error(result, "--perfci-threshold: 'nan' is not a fraction from 0 up; write 3% or 0.03.", pytester.path)
 
 
 BAD_WORK = """

@@ -27,7 +27,7 @@ def test_onnx_suite_measures_ort_and_torch_side_by_side_with_checks(tmp_path: Pa
     for runtime, case in cases.items():
         assert case["status"] == "ok", (runtime, case.get("errors"))
         assert {k for k in case["params"]} == {"batch", "runtime"}
-        assert len(case["rounds"]) == 1
+        assert len(case["rounds"]) == 2
         assert case["flops"] == cases["eager"]["flops"]  # same declared FLOPs: FLOP/s compares runtimes
     assert cases["ort-int8"]["bytes"] < cases["ort"]["bytes"]
     html = (out / "report.html").read_text()
