@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfci.api.compare import checked_fraction
+from perfci.codec import document_schema
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
 from perfci.compare.saved import decode_comparison
 from perfci.errors import ResultsFormatError, UsageError
-from perfci.jsonfile import parse_json, read_bytes
+from perfci.jsonfile import read_bytes
 from perfci.model import Comparison, RunResult
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
@@ -23,18 +24,14 @@ def _read(path: Path) -> tuple[str, bytes]:
     """The file's kind (from its "schema" field) and its bytes; a file that is not JSON is refused here, so that
     every file is parsed before any is checked."""
     data = read_bytes(path, "JSON")
-    head = parse_json(data, str(path), "JSON")
-    schema = head.get("schema") if isinstance(head, dict) else None
-    pytest_benchmark = isinstance(head, dict) and "benchmarks" in head and "machine_info" in head
+    schema, foreign = document_schema(data, str(path))
     if schema == RESULTS_SCHEMA:
         return "results", data
     if schema == COMPARISON_SCHEMA:
         return "comparison", data
     raise ResultsFormatError(
         f"{path}: neither a perfci results file nor a comparison file (schema {schema!r}).",
-        hint="a pytest-benchmark file: bring it in with `perfci import pytest-benchmark FILE`"
-        if pytest_benchmark
-        else "pass a results.json or comparison.json written by perfci",
+        hint=foreign or "pass a results.json or comparison.json written by perfci",
     )
 
 
