@@ -13,7 +13,7 @@ from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, nothing_selected, select_cases
 from perfci.api.settings import Settings
-from perfci.api.shards import SHARD_KEY, Shard, empty_shard_error
+from perfci.api.shards import SHARD_KEY, Shard
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -140,11 +140,8 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
                          hint="see what would run with 'perfci list' (add --all for the cases left out)")  # fmt: skip
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     if req.shard is not None:
-        held = req.shard.pick(s.id for s in choice.cases)
-        kept = [s for s in choice.cases if s.id in held]
-        if not kept:
-            raise empty_shard_error(req.shard, len(choice.cases))
-        choice = replace(choice, cases=kept)
+        held = req.shard.pick(s.id for s in choice.cases)  # none when there are more shards than cases
+        choice = replace(choice, cases=[s for s in choice.cases if s.id in held])
     if req.resume and req.out is None:
         raise UsageError("--resume needs --out: the folder of the interrupted run.")
     rs = run_settings(settings, req)

@@ -219,9 +219,26 @@ ShardOpt = Annotated[
         "--shard",
         parser=_shard,
         metavar="I/N",
-        help="Run only shard I of N: cases split by a stable hash of their id (join with 'perfci merge').",
+        help="Run only shard I of N: cases split by a stable hash of their id, or by time with --durations "
+        "(join with 'perfci merge').",
     ),
 ]
+DurationsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--durations",
+        metavar="FILE",
+        help="With --shard: split the cases by the time they took in this earlier results.json, so the shards end "
+        "together (every job of the run must be given the same file) [default: split by count].",
+    ),
+]
+
+
+def sharded(shard: Shard | None, durations: Path | None) -> Shard | None:
+    """--shard with --durations: the shard split by the recorded durations (the file is read here)."""
+    if durations is not None and shard is None:
+        raise UsageError("--durations needs --shard: it says how to split the cases over the shards.")
+    return shard.by_durations(durations) if shard is not None else None
 
 
 def project_settings(config: Path | None = None) -> Settings:

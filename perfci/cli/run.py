@@ -4,6 +4,7 @@ run.py); which cases run and how settings resolve is documented there and in doc
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +12,10 @@ import typer
 
 from perfci.api.run import CONFIRM_REMEDY, Planned, RunOutcome, RunRequest, finish_run, measure, plan_run
 from perfci.api.select import CaseChoice, case_row, nothing_selected, select_cases
+from perfci.api.shards import Shard, empty_shard_note, split, split_text
 from perfci.cli.app import (
     DbOpt,
+    DurationsOpt,
     GpuModeOpt,
     HistoryNoiseOpt,
     OutputFormat,
@@ -26,6 +29,7 @@ from perfci.cli.app import (
     print_comparison,
     progress_bar,
     project_settings,
+    sharded,
     writable_folder,
 )
 from perfci.cli.compare import FailOn, print_unsettled_hint
@@ -130,10 +134,10 @@ def run(
     runner: RunnerOpt = None, threshold: ThresholdOpt = None, confirm: ConfirmOpt = False,
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
     fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOn = None,
-    resume: ResumeOpt = False,
+    resume: ResumeOpt = False, durations: DurationsOpt = None,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
-    req = RunRequest(
+    request = RunRequest(
         paths=paths, patterns=patterns, suites=suites, devices=devices, out=out, rounds=rounds, threads=threads,
         cpus=cpus, seed=seed, timeout_s=timeout, budget_s=budget, memory_limit=memory_limit,
         speed_reference=speed_reference, baseline=baseline, runner=runner, threshold=threshold, confirm=confirm,
@@ -142,8 +146,11 @@ def run(
 
     def body() -> int:
         settings = project_settings(config)
+        req = replace(request, shard=sharded(shard, durations))
         planned = plan_run(settings, req)  # the baseline and the store are checked before measuring
         note_other_devices(planned.choice)
+        if planned.shard is not None and not planned.choice.cases:
+            note(empty_shard_note(planned.shard))
         writable_folder(planned.out_dir, "--out")  # after the inputs are checked, before measuring
         if resume:
             note_resume(planned)
@@ -217,13 +224,17 @@ def list_cases(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also show the cases left out (skip predicate, device), with the reason.")
     ] = False,
-    fmt: FmtOpt = OutputFormat.table,
+    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, durations: DurationsOpt = None,
 ) -> None:  # fmt: skip
-    """List every case that would run, after the filters."""
+    """List every case that would run, after the filters (with --shard: the cases of that shard, and the split)."""
 
     def body() -> int:
         out, err = consoles()
         choice = select_cases(project_settings(config), paths, patterns, suites, devices)
+        selected = bool(choice.cases)
+        split_with = sharded(shard, durations)
+        if split_with is not None and selected:
+            choice = shard_choice(choice, split_with)
         left_out = choice.left_out if show_all else []
         if fmt is OutputFormat.json:
             rows = [case_row(s, None) for s in choice.cases] + [case_row(s, r) for s, r in left_out]
@@ -233,10 +244,20 @@ def list_cases(
             out.print(spec.id, highlight=False, markup=False)
         for spec, reason in left_out:
             out.print(f"{spec.id}  (left out: {reason})", highlight=False, markup=False)
-        if not choice.cases:
+        if not selected:
             err.print(f"{nothing_selected(patterns, suites, devices)}.", highlight=False, markup=False)
         if not show_all:
             note_other_devices(choice)
         return 0
 
     guard(body)
+
+
+def shard_choice(choice: CaseChoice, shard: Shard) -> CaseChoice:
+    """`perfci list --shard I/N`: the shard's cases; the split (cases, and seconds with --durations) on stderr.
+    The others of the split are left out, with their shard as the reason (shown by --all)."""
+    shards = split((s.id for s in choice.cases), shard.count, dict(shard.durations) or None)
+    note(f"shard {shard}: {split_text(shards, shard.count, dict(shard.durations) or None)}.")
+    held = [s for s in choice.cases if shards[s.id] == shard.index]
+    others = [(s, f"shard {shards[s.id]}/{shard.count}") for s in choice.cases if shards[s.id] != shard.index]
+    return CaseChoice(held, [*choice.left_out, *others], choice.other_devices)

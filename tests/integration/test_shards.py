@@ -83,3 +83,22 @@ def test_the_results_record_the_shard_and_merge_refuses_a_missing_one(runs: Path
     proc = perfci(runs, "merge", "s1/results.json", "--out", "half")
     assert proc.returncode == 2 and "shard(s) 2/2 missing" in proc.stderr and "Traceback" not in proc.stderr
     assert not (runs / "half" / "results.json").exists()
+
+
+def test_an_empty_shard_exits_0_with_an_empty_results_file(runs: Path) -> None:
+    proc = perfci(runs, "run", "wl.py", "--rounds", "2", "--runner", "ci", "--shard", "7/7", "--out", "s7")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "holds no case" in proc.stderr
+    assert case_ids(runs / "s7" / "results.json") == []
+    assert json.loads((runs / "s7" / "results.json").read_text())["settings"]["shard"] == "7/7"
+
+
+def test_shards_by_durations_cover_every_case_once(runs: Path) -> None:
+    for index in (1, 2):
+        args = ("--shard", f"{index}/2", "--durations", "all/results.json", "--out", f"d{index}")
+        proc = perfci(runs, "run", "wl.py", "--rounds", "2", "--runner", "ci", *args)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    one, two = case_ids(runs / "d1" / "results.json"), case_ids(runs / "d2" / "results.json")
+    assert one and two and sorted(one + two) == sorted(case_ids(runs / "all" / "results.json"))
+    proc = perfci(runs, "merge", "d1/results.json", "d2/results.json", "--out", "dmerged", "--runner", "ci")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
