@@ -13,7 +13,7 @@ from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, nothing_selected, select_cases
 from perfci.api.settings import Settings
-from perfci.api.shards import SHARD_KEY, Shard
+from perfci.api.shards import Shard
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -113,7 +113,7 @@ class Planned:
 
     def extra_settings(self) -> dict[str, Any]:
         """What the runner writes into the results' settings beside the run settings."""
-        return {WORKLOADS_KEY: self.workloads, **({SHARD_KEY: str(self.shard)} if self.shard is not None else {})}
+        return {WORKLOADS_KEY: self.workloads, **(self.shard.settings() if self.shard is not None else {})}
 
     def results_settings(self) -> dict[str, Any]:
         """What the results file's settings will hold, less `complete` and the resume notes."""

@@ -28,6 +28,9 @@ from perfci.model import RunResult
 from perfci.schema import load_results
 
 SHARD_KEY = "shard"  # a sharded run's results settings: "I/N" (`perfci merge` checks that every shard is there)
+# ... and, split by time, a digest of the durations: shards split by different files may miss a case between them,
+# and `perfci merge` refuses parts whose settings differ
+DURATIONS_KEY = "shard_durations"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class Shard:
         """The ids of `case_ids` that this shard holds."""
         shards = split(case_ids, self.count, dict(self.durations) or None)
         return {cid for cid, shard in shards.items() if shard == self.index}
+
+    def settings(self) -> dict[str, str]:
+        """What a sharded run records in its results settings."""
+        if not self.durations:
+            return {SHARD_KEY: str(self)}
+        digest = hashlib.sha256(repr(self.durations).encode("utf-8")).hexdigest()[:16]
+        return {SHARD_KEY: str(self), DURATIONS_KEY: f"sha256:{digest}"}
 
     def by_durations(self, path: Path | None) -> Shard:
         """This shard, split by the durations recorded in the results file at `path` (None: by count)."""

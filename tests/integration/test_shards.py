@@ -102,3 +102,6 @@ def test_shards_by_durations_cover_every_case_once(runs: Path) -> None:
     assert one and two and sorted(one + two) == sorted(case_ids(runs / "all" / "results.json"))
     proc = perfci(runs, "merge", "d1/results.json", "d2/results.json", "--out", "dmerged", "--runner", "ci")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # a shard split by another file (here: by count) may miss a case between them: refused
+    proc = perfci(runs, "merge", "d1/results.json", "s2/results.json", "--out", "dbad")
+    assert proc.returncode == 2 and "different settings (shard_durations)" in proc.stderr
