@@ -96,11 +96,18 @@ class Verdict(StrEnum):
     IMPROVEMENT = "improvement"
     SLOWER = "slower"  # a change established (interval excludes no change) but below the practical threshold
     FASTER = "faster"
+    # memory (a size, compared by the tolerance rule): a certain change below the practical threshold, as
+    # slower/faster are for timed metrics (docs/compare.md)
+    GREW = "grew"
+    SHRANK = "shrank"
     UNCHANGED = "unchanged"  # equivalence established: the interval lies inside +- the practical threshold
     INCONCLUSIVE = "inconclusive"
     NEW = "new"
     MISSING = "missing"
     ERROR = "error"
+
+
+BELOW_THRESHOLD_WORSE = (Verdict.SLOWER, Verdict.GREW)  # what `fail_on = "slower"` adds to regressions
 
 
 class cached_property(Generic[T]):
@@ -332,11 +339,12 @@ class Comparison:
 
     @property
     def failing(self) -> tuple[MetricComparison, ...]:
-        """Regressions not covered by a declared expected change: these fail the gate. `slower` rows fail it
-        only when the settings say so (`fail_on = "slower"`, see `failing_on`)."""
+        """Regressions not covered by a declared expected change: these fail the gate. `slower` (and `grew`) rows
+        fail it only when the settings say so (`fail_on = "slower"`, see `failing_on`)."""
         return self.failing_on(str(self.settings.get("fail_on", "regression")))
 
     def failing_on(self, fail_on: str = "regression") -> tuple[MetricComparison, ...]:
-        """The rows that fail a gate set to `fail_on` ("regression", or "slower": also `slower` rows)."""
-        fails = (Verdict.REGRESSION, Verdict.SLOWER) if fail_on == "slower" else (Verdict.REGRESSION,)
+        """The rows that fail a gate set to `fail_on` ("regression", or "slower": also the certain changes for the
+        worse below the threshold, `slower` rows and memory's `grew`)."""
+        fails = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE) if fail_on == "slower" else (Verdict.REGRESSION,)
         return tuple(r for r in self.rows if r.verdict in fails and not r.expected)

@@ -28,7 +28,7 @@ from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
-from perfci.model import CaseStatus, Comparison, RunResult, Verdict
+from perfci.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 
 MODES = ("auto", "ab", "baseline")
 MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report
@@ -225,11 +225,11 @@ def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[
             elif r.verdict is Verdict.INCONCLUSIVE:
                 message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled; {r.note}"
                 lines.append(workflow_command("warning", message, f"perfci inconclusive: {r.case_id}"))
-            elif r.verdict is Verdict.SLOWER:  # below the threshold: an error only with fail_on = "slower"
+            elif r.verdict in BELOW_THRESHOLD_WORSE:  # below the threshold: an error only with fail_on = "slower"
                 gating = outcome.comparison.settings.get("fail_on") == "slower" and not r.expected
                 message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval}, below the threshold; see {report}"
                 kind = fail_kind if gating else "warning"
-                lines.append(workflow_command(kind, message, f"perfci slower: {r.case_id}"))
+                lines.append(workflow_command(kind, message, f"perfci {r.verdict.value}: {r.case_id}"))
         lines += [workflow_command("warning", w, "perfci") for w in outcome.comparison.warnings]
     else:
         for c in outcome.run.cases:

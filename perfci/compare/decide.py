@@ -123,16 +123,21 @@ def kept_pairs(d: list[float], trim: float) -> list[int]:
     return sorted(range(n), key=d.__getitem__)[g : n - g]
 
 
+_SIZE_WORDS = {Verdict.SLOWER: Verdict.GREW, Verdict.FASTER: Verdict.SHRANK}
+
+
 def _tolerance_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, slack: float
 ) -> MetricComparison:
     b, c = list(base.values()), list(cand.values())
-    verdict = tolerance_verdict(b, c, theta, slack, mdef.direction.value == "higher")
+    verdict = Verdict(tolerance_verdict(b, c, theta, slack, mdef.direction.value == "higher"))
+    if mdef.unit == "B":  # a size does not get slower: it grows
+        verdict = _SIZE_WORDS.get(verdict, verdict)
     mb, mc = median(b), median(c)
     return MetricComparison(
         case_id=case_id,
         metric=mdef.name,
-        verdict=Verdict(verdict),
+        verdict=verdict,
         unit=mdef.unit,
         baseline=mb,
         candidate=mc,

@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfci.errors import ConfigError
-from perfci.model import Comparison, Direction, MetricComparison, Verdict
+from perfci.model import BELOW_THRESHOLD_WORSE, Comparison, Direction, MetricComparison, Verdict
 from perfci.patterns import case_pattern
 
 EXPECTED_FILE = "perfci-expected.toml"
-_WORSE = (Verdict.REGRESSION, Verdict.SLOWER)  # the verdicts that can fail the gate (slower: with fail_on)
+_WORSE = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE)  # what can fail the gate (slower, grew: with fail_on)
 MAX_CHANGE = 1000.0  # the largest max_change read (a 100,000% worsening): anything beyond is a typo, or inf
 VERSION = 1
 

@@ -15,8 +15,8 @@ Format, version 2 (documented in docs/compare.md):
       "candidate": {"label": str, "run_id": str|null, "git": {...}|null, "fingerprint": {...}|null},
       "verdict": {"gate": "pass"|"fail", "counts": {"regression": 1, "unchanged": 12, ...}},
       "rows": [ {                                           # one per case and metric (MetricComparison)
-          "case_id": str, "metric": str, "verdict": "regression"|"improvement"|"slower"|"faster"|"unchanged"
-                                                            |"inconclusive"|"new"|"missing"|"error",
+          "case_id": str, "metric": str, "verdict": "regression"|"improvement"|"slower"|"faster"|"grew"|"shrank"
+                                                            |"unchanged"|"inconclusive"|"new"|"missing"|"error",
           "unit": str, "baseline": num|null, "candidate": num|null,
           "ratio": num|null,                                # candidate / baseline
           "ratio_low": num|null, "ratio_high": num|null,    # two-sided interval of the ratio at `confidence`
@@ -33,7 +33,8 @@ Format, version 2 (documented in docs/compare.md):
     }
 
 Non-finite numbers are written as null. The gate in "verdict" counts only regressions not covered by a declared
-expected change (and `slower` rows too when settings.fail_on is "slower").
+expected change (and `slower` and `grew` rows too when settings.fail_on is "slower"). `grew`/`shrank` are memory's
+words for a certain change below the threshold, as `slower`/`faster` are a timed metric's.
 
 Version 1 had no `slower`/`faster` verdicts and no `mdc`, and its `unchanged` meant "no
 change of the threshold was seen", not "equivalence established". It migrates to version 2 with its rows as they

@@ -2,12 +2,14 @@
 
 Mapping (one `<testcase classname="perfci.<suite or 'cases'>" name="<case id>">` per case):
 - any regression not covered by a declared expected change -> `<failure type="regression">`; with
-  fail_on = "slower" (the comparison's settings), a `slower` row likewise -> `<failure type="slower">`;
+  fail_on = "slower" (the comparison's settings), a `slower` or `grew` row likewise -> `<failure type="slower">`
+  (or "grew");
 - an `error` verdict -> `<error type="error">`;
 - `inconclusive` (and nothing worse) -> `<skipped>` with the reason, so CI shows it without failing;
 - `missing` -> `<skipped message="missing in candidate">`;
-- everything else passes (`slower`/`faster` below the threshold, `unchanged`, `improvement`, `new`). Every row
-  of the case is listed in `<system-out>`, with its verdict and its minimum detectable change ("detects").
+- everything else passes (`slower`/`faster`, `grew`/`shrank` below the threshold, `unchanged`, `improvement`,
+  `new`). Every row of the case is listed in `<system-out>`, with its verdict and its minimum detectable change
+  ("detects").
 The document follows the common Jenkins/Ant JUnit schema that CI systems and pytest's parser read.
 """
 
@@ -17,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
 
 
 def _pct(ratio: float | None) -> str:
@@ -40,7 +42,7 @@ def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison], fai
     skipped = [r for r in rows if r.verdict in (Verdict.INCONCLUSIVE, Verdict.MISSING)]
     outcome = "passed"
     if failing:
-        kind = "regression" if any(r.verdict is Verdict.REGRESSION for r in failing) else "slower"
+        kind = "regression" if any(r.verdict is Verdict.REGRESSION for r in failing) else failing[0].verdict.value
         el = ET.SubElement(tc, "failure", type=kind, message="; ".join(_line(r) for r in failing))
         el.text = "\n".join(_line(r) for r in failing)
         outcome = "failure"
@@ -73,7 +75,7 @@ def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
         ET.SubElement(props, "property", name="warning", value=w)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0, "passed": 0}
     slower = comparison.settings.get("fail_on") == "slower"
-    fails = (Verdict.REGRESSION, Verdict.SLOWER) if slower else (Verdict.REGRESSION,)
+    fails = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE) if slower else (Verdict.REGRESSION,)
     for case_id, rows in _by_case(comparison.rows).items():
         counts[_testcase(suite, case_id, rows, fails)] += 1
         counts["tests"] += 1

@@ -16,7 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
-from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.model import (
+    BELOW_THRESHOLD_WORSE,
+    CaseResult,
+    CaseStatus,
+    Comparison,
+    MetricComparison,
+    RunResult,
+    Verdict,
+)
 from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
@@ -126,12 +134,15 @@ def render_markdown(
         _table(lines, [_row(r) for r in listed], "cases", report, budget, max_rows)
         if not listed:
             lines.append("\nNo regressions, errors or inconclusive cases.")
-        _below_threshold(lines, [r for r in ordered if r.verdict is Verdict.SLOWER], comparison, report, budget)
+        worse = [r for r in ordered if r.verdict in BELOW_THRESHOLD_WORSE]
+        _below_threshold(lines, worse, comparison, report, budget)
         improved = sum(1 for r in comparison.rows if r.verdict is Verdict.IMPROVEMENT)
         faster = sum(1 for r in comparison.rows if r.verdict is Verdict.FASTER)
-        if improved or faster:
+        shrank = sum(1 for r in comparison.rows if r.verdict is Verdict.SHRANK)
+        if improved or faster or shrank:
             parts = [f"{improved:,} improvement(s)"] if improved else []
             parts += [f"{faster:,} faster below the threshold"] if faster else []
+            parts += [f"{shrank:,} smaller in memory below the threshold"] if shrank else []
             lines.append(f"\n{', '.join(parts)}: see {report}.")
     elif run is not None:
         failed = [c for c in run.cases if c.status is CaseStatus.ERROR]
@@ -169,14 +180,17 @@ def _sensitivity_lines(comparison: Comparison) -> list[str]:
 def _below_threshold(
     lines: list[str], slower: list[MetricComparison], comparison: Comparison, report: str, budget: int
 ) -> None:
-    """The `slower` rows: established slowdowns smaller than the threshold, which do not fail the gate unless
-    fail_on = "slower" (then they are failing and said so)."""
+    """The `slower` and `grew` rows: established slowdowns and memory growth smaller than the threshold, which do
+    not fail the gate unless fail_on = "slower" (then they are failing and said so)."""
     if not slower:
         return
     gating = comparison.settings.get("fail_on") == "slower"
+    grew = sum(1 for r in slower if r.verdict is Verdict.GREW)
+    what = [f"{len(slower) - grew:,} established slowdown(s)"] if len(slower) > grew else []
+    what += [f"{grew:,} certain memory growth(s)"] if grew else []
     lines.append("\n#### Below the threshold")
     lines.append(
-        f"\n{len(slower):,} established slowdown(s) smaller than the practical threshold"
+        f"\n{' and '.join(what)} smaller than the practical threshold"
         + (" (they fail this gate: fail_on = slower)." if gating else "; they do not fail the gate, but they add up.")
     )
     _table(lines, [_row(r) for r in slower], "slower cases", report, budget, MAX_SLOWER_ROWS)

@@ -17,6 +17,8 @@ VERDICT_STYLE = {
     Verdict.IMPROVEMENT: "green",
     Verdict.SLOWER: "red",
     Verdict.FASTER: "green",
+    Verdict.GREW: "red",
+    Verdict.SHRANK: "green",
     Verdict.UNCHANGED: "",
     Verdict.INCONCLUSIVE: "yellow",
     Verdict.NEW: "cyan",

@@ -15,9 +15,11 @@ VERDICT_ORDER: tuple[Verdict, ...] = (
     Verdict.INCONCLUSIVE,
     Verdict.MISSING,
     Verdict.SLOWER,
+    Verdict.GREW,
     Verdict.NEW,
     Verdict.IMPROVEMENT,
     Verdict.FASTER,
+    Verdict.SHRANK,
     Verdict.UNCHANGED,
 )
 
@@ -63,7 +65,7 @@ def headline(comparison: Comparison | None, run: RunResult | None = None) -> str
         return f"measured {ok} case(s), {len(errors)} error(s); no baseline to compare with"
     counts = verdict_counts(comparison)
     expected = sum(1 for r in comparison.rows if r.verdict is Verdict.REGRESSION and expected_reason(r))
-    if comparison.failing:  # regressions not expected; `slower` rows too with fail_on = "slower"
+    if comparison.failing:  # regressions not expected; `slower` and `grew` rows too with fail_on = "slower"
         head = "FAIL"
     elif counts[Verdict.ERROR] or errors:
         head = "ERROR"

@@ -6,7 +6,8 @@
   var data = JSON.parse(document.getElementById("perfci-data").textContent);
   var ids = data.cases;
   var COLORS = { regression: "#b3261e", error: "#b3261e", inconclusive: "#c77c00", improvement: "#1b6e20",
-                 unchanged: "#5f6b7a", "new": "#5b3ea8", missing: "#5b3ea8", slower: "#b3261e", faster: "#1b6e20" };
+                 unchanged: "#5f6b7a", "new": "#5b3ea8", missing: "#5b3ea8", slower: "#b3261e", faster: "#1b6e20",
+                 grew: "#b3261e", shrank: "#1b6e20" };
   var BASE = "#7f8c9d", CAND = "#1f5fbf";
   var CONFIG = { displaylogo: false, responsive: true };
   var LAZY_ABOVE = 100;  /* with more cases than this, charts are drawn as they scroll into view */
