@@ -23,11 +23,11 @@ from perfci.cpus import usable_cpus
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.metrics.registry import COMPARABLE
 from perfci.patterns import CasePattern
-from perfci.reports.trend import trend_markdown
+from perfci.reports.trend import trend_digest, trend_markdown
 from perfci.reports.trend_html import write_trend_html
 from perfci.schema import load_results
 from perfci.store.history import HistoryStore, PreparedRun, RunFilter, RunInfo, prepare_run
-from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak
+from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak, window_moves
 from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends
 
 
@@ -253,6 +253,11 @@ class TrendView:
 
     def markdown(self, report: Path | None, since: str | None = None) -> str:
         return trend_markdown(self.items, self.environment(), report=str(report) if report else None, since=since)
+
+    def digest(self, since: str, cutoff: str) -> str:
+        """`trend --format markdown --since`: what moved in the runs started at or after `cutoff`."""
+        moves, steady, quiet = window_moves(self.items, cutoff, self.query.min_effect)
+        return trend_digest(moves, steady, quiet, since, self.query.metric, self.environment())
 
     def write_markdown(self, path: Path, report: Path | None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -123,10 +123,12 @@ def trend(
 
     def body() -> int:
         view = trend_view(project_settings(), db, TrendQuery(metric, runner, k, min_effect, window))
-        if since is not None:
-            view = replace(view, items=moved_since(view.items, since_cutoff(since, datetime.now(UTC))))
+        whole, cutoff = view, since_cutoff(since, datetime.now(UTC)) if since is not None else None
+        if cutoff is not None:
+            view = replace(view, items=moved_since(view.items, cutoff))
         if fmt is TrendFormat.markdown:  # a digest for an email or a chat message
-            consoles()[0].print(view.markdown(None, since), markup=False, highlight=False, soft_wrap=True)
+            text = whole.digest(since, cutoff) if since and cutoff else view.markdown(None)
+            consoles()[0].print(text, markup=False, highlight=False, soft_wrap=True)
         else:
             emit(OutputFormat(fmt.value), lambda: trends_json(view.items), lambda: trend_table(view.items, window))
         if html is not None:

@@ -9,10 +9,12 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from perfci.metrics.registry import family_of, metric_direction
+from perfci.model import Direction
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
-from perfci.store.movers import DEFAULT_WINDOW, movers
+from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
 from perfci.store.trend import Trend
 
 MAX_TABLE_ROWS = 40  # terminal rows: the worst cases; the full list is in --format json and --html
@@ -112,6 +114,68 @@ def trend_markdown(
             lines.append(f"\n… and {len(worse) - max_rows} more case(s) that got worse (see the HTML report).")
     if report:
         lines += ["", f"Full trend report: {code(report, 200)} (in this job's artifacts)."]
+    return "\n".join(lines) + "\n"
+
+
+def _words(metric: str) -> tuple[str, str]:
+    """How a move of `metric` is said, worse then better: a time gets slower, a size grows, others get worse."""
+    if family_of(metric) == "memory":
+        return "grew", "shrank"
+    if metric_direction(metric) is Direction.LOWER and family_of(metric) in ("latency", "energy_per_call"):
+        return "slower", "faster"
+    return "worse", "better"
+
+
+def _when(utc: str) -> str:
+    return utc[:16].replace("T", " ") + " UTC"
+
+
+def _status(m: WindowMove) -> str:
+    if m.called:
+        return "confirmed by the runs since"
+    more = f"at least {m.more_runs} more run(s) needed"
+    if m.runs_before < CALL_RUNS:
+        return (
+            f"too early to call: a change needs {CALL_RUNS} runs on each side, and the history has "
+            f"{m.runs_before} before it; {more} after it"
+        )
+    return f"too recent to call: {more}"
+
+
+def trend_digest(
+    moves: list[WindowMove], steady: int, quiet: int, since: str, metric: str,
+    env: Mapping[tuple[str, str], str] | None = None, max_rows: int = DEFAULT_MAX_ROWS,
+) -> str:  # fmt: skip
+    """`perfci trend --format markdown --since 7d`: what moved in the window, per case, in plain words for a lead:
+    the change, the run's commit and date, and whether it is confirmed or too recent to call (with how many more
+    runs it needs). Strings from the store are code spans; the rows are bounded (`max_rows`, then a count)."""
+    worse, better = (sum(1 for m in moves if m.worse is w) for w in (True, False))
+    early = sum(1 for m in moves if not m.called)
+    lines = [
+        f"### perfci trend, the last {since}: {worse} change(s) for the worse, {better} for the better",
+        "",
+        f"{code(metric, 60)}: {steady} case(s) ran in the window without a change"
+        + (f"; {quiet} case(s) did not run in it" if quiet else "")
+        + (f". Too recent to call yet: {early} of the changes (the next runs will tell)." if early else "."),
+    ]
+    if moves:
+        lines += [
+            "",
+            "| case | runner | change | from run | commit | date | status |",
+            "| --- | --- | --: | --- | --- | --- | --- |",
+        ]
+        for m in moves[:max_rows]:
+            word = _words(m.metric)[0 if m.worse else 1]
+            status = _status(m)
+            upgrade = (env or {}).get((m.runner, m.run_id), "")
+            status += f"; the environment changed there: {code(upgrade, 120)}" if upgrade else ""
+            cells = [code(m.case_id), code(m.runner, 60), f"{format_ratio(m.ratio)} ({word})", code(m.run_id, 60)]
+            cells += [code((m.commit or "?")[:10], 12), _when(m.started_at), status]
+            lines.append("| " + " | ".join(cells) + " |")
+        if len(moves) > max_rows:
+            lines.append(f"\n… and {len(moves) - max_rows} more change(s) (see --format json or --html).")
+    else:
+        lines += ["", "Nothing moved."]
     return "\n".join(lines) + "\n"
 
 

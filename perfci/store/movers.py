@@ -11,6 +11,7 @@ runner's measured peaks (metrics/derive.py): the latest stored value of `flops.p
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -88,3 +89,79 @@ def pct_of_peak(store: HistoryStore, items: Iterable[Trend]) -> dict[tuple[str, 
                 if best is None or value > best[0]:
                     out[(runner, case_id)] = (float(value), metric)
     return out
+
+
+# The fewest runs a stretch of history may have on either side of a change point (detect_change_points'
+# `min_size`; a unit test keeps the two equal): a move in the latest runs cannot be called before it has this many.
+CALL_RUNS = 3
+
+
+@dataclass(frozen=True)
+class WindowMove:
+    """A move seen in a time window (`perfci trend --since`): a change point that started there (`called`), or a
+    step in the latest runs too recent for one, with the runs it still needs."""
+
+    runner: str
+    case_id: str
+    metric: str
+    ratio: float  # the level after the move over the level before it
+    worse: bool
+    run_id: str  # the first run at the new level
+    commit: str | None
+    started_at: str
+    called: bool
+    more_runs: int = 0  # not called: at least this many more runs at the new level before it can be
+    runs_before: int = 0  # not called: runs at the old level (a change point needs CALL_RUNS on each side)
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _called(t: Trend, s: Shift, lower: bool) -> WindowMove:
+    worse = s.ratio > 1.0 if lower else s.ratio < 1.0
+    return WindowMove(t.runner, t.case_id, t.metric, s.ratio, worse, s.run_id, s.commit, s.started_at, True)
+
+
+def _recent_step(t: Trend, cutoff: str, min_effect: float) -> WindowMove | None:
+    """The step in the latest runs (fewer than CALL_RUNS, all in the window) whose every value differs from the
+    level before them (the median of the runs since the last change point), on the same side, by at least
+    `min_effect`; the earliest such start. None when none."""
+    start = t.shifts[-1].index if t.shifts else 0
+    tail = [p for p in t.points[start:] if p.value > 0]
+    lower = metric_direction(t.metric) is Direction.LOWER
+    found: WindowMove | None = None
+    for k in range(1, min(CALL_RUNS, len(tail))):
+        recent, before = tail[-k:], [p.value for p in tail[:-k]]
+        if recent[0].started_at < cutoff:
+            break
+        level = statistics.median(before)  # robust: one slow run before the step does not make a step of its own
+        changes = [p.value / level - 1.0 for p in recent]
+        if not (all(c >= min_effect for c in changes) or all(c <= -min_effect for c in changes)):
+            continue
+        ratio = _geomean([p.value for p in recent]) / level
+        first = recent[0]
+        worse = ratio > 1.0 if lower else ratio < 1.0
+        at = (first.run_id, first.commit, first.started_at)
+        found = WindowMove(t.runner, t.case_id, t.metric, ratio, worse, *at, False, CALL_RUNS - k, len(before))
+    return found
+
+
+def window_moves(items: Iterable[Trend], cutoff: str, min_effect: float) -> tuple[list[WindowMove], int, int]:
+    """What moved in the runs started at or after `cutoff` (UTC text, as stored): per case, the change points
+    there, and a step too recent to call. Returns (moves, the worst first; cases with runs in the window and no
+    move; cases without a run in the window)."""
+    moves: list[WindowMove] = []
+    steady = quiet = 0
+    for t in items:
+        if not t.points or t.points[-1].started_at < cutoff:
+            quiet += 1
+            continue
+        lower = metric_direction(t.metric) is Direction.LOWER
+        found = [_called(t, s, lower) for s in t.shifts if s.started_at >= cutoff]
+        recent = _recent_step(t, cutoff, min_effect)
+        found += [recent] if recent is not None else []
+        moves += found
+        steady += not found
+    moves.sort(key=lambda m: (not m.worse, -abs(math.log(m.ratio)) if m.ratio > 0 else 0.0, m.runner, m.case_id))
+    return moves, steady, quiet
