@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from perfci.metrics.registry import family_of, metric_direction
+from perfci.metrics.registry import ENERGY, LATENCY, family_of, metric_direction
 from perfci.model import Direction
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
@@ -121,7 +121,7 @@ def _words(metric: str) -> tuple[str, str]:
     """How a move of `metric` is said, worse then better: a time gets slower, a size grows, others get worse."""
     if family_of(metric) == "memory":
         return "grew", "shrank"
-    if metric_direction(metric) is Direction.LOWER and family_of(metric) in ("latency", "energy_per_call"):
+    if metric_direction(metric) is Direction.LOWER and family_of(metric) in (family_of(LATENCY), ENERGY):
         return "slower", "faster"
     return "worse", "better"
 
