@@ -151,6 +151,27 @@ def print_outcome(comparison: Comparison, candidate: RunResult | None, written: 
         note(f"comparison: {written[0]}\nreport:     {written[1]}")
 
 
+def decision_options(
+    threshold: float | None,
+    confidence: float,
+    family: str,
+    metric: list[str] | None,
+    catch: float,
+    fail_on: str | None,
+    job_noise: float | None = None,
+) -> DecisionOptions:
+    """The decision flags `compare` and `ab` share, as the API's options."""
+    return DecisionOptions(
+        threshold=threshold,
+        confidence=confidence,
+        family=family,
+        metrics=tuple(metric or ()),
+        job_noise=job_noise,
+        catch=catch,
+        fail_on=fail_on,
+    )
+
+
 @app.command()
 def compare(
     baseline: Annotated[Path, typer.Argument(help="Baseline results file (or, alone, the candidate).")],
@@ -163,15 +184,7 @@ def compare(
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
-    decision = DecisionOptions(
-        threshold=threshold,
-        confidence=confidence,
-        family=family,
-        metrics=tuple(metric or ()),
-        job_noise=job_noise,
-        catch=catch,
-        fail_on=fail_on,
-    )
+    decision = decision_options(threshold, confidence, family, metric, catch, fail_on, job_noise)
     req = CompareRequest(
         baseline=baseline,
         candidate=candidate,
@@ -225,14 +238,7 @@ def ab_command(
         timeout_s=timeout,
         seed=seed,
         build=build,
-        decision=DecisionOptions(
-            threshold=threshold,
-            confidence=confidence,
-            family=family,
-            metrics=tuple(metric or ()),
-            catch=catch,
-            fail_on=fail_on,
-        ),
+        decision=decision_options(threshold, confidence, family, metric, catch, fail_on),
         out=out,
         junit=junit,
         expected=expected,
