@@ -26,6 +26,7 @@ ParamValue = str | int | float | bool
 Seconds = Annotated[float, Meta(ge=1e-12, le=1e7, description="A timed sample, in seconds.")]
 Count = Annotated[int, Meta(ge=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
+Fraction = Annotated[float, Meta(ge=0, le=1)]
 NonEmpty = Annotated[str, Meta(min_length=1)]
 UtcTime = Annotated[str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")]
 ErrorKind = Literal["raised", "crash", "timeout", "oom", "skipped", "infrastructure", "check"]
@@ -74,6 +75,9 @@ class TelemetryKeys(TypedDict, total=False):
     throttle_dropped: Count | None
     sustained: dict[str, Any]
     notes: dict[str, Any]
+    cpu_wait: Fraction | None
+    cpu_pressure: Fraction | None
+    cpu_steal: Fraction | None
 
 
 Fingerprint = Annotated[dict[str, Any], KnownKeys(FingerprintKeys)]

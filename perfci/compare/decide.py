@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from perfci.compare.contention import contention_note, unblamed
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
@@ -65,7 +66,7 @@ def _lockstep(r: Round) -> bool:
 
 def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
-    settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None,
+    settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None, in_process: bool = False,
 ) -> MetricComparison:  # fmt: skip
     common = sorted(set(base) & set(cand)) if paired else []
     if common:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired, below)
@@ -80,7 +81,8 @@ def _timed_row(
         shown_base = geometric_mean([base[common[i]] for i in kept])
         shown_cand = shown_base * ratio_of(math.fsum(d[i] for i in kept) / len(kept))
     else:
-        est = unpaired_log_ratio(list(base.values()), list(cand.values()), job_noise(settings, case_id, mdef.name))
+        noise = job_noise(settings, case_id, mdef.name, in_process)
+        est = unpaired_log_ratio(list(base.values()), list(cand.values()), noise)
         shown_base, shown_cand = geometric_mean(list(base.values())), geometric_mean(list(cand.values()))
     higher = mdef.direction.value == "higher"
     decision = decide(est, theta, alpha, higher, settings.noise_factor, settings.catch, settings.slower_min)
@@ -165,6 +167,8 @@ def compare_case(
     if base.status is not CaseStatus.OK or not base.rounds:
         return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")]
     alpha = settings.alpha(n_cases)
+    busy = contention_note(base, cand)
+    in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
     for name in settings.metrics:
         mdef = metric_def(name)
@@ -174,11 +178,17 @@ def compare_case(
         theta = practical_threshold(settings, cand.id, mdef)
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
-            rows.append(_timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps))
+            row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process)
+            rows.append(unblamed(row, busy))
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))
     return rows
+
+
+def _in_process(case: CaseResult) -> bool:
+    """Whether every round was measured in the pytest plugin's process (pytest_plugin/measure.py)."""
+    return bool(case.rounds) and all(r.telemetry.get("in_process") is True for r in case.rounds)
 
 
 def compare_runs(

@@ -38,6 +38,12 @@ GPU_JOB_NOISE = 0.03
 # invocations of the default suite spread 7.7-13.7% with 5 rounds, 2.0-5.4% with 20 and 2.8-7.0% with 40, which
 # leaves a job term of a couple of percent (docs/measurement.md, "Speed reference").
 REFERENCE_JOB_NOISE = 0.03
+# The same for cases measured in-process by the pytest plugin, on both sides (rounds marked `in_process`): two
+# pytest sessions are usually run on one machine (a developer's, or one CI job measuring both sides). Eight
+# sessions of a pytest-benchmark-style file on the 2-core CI machine spread 1.2-2.4% (sd of the session's mean
+# log) for calibrated cases (docs/pytest.md); 5% leaves room for a shared runner. Pass --perfci-job-noise (or
+# `perfci compare --job-noise`) for a baseline from another machine.
+IN_PROCESS_JOB_NOISE = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +116,7 @@ def is_gpu(case_id: str) -> bool:
     return case_id.rsplit("@", 1)[-1].startswith("cuda")
 
 
-def job_noise(settings: DecisionSettings, case_id: str, metric: str = LATENCY) -> float:
+def job_noise(settings: DecisionSettings, case_id: str, metric: str = LATENCY, in_process: bool = False) -> float:
     if settings.job_noise is not None:
         return settings.job_noise
     if settings.job_noise_lookup is not None:
@@ -119,6 +125,8 @@ def job_noise(settings: DecisionSettings, case_id: str, metric: str = LATENCY) -
             return learned
     if is_gpu(case_id):
         return GPU_JOB_NOISE
+    if in_process and metric != VS_REFERENCE:
+        return IN_PROCESS_JOB_NOISE
     return REFERENCE_JOB_NOISE if metric == VS_REFERENCE else CPU_JOB_NOISE
 
 

@@ -14,6 +14,7 @@ from perfci.engine.protocol import Job, JobCase, Result
 from perfci.model import Round
 from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
+from perfci.profilers.contention import ContentionWatch
 from perfci.profilers.cuda_timing import FLUSHING_MODES, SETTLING_MODES, cuda_timer
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
@@ -63,6 +64,7 @@ class CaseSession:
     sustained: Sustained | None = None  # sustained GPU mode: the steady state reached before sampling
     block_timer: BlockTimer | None = None  # the timer under the sampler's (sustained-cold: counts host-bound blocks)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
+    contention: ContentionWatch = field(default_factory=ContentionWatch)  # started when sampling starts
 
 
 def set_threads(threads: int) -> int:
@@ -187,6 +189,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
         # not in lockstep (A/B) jobs: the pairs already cancel the machine's drift
         session.reference = open_reference(torch_matmul(torch, seed=session.ctx.seed), timer, overhead, settings)
         session.sampler.before_sample = session.reference.sample
+    session.contention.start()
     return session
 
 
@@ -197,6 +200,7 @@ def finish(s: CaseSession) -> Result:
         "timer_overhead_s": s.overhead_s,
         "timer": s.timer_name,
         "work_sources": s.work_sources,
+        **s.contention.stop(),  # the sampling's CPU contention; the energy block below is not sampling
     }
     if s.ctx.notes:
         telemetry["notes"] = dict(s.ctx.notes)

@@ -18,7 +18,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
     group.addoption("--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round")
+    group.addoption(
+        "--perfci-threads",
+        metavar="N",
+        type=int,
+        default=1,
+        help="torch intra-op threads while measuring, as perfci run's --threads (0: torch's own)",
+    )
     group.addoption("--perfci-threshold", metavar="F", type=str, default=None, help="practical threshold: 5%% or 0.05")
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
 
@@ -64,6 +71,7 @@ class PerfciSession:
     started_at: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
+    measured: RunResult | None = None  # what was written or compared, for the terminal table
     outcome: CompareOutcome | None = None
     error: str | None = None
 
@@ -106,7 +114,7 @@ class PerfciSession:
             return 0
         from perfci.schema import dump_results
 
-        run = self.run()
+        run = self.measured = self.run()
         with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
             path = (self.out or Path(tmp)) / RESULTS_FILE
             try:
@@ -145,6 +153,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings
 
     rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
+    threads = config.getoption("perfci_threads")
+    if threads < 0:
+        raise pytest.UsageError(f"--perfci-threads must be 0 (torch's own) or more, not {threads}")
     if rounds < MIN_ROUNDS:
         raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
     if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0`
@@ -154,14 +165,17 @@ def pytest_configure(config: pytest.Config) -> None:
     threshold = _check_threshold(raw) if raw is not None else None
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     baseline = Path(base).resolve() if base else None
-    config.stash[SESSION_KEY] = PerfciSession(
-        settings=InProcessSettings(rounds=rounds, budget_s=budget),
+    config.stash[SESSION_KEY] = state = PerfciSession(
+        settings=InProcessSettings(rounds=rounds, budget_s=budget, threads=threads),
         out=_checked_out(out, baseline) if out else None,
         baseline=baseline,
         threshold=threshold,
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
     )
+    if state.out is not None or state.baseline is not None:
+        # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
+        config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
 
 
 def _check_threshold(raw: str) -> float:
@@ -274,6 +288,19 @@ def perf(request: pytest.FixtureRequest) -> Perf:
     return Perf(request.config.stash[SESSION_KEY], request.node.nodeid)
 
 
+class BenchmarkTakeover:
+    """Serves pytest-benchmark's `benchmark` fixture (benchmark_fixture.py) when perfci writes or compares."""
+
+    @pytest.fixture
+    def benchmark(self, request: pytest.FixtureRequest) -> Iterator[Any]:
+        """pytest-benchmark's fixture, measured by perfci (docs/pytest.md)."""
+        from perfci.pytest_plugin.benchmark_fixture import fixture_class
+
+        served = fixture_class()(request.config.stash[SESSION_KEY], request.node)
+        yield served
+        served.record()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
@@ -284,13 +311,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = code
 
 
-def _table_text(outcome: CompareOutcome, width: int) -> str:
+def _table_text(table: Any, width: int) -> str:
     from rich.console import Console
 
-    from perfci.reports.terminal import comparison_table
-
     buf = io.StringIO()
-    Console(file=buf, width=width, color_system=None, force_terminal=False).print(comparison_table(outcome.comparison))
+    Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     return buf.getvalue()
 
 
@@ -298,16 +323,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(SESSION_KEY, None)
     if state is None or (state.written is None and state.outcome is None and state.error is None):
         return
-    from perfci.reports.terminal import verdict_line
+    from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
     tr = terminalreporter
     tr.write_sep("=", "perfci")
+    width = max(120, int(getattr(getattr(tr, "_tw", None), "fullwidth", 120)))  # a CI log is 80 wide
+    if state.measured is not None:  # the table `perfci run` prints
+        tr.write(_table_text(run_table(state.measured), width))
     if state.written is not None:
         tr.write_line(f"perfci results: {state.written} ({len(state.cases)} case(s))")
     if state.error is not None:
         tr.write_line(state.error, red=True)
     if state.outcome is not None:
-        width = max(120, int(getattr(getattr(tr, "_tw", None), "fullwidth", 120)))  # a CI log is 80 wide
-        tr.write(_table_text(state.outcome, width))
+        tr.write(_table_text(comparison_table(state.outcome.comparison), width))
         failing = bool(state.outcome.comparison.failing)
         tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)

@@ -1,0 +1,50 @@
+"""A busy machine is not blamed on the code: a timed row that says `regression` or `slower` becomes
+`inconclusive` when the candidate was measured under CPU contention that the baseline was not.
+
+The measure is each round's `cpu_wait` (profilers/contention.py): the share of its runnable time the process
+waited for a CPU. A side's figure is its most contended round, because one busy round is enough to move a
+per-round statistic. The candidate is called contended when its figure exceeds the baseline's by
+`CONTENTION_MARGIN` or more (a baseline without the figure, written by an older perfci or on a platform without
+it, counts as 0). A quiet 2-core machine reads below 0.02; two busy processes beside a single-threaded
+measurement read about 0.33. Only rows that would blame the candidate change: an improvement measured on a
+busy machine stands, and a memory row is not a timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfci.model import CaseResult, MetricComparison, Verdict
+
+CONTENTION_MARGIN = 0.05
+CPU_WAIT = "cpu_wait"  # the round telemetry key (profilers/contention.py)
+_BLAMING = (Verdict.REGRESSION, Verdict.SLOWER)
+
+
+def busiest_wait(case: CaseResult) -> float | None:
+    """The largest `cpu_wait` of the case's rounds; None when no round has one."""
+    waits = [w for r in case.rounds if isinstance(w := r.telemetry.get(CPU_WAIT), int | float)]
+    return float(max(waits)) if waits else None
+
+
+def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTION_MARGIN) -> str:
+    """Why the candidate's timings cannot be blamed on the code ("" when they can)."""
+    c = busiest_wait(cand)
+    if c is None:
+        return ""
+    b = busiest_wait(base)
+    if c - (b or 0.0) < margin:
+        return ""
+    base_words = f"the baseline's {b:.0%}" if b is not None else "the baseline has no such figure"
+    return (
+        f"measured on a busy CPU: the candidate waited for a CPU {c:.0%} of its runnable time ({base_words}); "
+        "measure again on a quiet machine"
+    )
+
+
+def unblamed(row: MetricComparison, note: str) -> MetricComparison:
+    """`row` as `inconclusive` with `note` when it blames the candidate and `note` says why it cannot."""
+    if not note or row.verdict not in _BLAMING or row.method not in ("paired", "unpaired"):
+        return row
+    why = f"{note} (estimate {row.ratio - 1:+.1%})" if row.ratio is not None else note
+    return replace(row, verdict=Verdict.INCONCLUSIVE, note=why)

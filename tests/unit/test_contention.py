@@ -1,0 +1,108 @@
+"""CPU contention per round (profilers/contention.py) from fake /proc files and clocks, and the comparison rule
+that keeps a busy machine from being blamed on the code (compare/contention.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfci.compare.contention import CONTENTION_MARGIN, busiest_wait, contention_note
+from perfci.compare.decide import compare_runs
+from perfci.compare.policy import DecisionSettings
+from perfci.model import CaseResult, Verdict
+from perfci.profilers.contention import ContentionWatch, contention, read_counters
+from tests.conftest import make_case, make_run
+
+
+class FakeProc:
+    """A /proc with two threads' schedstat, the PSI cpu file and /proc/stat, set per reading."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        for tid in ("101", "102"):
+            (root / "self" / "task" / tid).mkdir(parents=True)
+        (root / "pressure").mkdir()
+
+    def set(self, waits_ns: tuple[int, int], psi_us: int, steal: int, total: int) -> None:
+        for tid, wait in zip(("101", "102"), waits_ns, strict=True):
+            (self.root / "self" / "task" / tid / "schedstat").write_text(f"999 {wait} 7\n")
+        (self.root / "pressure" / "cpu").write_text(
+            f"some avg10=0.00 avg60=0.00 avg300=0.00 total={psi_us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+        )
+        user = total - steal
+        (self.root / "stat").write_text(f"cpu  {user} 0 0 0 0 0 0 {steal} 0 0\ncpu0 1 2 3\n")
+
+
+def test_fractions_from_fake_counters(tmp_path: Path) -> None:
+    proc = FakeProc(tmp_path)
+    wall, cpu = iter([10.0, 12.0]), iter([1.0, 2.5])
+    proc.set((0, 0), psi_us=0, steal=0, total=1000)
+    watch = ContentionWatch(tmp_path, clock=lambda: next(wall), cpu=lambda: next(cpu))
+    watch.start()
+    # 1.5 s on a CPU, 0.2 + 0.3 s waiting on a run queue: a quarter of the runnable time was waiting
+    proc.set((200_000_000, 300_000_000), psi_us=1_000_000, steal=50, total=1500)
+    got = watch.stop()
+    assert got["cpu_wait"] == pytest.approx(0.5 / 2.0)
+    assert got["cpu_pressure"] == pytest.approx(0.5)  # 1 s of "some" pressure in 2 s of wall time
+    assert got["cpu_steal"] == pytest.approx(50 / 500)
+
+
+def test_a_platform_without_the_files_gives_nothing(tmp_path: Path) -> None:
+    counters = read_counters(tmp_path)  # an empty folder: no /proc
+    assert (counters.wait_s, counters.run_s, counters.pressure_s, counters.steal_ticks) == (None,) * 4
+    assert contention(counters, counters) == {}
+    assert ContentionWatch(tmp_path).stop() == {}  # never started
+
+
+def test_an_idle_round_has_no_wait_figure(tmp_path: Path) -> None:
+    proc = FakeProc(tmp_path)
+    proc.set((5, 5), psi_us=0, steal=0, total=10)
+    before = read_counters(tmp_path, clock=lambda: 1.0, cpu=lambda: 3.0)
+    after = read_counters(tmp_path, clock=lambda: 2.0, cpu=lambda: 3.0)  # no CPU time and no wait: asleep
+    assert "cpu_wait" not in contention(before, after)
+
+
+def _busy(case: CaseResult, waits: list[float]) -> CaseResult:
+    rounds = tuple(
+        replace(r, telemetry={**r.telemetry, "cpu_wait": w}) for r, w in zip(case.rounds, waits, strict=True)
+    )
+    return replace(case, rounds=rounds)
+
+
+def test_the_busiest_round_speaks_for_the_case() -> None:
+    case = make_case("k", 1e-3)
+    assert busiest_wait(case) is None
+    assert busiest_wait(_busy(case, [0.0, 0.01, 0.3, 0.0, 0.02])) == pytest.approx(0.3)
+
+
+def test_note_only_when_the_candidate_was_busier_by_the_margin() -> None:
+    quiet, busy = _busy(make_case("k", 1e-3), [0.0] * 5), _busy(make_case("k", 1e-3), [0.0, 0.0, 0.4, 0.3, 0.0])
+    assert contention_note(quiet, busy).startswith("measured on a busy CPU: the candidate waited for a CPU 40%")
+    assert contention_note(busy, busy) == ""  # both sides equally busy: a fair comparison
+    assert contention_note(busy, quiet) == ""
+    edge = _busy(make_case("k", 1e-3), [CONTENTION_MARGIN * 0.9] * 5)
+    assert contention_note(quiet, edge) == ""
+    assert "the baseline has no such figure" in contention_note(make_case("k", 1e-3), busy)
+
+
+def _compare(base: CaseResult, cand: CaseResult) -> dict[str, object]:
+    cmp = compare_runs(make_run([base]), make_run([cand]), DecisionSettings(job_noise=0.01))
+    row = next(r for r in cmp.rows if r.metric == "latency.median")
+    return {"verdict": row.verdict, "note": row.note}
+
+
+def test_a_slowdown_measured_on_a_busy_machine_is_inconclusive() -> None:
+    base = _busy(make_case("k", 1e-3, seed=1), [0.0] * 5)
+    slow = make_case("k", 1e-3, seed=2, scale=1.5)
+    assert _compare(base, _busy(slow, [0.0] * 5))["verdict"] is Verdict.REGRESSION  # quiet: the code is blamed
+    row = _compare(base, _busy(slow, [0.35] * 5))
+    assert row["verdict"] is Verdict.INCONCLUSIVE
+    assert "busy CPU" in str(row["note"]) and "(estimate +4" in str(row["note"])
+
+
+def test_an_improvement_on_a_busy_machine_stands() -> None:
+    base = _busy(make_case("k", 1e-3, seed=1), [0.0] * 5)
+    fast = _busy(make_case("k", 1e-3, seed=2, scale=0.5), [0.35] * 5)
+    assert _compare(base, fast)["verdict"] is Verdict.IMPROVEMENT
