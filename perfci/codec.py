@@ -119,8 +119,9 @@ class DocumentFormat(Generic[T]):
     version: int  # the version this perfci writes
     body: type[T]
     # from version N (the key) to N+1, one for every version read but the current one; a step changes the content
-    # (plain JSON values), the reader sets "schema_version"
-    migrations: Mapping[int, Migration] = field(default_factory=dict)
+    # (plain JSON values), the reader sets "schema_version"; None: version N reads unchanged as N+1 (it only
+    # lacks what N+1 added), so a file whose every step is None is checked as it is, with its own version
+    migrations: Mapping[int, Migration | None] = field(default_factory=dict)
     oldest: int = 1
     # what types cannot say (a time's calendar, ids unique across a list): run on the decoded document
     semantic: Callable[[T, str], None] | None = None
@@ -140,14 +141,28 @@ class DocumentFormat(Generic[T]):
         return {"schema": self.name, "schema_version": self.version}
 
     @cached_property
+    def unchanged(self) -> tuple[int, ...]:
+        """The versions read as they are: the current one, and older ones whose every step up is None."""
+        out = [self.version]
+        for v in range(self.version - 1, self.oldest - 1, -1):
+            if self.migrations.get(v) is not None:
+                break
+            out.append(v)
+        return tuple(sorted(out))
+
+    @cached_property
     def check_type(self) -> type[msgspec.Struct]:
+        """The current version's document (for the JSON Schema)."""
         header = (("schema", Literal[self.name]), ("schema_version", Literal[self.version]))
         body: Any = self.body
         return _strict_struct(body, header)
 
     @cached_property
     def _check(self) -> msgspec.json.Decoder[Any]:
-        return msgspec.json.Decoder(self.check_type)
+        """The check pass: a document of the current version, or of one that reads unchanged as it."""
+        header = (("schema", Literal[self.name]), ("schema_version", Literal[self.unchanged]))
+        body: Any = self.body
+        return msgspec.json.Decoder(_strict_struct(body, header) if len(self.unchanged) > 1 else self.check_type)
 
     @cached_property
     def _build(self) -> msgspec.json.Decoder[T]:
@@ -192,7 +207,7 @@ class DocumentFormat(Generic[T]):
         JSON, another format, an unknown version, or the first place that is invalid."""
         header = self._parse(lambda: msgspec.json.decode(data, type=_HeaderOrOther), data, source)
         version = self._version(header, source)
-        if version != self.version:
+        if version not in self.unchanged:
             data = self._migrated(data, version, source)
         self._parse(lambda: self._check.decode(data), data, source)
         return data
@@ -217,7 +232,8 @@ class DocumentFormat(Generic[T]):
     def _migrated(self, data: bytes, version: int, source: str) -> bytes:
         doc: dict[str, Any] = msgspec.json.decode(data)
         while version < self.version:
-            doc = {**self.migrations[version](doc), "schema_version": version + 1}
+            step = self.migrations[version]
+            doc = {**(step(doc) if step is not None else doc), "schema_version": version + 1}
             version += 1
         return msgspec.json.encode(doc)
 

@@ -164,6 +164,34 @@ class CaseSpec:
 
 
 @dataclass(frozen=True)
+class KernelTime:
+    """One kernel (or copy, or set) of a call, by name: its median device time per call and launches per call."""
+
+    name: NonEmpty
+    per_call_s: NonNegative
+    count: NonNegative
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """A round's device clock (results format 3; profilers/device_time.py): per profiled call, the GPU's busy
+    time (the union of the intervals of the call's kernels, copies and sets, from the GPU's own timestamps).
+
+    `source` names where the timestamps came from ("cupti": CUPTI activity records through torch.profiler);
+    figures of different sources are not compared. `kernels` is the call's activity count (the mode over the
+    calls); `dropped_calls` are profiled calls left out because they held fewer records than that (records
+    dropped at a profiling session's start) or none; `unstable` when the counts of the kept calls still differ.
+    `top` lists the activities with the most device time per call."""
+
+    source: NonEmpty
+    samples: Annotated[tuple[Seconds, ...], Meta(min_length=1)]
+    kernels: Count
+    dropped_calls: Count = 0
+    unstable: bool = False
+    top: tuple[KernelTime, ...] = ()
+
+
+@dataclass(frozen=True)
 class Round:
     """One worker process's measurement of one case: raw sample times (seconds per sample of `iterations` calls)."""
 
@@ -178,6 +206,7 @@ class Round:
     rss_increase_bytes: int | None = None
     peak_device_bytes: int | None = None
     telemetry: Telemetry = field(default_factory=dict)
+    device: DeviceTime | None = None  # CUDA cases: the device clock (results format 3)
 
     @cached_property  # read by every per-round metric value (metrics/registry.py): computed once per round
     def per_call(self) -> tuple[float, ...]:

@@ -1,4 +1,4 @@
-"""The results format: one JSON document per run, `{"schema": "perfci.results", "schema_version": 2, ...}`,
+"""The results format: one JSON document per run, `{"schema": "perfci.results", "schema_version": 3, ...}`,
 defined by the model's `RunResult` (perfci/model.py) and read and written by perfci/codec.py.
 
 Versions:
@@ -6,10 +6,12 @@ Versions:
 | version | change                                                        | migration to the next |
 |---------|---------------------------------------------------------------|-----------------------|
 | 1       | the first published format                                    | identity (see below)  |
-| 2       | a metric's optional `note`                                    | (current)             |
+| 2       | a metric's optional `note`                                    | identity              |
+| 3       | a round's optional `device` (the device clock of CUDA cases)  | (current)             |
 
 Version 1 files of perfci 0.x already carried `note` without a version bump, so version 1 reads unchanged and is
-checked as version 2. What types cannot say is checked after decoding (`check_results_semantics`): the two times
+checked as version 2; version 2 files have no round with `device`, so they read unchanged as version 3. What
+types cannot say is checked after decoding (`check_results_semantics`): the two times
 are real dates, case ids are unique, and a case's round indexes are unique (per-round values are keyed by index).
 """
 
@@ -27,7 +29,7 @@ from perfci.errors import ResultsFormatError
 from perfci.model import RunResult
 
 SCHEMA_NAME = "perfci.results"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The years a run's time may lie in: from the epoch (an imported file without a time) to the end of pandas'
 # nanosecond timestamps (2262), which `perfci history export` turns the times into.
@@ -68,7 +70,7 @@ RESULTS: DocumentFormat[RunResult] = DocumentFormat(
     "results",
     SCHEMA_VERSION,
     RunResult,
-    migrations={1: lambda doc: doc},
+    migrations={1: None, 2: None},
     semantic=check_results_semantics,
 )
 

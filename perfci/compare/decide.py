@@ -23,7 +23,16 @@ from perfci.compare.contention import contention_note, unblamed
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
-from perfci.metrics.registry import LATENCY, VS_REFERENCE, MetricDef, implausible, metric_def, round_values
+from perfci.metrics.registry import (
+    DEVICE_TIME,
+    HOST_OVERHEAD,
+    LATENCY,
+    VS_REFERENCE,
+    MetricDef,
+    implausible,
+    metric_def,
+    round_values,
+)
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
@@ -172,6 +181,10 @@ def compare_case(
     rows: list[MetricComparison] = []
     for name in settings.metrics:
         mdef = metric_def(name)
+        if name in DEVICE_CLOCK and device_sources(base) != device_sources(cand):
+            if device_sources(base) and device_sources(cand):
+                rows.append(_other_sources(cand.id, mdef, base, cand))
+            continue
         bv, cv = round_values(base, mdef), round_values(cand, mdef)
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
@@ -184,6 +197,26 @@ def compare_case(
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))
     return rows
+
+
+DEVICE_CLOCK = (DEVICE_TIME, HOST_OVERHEAD)
+
+
+def device_sources(case: CaseResult) -> frozenset[str]:
+    """Where the case's device clock came from (profilers/device_time.py), over its rounds."""
+    return frozenset(r.device.source for r in case.rounds if r.device is not None)
+
+
+def _other_sources(case_id: str, mdef: MetricDef, base: CaseResult, cand: CaseResult) -> MetricComparison:
+    """Device clocks of different sources are never compared with each other."""
+    b, c = ", ".join(sorted(device_sources(base))), ", ".join(sorted(device_sources(cand)))
+    return MetricComparison(
+        case_id,
+        mdef.name,
+        Verdict.INCONCLUSIVE,
+        mdef.unit,
+        note=f"device clocks from different sources ({b} vs {c}) are not compared",
+    )
 
 
 def _in_process(case: CaseResult) -> bool:

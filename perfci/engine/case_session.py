@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.engine.protocol import Job, JobCase, Result
-from perfci.model import Round
+from perfci.model import DeviceTime, Round
 from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
 from perfci.profilers.contention import ContentionWatch
 from perfci.profilers.cuda_timing import FLUSHING_MODES, SETTLING_MODES, cuda_timer
+from perfci.profilers.kineto import calls_for, profile_device
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
 from perfci.profilers.timing import (
@@ -193,6 +194,20 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     return session
 
 
+def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[str, Any]) -> DeviceTime | None:
+    """The device clock from a profiled slice after every sample of the worker (profilers/kineto.py); where the
+    profiler cannot run, a note says why and the round has no device clock."""
+    per_call = sorted(samples)[len(samples) // 2] / s.sampler.iterations if samples else 0.0
+    try:
+        device = profile_device(s.torch, s.sampler.fn, calls_for(per_call))
+    except Exception as exc:
+        telemetry.setdefault("notes", {})["device_clock"] = f"not measured: {type(exc).__name__}: {exc}"[:300]
+        return None
+    if device is None:
+        telemetry.setdefault("notes", {})["device_clock"] = "not measured: the profiled calls ran nothing on the GPU"
+    return device
+
+
 def finish(s: CaseSession) -> Result:
     """Energy block, throttle rule, memory; the result event."""
     sampler = s.sampler
@@ -230,6 +245,7 @@ def finish(s: CaseSession) -> Result:
     if s.reference is not None and s.reference.per_call:
         telemetry.update(reference=REFERENCE_NAME, reference_per_call_s=list(s.reference.per_call))
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
+    device = _device_clock(s, samples, telemetry) if s.torch is not None and s.settings.device_clock else None
     if s.ctx.teardown is not None:
         s.ctx.teardown()
     measured = Round(
@@ -244,5 +260,6 @@ def finish(s: CaseSession) -> Result:
         rss_increase_bytes=max(0, s.peak_rss - s.rss_before),
         peak_device_bytes=peak_device,
         telemetry=telemetry,
+        device=device,
     )
     return Result(case=s.case_id, flops=s.flops, bytes=s.nbytes, measured=measured)

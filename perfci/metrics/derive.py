@@ -55,6 +55,21 @@ def latency_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
     return out
 
 
+def device_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
+    """`device.time` and `host.overhead` (median over rounds, with their intervals), and `device.busy` (device
+    time over latency), for rounds with a device clock (CUDA cases)."""
+    out: list[Metric] = []
+    for name, value in ((reg.DEVICE_TIME, reg.device_time), (reg.HOST_OVERHEAD, reg.host_overhead)):
+        per_round = [x for r in rounds if (x := value(r)) is not None]
+        if per_round:
+            lo, hi = median_ci(per_round, CONFIDENCE)
+            out.append(metric(name, median(per_round), lo, hi, CONFIDENCE))
+    shares = [d / lat for r in rounds if (d := reg.device_time(r)) is not None and (lat := median(r.per_call)) > 0]
+    if shares:
+        out.append(metric(reg.DEVICE_BUSY, median(shares)))
+    return out
+
+
 def work_metrics(
     rounds: tuple[Round, ...], flops: float | None, nbytes: float | None, peaks: dict[str, Any] | None = None
 ) -> list[Metric]:
@@ -140,6 +155,7 @@ def case_metrics(
     return tuple(
         latency_metrics(rounds)
         + reference_metrics(rounds)
+        + device_metrics(rounds)
         + work_metrics(rounds, flops, nbytes, peaks)
         + memory_metrics(rounds)
         + energy_metrics(rounds)

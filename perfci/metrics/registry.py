@@ -36,10 +36,31 @@ PEAK_DEVICE = "memory.peak_device"
 MEMORY_HOST = "memory.host"
 MEMORY_DEVICE = "memory.device"
 ROUND_CV = "noise.round_cv"
+# the metrics read off the latency samples (the host's clock for a CUDA case)
+LATENCY_FAMILY = (
+    LATENCY,
+    LATENCY_MIN,
+    LATENCY_P10,
+    LATENCY_P90,
+    LATENCY_P99,
+    VS_REFERENCE,
+    THROUGHPUT,
+    FLOPS,
+    BANDWIDTH,
+)
+DEVICE_TIME = "device.time"
+HOST_OVERHEAD = "host.overhead"
+DEVICE_BUSY = "device.busy"  # device time over latency, per call: below LAUNCH_BOUND_BUSY the case is launch-bound
 
 # memory.host / memory.device are the case's own (profilers/case_memory.py); memory.peak_rss and
 # memory.peak_device are the worker process's high-water marks, shared with every case in it: context only
-DEFAULT_COMPARED = (LATENCY, MEMORY_HOST, MEMORY_DEVICE)
+# device.time / host.overhead exist for CUDA cases only (rounds with a device clock); elsewhere they are left out
+DEFAULT_COMPARED = (LATENCY, DEVICE_TIME, HOST_OVERHEAD, MEMORY_HOST, MEMORY_DEVICE)
+# a case is launch-bound when its GPU is busy for less than this share of a call's latency
+LAUNCH_BOUND_BUSY = 0.5
+# host.overhead below this share of the latency is not a figure to compare (latency minus device time is then
+# a difference of two nearly equal numbers): the round has no host.overhead value
+HOST_OVERHEAD_MIN_SHARE = 0.02
 # round telemetry keys of the per-case figures (written by engine/case_session.py)
 OWN_MEMORY_KEYS = {MEMORY_HOST: "memory_host_bytes", MEMORY_DEVICE: "memory_device_bytes"}
 
@@ -77,7 +98,7 @@ def reference_ratio(r: Round) -> float | None:
     return median(r.per_call) / median(ref)
 
 
-def _round_median(r: Round, c: CaseResult) -> float | None:
+def _round_median(r: Round, c: CaseResult | None = None) -> float | None:
     """`sorted_median(r.sorted_per_call)`, the same float, without making the round's per-call tuples (a third
     of a 5,000-case comparison's decisions): dividing by the iteration count (positive) keeps the samples'
     order, so the middle samples divided are the middle per-call values."""
@@ -132,6 +153,32 @@ def _telemetry(key: str) -> RoundValue:
     return value
 
 
+def device_time(r: Round, c: CaseResult | None = None) -> float | None:
+    """The round's median device busy time per call (its device clock); None without one."""
+    return median(r.device.samples) if r.device is not None else None
+
+
+def host_overhead(r: Round, c: CaseResult | None = None) -> float | None:
+    """The round's median latency per call minus its median device busy time per call: the part of a call the
+    GPU was idle, waiting for the host (launches, Python, synchronisation). None without a device clock, or when
+    it is below HOST_OVERHEAD_MIN_SHARE of the latency (a GPU-bound call: nothing to compare)."""
+    busy = device_time(r)
+    latency = _round_median(r) if busy is not None else None
+    if busy is None or latency is None:
+        return None
+    overhead = latency - busy
+    return overhead if overhead >= HOST_OVERHEAD_MIN_SHARE * latency else None
+
+
+def launch_bound(case: CaseResult) -> bool:
+    """Whether the GPU was busy for less than LAUNCH_BOUND_BUSY of a call (the case's `device.busy`)."""
+    m = case.metric(DEVICE_BUSY)
+    return m is not None and m.value < LAUNCH_BOUND_BUSY
+
+
+LAUNCH_BOUND_WORDS = "launch-bound: latency follows the host; device time is the stable figure"
+
+
 METRICS: dict[str, MetricDef] = {
     m.name: m
     for m in (
@@ -153,6 +200,9 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(MEMORY_HOST, "B", Direction.LOWER, False, _own_memory(OWN_MEMORY_KEYS[MEMORY_HOST])),
         MetricDef(MEMORY_DEVICE, "B", Direction.LOWER, False, _own_memory(OWN_MEMORY_KEYS[MEMORY_DEVICE])),
         MetricDef(ROUND_CV, "ratio", Direction.LOWER, False, None),
+        MetricDef(DEVICE_TIME, "s", Direction.LOWER, True, device_time),
+        MetricDef(HOST_OVERHEAD, "s", Direction.LOWER, True, host_overhead),
+        MetricDef(DEVICE_BUSY, "ratio", Direction.HIGHER, False, None),
     )
 }
 

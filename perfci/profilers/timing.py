@@ -39,6 +39,7 @@ class TimingSettings:
     confidence: float = 0.95
     budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
     gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph | sustained | sustained-cold (see cuda_timing)
+    device_clock: bool = True  # CUDA cases: profile a few calls after sampling for the device clock (kineto.py)
     steady_tol: float = 0.03  # calibration: a block is steady when not this much faster than the best before it
     steady_max_s: float = 0.5  # calibration: cap on the blocks spent reaching a steady state, then on the median's
     calibration_blocks: int = 5  # calibration: the count comes from the median per-call time of this many blocks

@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from perfci.model import Comparison, RunResult
 from perfci.reports.charts import MAX_SAMPLES, chart_data
+from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
 from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import (
     RUNTIME_PARAM,
@@ -148,6 +149,9 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "warnings": list(comparison.warnings) if comparison else [],
         "sensitivity": _sensitivity_text(comparison),
         "gpu_mode_notes": burst_sustained_notes(run),
+        "clock_lines": clock_lines(comparison) if comparison is not None else [],
+        "launch_bound": launch_bound_lines(run),
+        "kernel_tables": kernel_tables(base, run),
         "fingerprint": fingerprint_summary(fp_cand) if fp_cand else [],
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,

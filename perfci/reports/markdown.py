@@ -25,6 +25,7 @@ from perfci.model import (
     RunResult,
     Verdict,
 )
+from perfci.reports.clocks import clock_lines, launch_bound_lines
 from perfci.reports.gpu_modes import burst_sustained_notes
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
@@ -129,6 +130,7 @@ def render_markdown(
         for w in comparison.warnings[:5]:
             lines.append(f"\n> warning: {code(w, 300)}")
         lines += _sensitivity_lines(comparison)
+        lines += _clock_lines(comparison, max_rows)
         ordered = sort_rows(comparison.rows)
         listed = [r for r in ordered if r.verdict in LISTED]
         _table(lines, [_row(r) for r in listed], "cases", report, budget, max_rows)
@@ -159,10 +161,23 @@ def render_markdown(
         measured = [_run_row(c) for c in run.cases if c.status is CaseStatus.OK]
         _table(lines, measured, "measured cases", report, budget, max_rows, _RUN_HEAD)
     lines += _implausible_lines(run, max_rows)
+    lines += [f"\n> note: {code(c)}: {words}" for c, words in launch_bound_lines(run)[:max_rows]]
     lines += [f"\n> note: {code(n, 300)}" for n in burst_sustained_notes(run)]
     lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
     text = "\n".join(lines) + "\n"
     return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"
+
+
+def _clock_lines(comparison: Comparison, max_rows: int) -> list[str]:
+    """Which clock moved, per CUDA case with a device clock (reports/clocks.py)."""
+    found = clock_lines(comparison)
+    if not found:
+        return []
+    lines = ["", "Two clocks (device time = the GPU's kernels; host overhead = the rest of each call):", ""]
+    lines += [f"- {code(case)}: {words}" for case, words in found[:max_rows]]
+    if len(found) > max_rows:
+        lines.append(f"- … and {len(found) - max_rows:,} more cases")
+    return lines
 
 
 def _sensitivity_lines(comparison: Comparison) -> list[str]:

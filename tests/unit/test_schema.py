@@ -123,14 +123,40 @@ def test_older_schemas_stay_as_published() -> None:
         assert old["properties"]["schema_version"] == {"const": 1}
 
 
-def test_results_v1_migrates_to_v2_as_it_is() -> None:
-    """Version 2 only makes the metric's optional `note` part of the format; a version 1 document reads
-    unchanged, and the caller's document is left alone."""
+def test_results_v1_and_v2_read_as_they_are() -> None:
+    """Version 2 only made the metric's optional `note` part of the format, and version 3 a round's optional
+    `device` clock: versions 1 and 2 read unchanged (no migration step), and the caller's document is left
+    alone. A version-2 file is still refused where it is invalid as version 3."""
     v1 = json.loads((GOLDEN / "results-v1.json").read_text())
-    assert SCHEMA_VERSION == 2 and RESULTS.migrations[1](dict(v1)) == v1
+    assert SCHEMA_VERSION == 3 and RESULTS.migrations == {1: None, 2: None} and RESULTS.unchanged == (1, 2, 3)
     v1["cases"][0]["metrics"][0]["note"] = "above the measured peak"
     assert parse_results(v1, "v1.json").cases[0].metrics[0].note == "above the measured peak"
     assert v1["schema_version"] == 1
+    v2 = {**v1, "schema_version": 2}
+    assert parse_results(v2, "v2.json").run_id == v1["run_id"]
+    v2["cases"][0]["rounds"][0]["samples"] = []
+    with pytest.raises(ResultsFormatError, match="rounds/0/samples"):
+        parse_results(v2, "v2.json")
+
+
+def test_a_device_clock_round_trips(tmp_path: Path, sample_run: RunResult) -> None:
+    from dataclasses import replace
+
+    from perfci.model import DeviceTime, KernelTime
+
+    device = DeviceTime("cupti", (1e-3, 1.1e-3), kernels=12, dropped_calls=1, top=(KernelTime("gemm", 8e-4, 1.0),))
+    case = sample_run.cases[0]
+    rounds = tuple(replace(r, device=device) for r in case.rounds)
+    run = replace(sample_run, cases=(replace(case, rounds=rounds), *sample_run.cases[1:]))
+    path = tmp_path / "r.json"
+    dump_results(run, path)
+    back = load_results(path)
+    assert back.cases[0].rounds[0].device == device
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 3
+    doc["cases"][0]["rounds"][0]["device"]["samples"] = []
+    with pytest.raises(ResultsFormatError, match="device/samples"):
+        parse_results(doc, "bad.json")
 
 
 # The versioned-document mechanism (codec.DocumentFormat), on a made-up format at version 3.

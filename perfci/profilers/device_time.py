@@ -1,0 +1,139 @@
+"""The device clock of a CUDA case: per call, the GPU's busy time, from the GPU's own timestamps.
+
+An activity source (profilers/kineto.py through torch.profiler / CUPTI, or a fake in tests) profiles a few calls
+in a slice after the latency samples, each call inside a marked window on the host and followed by a
+synchronize, and hands over three lists:
+
+- `Window`s: one per profiled call, the host time range of its marker (a `record_function` range);
+- `HostOp`s: host-side operators with their correlation id and host start time;
+- `Activity`s: what ran on the GPU (kernels, copies, sets), with GPU start and end times (already on the
+  host's time line, as CUPTI/Kineto convert them) and the correlation id of the host op that launched it (0
+  when unknown).
+
+`calls` attributes each activity to a call: by the host start of its launching op (which window it lies in),
+or, with no known op, by its own GPU start (the last window that started before it; the synchronize after each
+call keeps a call's activities before the next window). Activities launched outside every window (perfci's own:
+an L2 flush, a timing guard, the profiler's) belong to no call: they are excluded by time window, not by name.
+
+A call's busy time is the union of its activities' intervals, so kernels overlapping on two streams are counted
+once. `summarize` keeps the calls with the usual number of activities (the mode): calls with fewer, such as
+calls whose records a profiling session dropped at its start, are left out and counted, never taken as a
+faster call; kept calls whose counts still differ mark the round `unstable`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from perfci.model import DeviceTime, KernelTime
+
+TOP_KERNELS = 8  # activities kept per round for the per-kernel table
+CUPTI = "cupti"
+
+
+@dataclass(frozen=True)
+class Window:
+    call: int
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
+class HostOp:
+    correlation: int
+    start_ns: int
+
+
+@dataclass(frozen=True)
+class Activity:
+    name: str
+    start_ns: int
+    end_ns: int
+    correlation: int = 0  # the launching host op's; 0: unknown
+
+
+@dataclass
+class Call:
+    """The activities attributed to one profiled call."""
+
+    index: int
+    activities: list[Activity]
+
+    @property
+    def busy_s(self) -> float:
+        return busy_ns(self.activities) / 1e9
+
+
+def busy_ns(activities: Iterable[Activity]) -> int:
+    """The length of the union of the activities' [start, end) intervals."""
+    total, reach = 0, None
+    for a in sorted(activities, key=lambda x: x.start_ns):
+        end = max(a.end_ns, a.start_ns)
+        if reach is None or a.start_ns >= reach:
+            total += end - a.start_ns
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def _window_of(t_ns: int, windows: Sequence[Window]) -> Window | None:
+    for w in windows:
+        if w.start_ns <= t_ns <= w.end_ns:
+            return w
+    return None
+
+
+def _last_started(t_ns: int, windows: Sequence[Window]) -> Window | None:
+    started = [w for w in windows if w.start_ns <= t_ns]
+    return max(started, key=lambda w: w.start_ns) if started else None
+
+
+def calls(windows: Sequence[Window], ops: Iterable[HostOp], activities: Iterable[Activity]) -> list[Call]:
+    """Each window's activities (see the module docstring); windows in call order, empty ones included."""
+    op_start = {op.correlation: op.start_ns for op in ops}
+    by_call: dict[int, list[Activity]] = defaultdict(list)
+    for a in activities:
+        host = op_start.get(a.correlation) if a.correlation else None
+        w = _window_of(host, windows) if host is not None else _last_started(a.start_ns, windows)
+        if w is not None:
+            by_call[w.call].append(a)
+    return [Call(w.call, by_call.get(w.call, [])) for w in sorted(windows, key=lambda w: w.call)]
+
+
+def summarize(profiled: Sequence[Call], source: str = CUPTI) -> DeviceTime | None:
+    """The round's device clock from its profiled calls; None when no call ran anything on the GPU."""
+    counts = [len(c.activities) for c in profiled]
+    nonzero = [n for n in counts if n > 0]
+    if not nonzero:
+        return None
+    freq = Counter(nonzero)
+    usual = max(freq, key=lambda n: (freq[n], n))  # the mode; on a tie the larger count (dropped records shrink it)
+    kept = [c for c in profiled if len(c.activities) >= usual]
+    dropped = len(profiled) - len(kept)
+    per_name: dict[str, list[float]] = defaultdict(list)
+    launches: Counter[str] = Counter()
+    for c in kept:
+        totals: dict[str, float] = defaultdict(float)
+        for a in c.activities:
+            totals[a.name] += (a.end_ns - a.start_ns) / 1e9
+            launches[a.name] += 1
+        for name, t in totals.items():
+            per_name[name].append(t)
+    n = len(kept)
+    top = sorted(
+        (KernelTime(name, median(ts + [0.0] * (n - len(ts))), launches[name] / n) for name, ts in per_name.items()),
+        key=lambda k: (-k.per_call_s, k.name),
+    )[:TOP_KERNELS]
+    return DeviceTime(
+        source=source,
+        samples=tuple(max(c.busy_s, 1e-12) for c in kept),
+        kernels=usual,
+        dropped_calls=dropped,
+        unstable=len({len(c.activities) for c in kept}) > 1,
+        top=tuple(top),
+    )

@@ -1,0 +1,67 @@
+"""The CUPTI activity source of the device clock: a few calls profiled with torch.profiler (Kineto), read into
+profilers/device_time.py's windows, host ops and activities.
+
+Run in a slice after every latency sample of the worker (engine/case_session.finish), so profiling never
+perturbs them. Each call runs inside a `record_function` marker and is followed by a synchronize; the first
+`warm` calls are profiled but not kept (CUPTI may drop records at a session's start, and a first call may
+allocate). The profiler is stopped when the slice ends; what Kineto keeps attached afterwards can only slow the
+later cases' energy blocks, never their samples, which are all taken by then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from perfci.model import DeviceTime
+from perfci.profilers.device_time import CUPTI, Activity, HostOp, Window, calls, summarize
+
+MARK = "perfci.call#"
+MIN_CALLS, MAX_CALLS = 5, 30
+SLICE_S = 1.0  # the profiled calls' time, at most (beyond MIN_CALLS)
+WARM_CALLS = 2
+
+
+def calls_for(per_call_s: float) -> int:
+    """How many calls to profile for a call of `per_call_s`: as many as fit in SLICE_S, within the limits."""
+    if per_call_s <= 0:
+        return MAX_CALLS
+    return max(MIN_CALLS, min(MAX_CALLS, int(SLICE_S / per_call_s)))
+
+
+def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp], list[Activity]]:
+    """Kineto events (`prof.profiler.kineto_results.events()`) as windows, host ops and GPU activities; the
+    first `warm` calls' windows are left out."""
+    windows: list[Window] = []
+    ops: list[HostOp] = []
+    acts: list[Activity] = []
+    for e in events:
+        name = e.name()
+        on_gpu = "CUDA" in str(e.device_type()).upper()
+        if name.startswith(MARK):
+            if not on_gpu:  # the host range; its GPU-side twin (gpu_user_annotation) spans idle time too
+                index = int(name[len(MARK) :])
+                if index >= warm:
+                    windows.append(Window(index, int(e.start_ns()), int(e.end_ns())))
+            continue
+        if on_gpu:
+            if e.is_user_annotation():
+                continue
+            acts.append(Activity(name, int(e.start_ns()), int(e.end_ns()), int(e.linked_correlation_id())))
+        else:
+            ops.append(HostOp(int(e.correlation_id()), int(e.start_ns())))
+    return windows, ops, acts
+
+
+def profile_device(torch: Any, fn: Callable[[], object], n_calls: int, warm: int = WARM_CALLS) -> DeviceTime | None:
+    """`warm + n_calls` calls of `fn` under torch.profiler; the device clock of the last `n_calls`."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(warm + n_calls):
+            with record_function(f"{MARK}{i}"):
+                fn()
+            torch.cuda.synchronize()
+    windows, ops, acts = read_events(list(prof.profiler.kineto_results.events()), warm)
+    return summarize(calls(windows, ops, acts), CUPTI)

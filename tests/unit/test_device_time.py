@@ -1,0 +1,224 @@
+"""The device clock (profilers/device_time.py, profilers/kineto.py) from a fake activity source, and the two clocks
+through the registry, the comparison, the A/B stopping rule and the reports: CI has no GPU, so these drive the
+same code paths the H200 runs (docs/gpu.md has the GPU figures)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from perfci.compare.ab import _to_continue
+from perfci.compare.decide import compare_runs
+from perfci.compare.policy import HOST_OVERHEAD_THETA, DecisionSettings, practical_threshold
+from perfci.metrics import case_metrics
+from perfci.metrics.registry import DEVICE_BUSY, DEVICE_TIME, HOST_OVERHEAD, LATENCY, launch_bound, metric_def
+from perfci.model import CaseResult, CaseSpec, CaseStatus, DeviceTime, Round, Verdict
+from perfci.profilers.device_time import Activity, Call, HostOp, Window, busy_ns, calls, summarize
+from perfci.profilers.kineto import MARK, calls_for, read_events
+from perfci.reports.clocks import clock_lines, kernel_rows, launch_bound_lines
+from perfci.reports.markdown import render_markdown
+from tests.conftest import make_run
+
+US = 1_000  # ns
+
+
+def test_busy_time_is_the_union_of_intervals() -> None:
+    acts = [Activity("a", 0, 10 * US), Activity("b", 5 * US, 12 * US), Activity("c", 20 * US, 25 * US)]
+    assert busy_ns(acts) == 17 * US  # 0-12 and 20-25: the overlap of two streams counted once
+    assert busy_ns([]) == 0
+    assert busy_ns([Activity("a", 0, 10), Activity("inner", 2, 3)]) == 10
+
+
+def test_activities_are_attributed_to_calls_by_window_not_by_name() -> None:
+    windows = [Window(2, 100 * US, 200 * US), Window(3, 300 * US, 400 * US)]
+    ops = [HostOp(7, 110 * US), HostOp(8, 310 * US), HostOp(9, 50 * US)]
+    acts = [
+        Activity("gemm", 150 * US, 180 * US, correlation=7),  # launched by an op inside call 2
+        Activity("gemm", 350 * US, 380 * US, correlation=8),  # call 3
+        Activity("copy", 390 * US, 395 * US),  # no known op: by its own start, the last window started
+        Activity("gemm", 60 * US, 90 * US, correlation=9),  # launched before every window: perfci's own, excluded
+    ]
+    got = calls(windows, ops, acts)
+    assert [c.index for c in got] == [2, 3]
+    assert [len(c.activities) for c in got] == [1, 2]
+    assert got[0].busy_s == pytest.approx(30e-6) and got[1].busy_s == pytest.approx(35e-6)
+
+
+def _call(i: int, kernels: list[tuple[str, int]]) -> Call:
+    t, acts = 0, []
+    for name, dur in kernels:
+        acts.append(Activity(name, t, t + dur))
+        t += dur + 5 * US
+    return Call(i, acts)
+
+
+def test_calls_missing_records_are_dropped_not_taken_as_faster() -> None:
+    full = [("gemm", 80 * US), ("relu", 10 * US), ("add", 10 * US)]
+    profiled = [_call(0, full[:1]), *[_call(i, full) for i in range(1, 6)]]  # the first lost two records
+    d = summarize(profiled)
+    assert d is not None
+    assert d.kernels == 3 and d.dropped_calls == 1 and not d.unstable
+    assert d.samples == pytest.approx([100e-6] * 5)
+    assert [k.name for k in d.top] == ["gemm", "add", "relu"]
+    assert d.top[0].per_call_s == pytest.approx(80e-6) and d.top[0].count == 1.0
+    assert summarize([_call(0, [])]) is None  # nothing ran on the GPU
+
+
+def test_a_call_with_more_kernels_marks_the_round_unstable() -> None:
+    base = [("gemm", 80 * US)]
+    d = summarize([_call(0, base), _call(1, base), _call(2, [*base, ("cast", 5 * US)])])
+    assert d is not None and d.unstable and d.kernels == 1 and d.dropped_calls == 0
+
+
+@dataclass
+class FakeEvent:
+    """The kineto event methods profilers/kineto.py reads."""
+
+    n: str
+    device: str
+    start: int
+    end: int
+    corr: int = 0
+    linked: int = 0
+    annotation: bool = False
+
+    def name(self) -> str:
+        return self.n
+
+    def device_type(self) -> str:
+        return f"DeviceType.{self.device}"
+
+    def start_ns(self) -> int:
+        return self.start
+
+    def end_ns(self) -> int:
+        return self.end
+
+    def correlation_id(self) -> int:
+        return self.corr
+
+    def linked_correlation_id(self) -> int:
+        return self.linked
+
+    def is_user_annotation(self) -> bool:
+        return self.annotation
+
+
+def test_kineto_events_are_read_into_windows_ops_and_activities() -> None:
+    events = [
+        FakeEvent(f"{MARK}0", "CPU", 0, 90, annotation=True),  # a warm-up call: not kept
+        FakeEvent(f"{MARK}1", "CPU", 100, 200, annotation=True),
+        FakeEvent(f"{MARK}1", "CUDA", 120, 260, annotation=True),  # the GPU-side span of the marker: idle included
+        FakeEvent("aten::mm", "CPU", 110, 115, corr=41),
+        FakeEvent("cudaLaunchKernel", "CPU", 112, 114, corr=42, linked=41),
+        FakeEvent("sm90_gemm", "CUDA", 130, 250, corr=42, linked=41),
+    ]
+    windows, ops, acts = read_events(events, warm=1)
+    assert windows == [Window(1, 100, 200)]
+    assert acts == [Activity("sm90_gemm", 130, 250, 41)]
+    d = summarize(calls(windows, ops, acts))
+    assert d is not None and d.samples == pytest.approx([120e-9]) and d.kernels == 1
+
+
+def test_the_profiled_call_count_fits_the_slice() -> None:
+    assert calls_for(1e-4) == 30 and calls_for(0.1) == 10 and calls_for(5.0) == 5 and calls_for(0.0) == 30
+
+
+def _device_case(seed: int, device_s: float, host_s: float, host_spread: float, rounds: int = 6) -> CaseResult:
+    """A CUDA case whose latency is the host's (launch-bound, spreading `host_spread` between processes) and
+    whose device clock is steady (0.2% noise)."""
+    rng = random.Random(seed)
+    rs = []
+    for i in range(rounds):
+        host = host_s * (1 + rng.uniform(-host_spread, host_spread))
+        latency = max(host, device_s) + device_s * 0.05
+        samples = tuple(latency * 10 * (1 + abs(rng.gauss(0, 0.002))) for _ in range(20))
+        dev = tuple(device_s * (1 + rng.gauss(0, 0.002)) for _ in range(20))
+        device = DeviceTime("cupti", dev, kernels=160, top=())
+        rs.append(Round(i, 100 + i, 10, samples, 0.1, "lockstep", 1, telemetry={}, device=device))
+    spec = CaseSpec(workload="resnet50", params={"batch": 8}, device="cuda:0")
+    return CaseResult.of(spec, CaseStatus.OK, tuple(rs), case_metrics(tuple(rs), None, None))
+
+
+def _rows(base: CaseResult, head: CaseResult, paired: bool = True) -> dict[str, Any]:
+    cmp = compare_runs(make_run([base]), make_run([head]), DecisionSettings(), paired=paired)
+    return {r.metric: r for r in cmp.rows} | {"_comparison": cmp}
+
+
+def test_a_launch_bound_aa_is_unchanged_on_device_time() -> None:
+    base, head = _device_case(1, 3.0e-3, 8.0e-3, 0.4), _device_case(2, 3.0e-3, 8.0e-3, 0.4)
+    assert launch_bound(base) and base.metric(DEVICE_BUSY) is not None
+    rows = _rows(base, head)
+    assert rows[DEVICE_TIME].verdict is Verdict.UNCHANGED
+    assert rows[LATENCY].verdict is Verdict.INCONCLUSIVE  # the host's clock swings between processes
+    assert rows[HOST_OVERHEAD].verdict is Verdict.INCONCLUSIVE
+    own = practical_threshold(DecisionSettings(), base.id, metric_def(HOST_OVERHEAD))
+    assert own == HOST_OVERHEAD_THETA > practical_threshold(DecisionSettings(), base.id, metric_def(DEVICE_TIME))
+    # the A/B asks for no more pairs: the case is settled on its steady clock
+    assert _to_continue(rows["_comparison"], DecisionSettings()) == []
+    assert ("resnet50[batch=8]@cuda:0", "launch-bound: latency follows the host; device time is the stable figure") in [
+        (c, w) for c, w in launch_bound_lines(make_run([base]))
+    ]
+
+
+def test_extra_kernels_are_a_device_time_regression_with_host_overhead_on_its_own_row() -> None:
+    base, head = _device_case(1, 3.0e-3, 6.0e-3, 0.4), _device_case(2, 3.06e-3, 6.0e-3, 0.4)
+    rows = _rows(base, head)
+    assert rows[DEVICE_TIME].verdict is Verdict.REGRESSION
+    assert rows[DEVICE_TIME].ratio == pytest.approx(1.02, abs=0.003)
+    assert HOST_OVERHEAD in rows
+    (line,) = clock_lines(rows["_comparison"])
+    assert line[1].startswith("kernels +2.0% (regression), host overhead ")
+    text = render_markdown(make_run([head]), rows["_comparison"], make_run([base]))
+    assert "kernels +2.0% (regression)" in text
+
+
+def test_a_host_side_regression_is_caught_on_host_overhead() -> None:
+    """A Python-side slowdown larger than the host clock's noise: device time unchanged, host overhead regressed."""
+    base, head = _device_case(1, 3.0e-3, 6.0e-3, 0.01), _device_case(2, 3.0e-3, 7.2e-3, 0.01)
+    rows = _rows(base, head)
+    assert rows[DEVICE_TIME].verdict is Verdict.UNCHANGED
+    assert rows[HOST_OVERHEAD].verdict is Verdict.REGRESSION
+    assert clock_lines(rows["_comparison"])[0][1].startswith("kernels unchanged, host overhead +")
+
+
+def test_device_clocks_of_different_sources_are_not_compared() -> None:
+    base = _device_case(1, 3.0e-3, 6.0e-3, 0.1)
+    other = _device_case(2, 2.0e-3, 6.0e-3, 0.1)
+    rounds = tuple(replace(r, device=replace(r.device, source="graph")) for r in other.rounds if r.device)
+    rows = _rows(base, replace(other, rounds=rounds))
+    assert rows[DEVICE_TIME].verdict is Verdict.INCONCLUSIVE
+    assert "different sources (cupti vs graph)" in rows[DEVICE_TIME].note
+
+
+def test_the_kernel_table_names_the_kernel_that_moved() -> None:
+    from perfci.model import KernelTime
+
+    def case(cast_s: float | None) -> CaseResult:
+        top = (KernelTime("gemm", 1e-3, 1), KernelTime("relu", 1e-4, 1))
+        top += (KernelTime("cast", cast_s, 1),) if cast_s else ()
+        r = Round(0, 1, 1, (2e-3,), 0.0, "budget", 1, device=DeviceTime("cupti", (1.1e-3,), 3, top=top))
+        return CaseResult.of(CaseSpec("m", {}, "cuda:0"), CaseStatus.OK, (r,))
+
+    rows = kernel_rows(case(None), case(5e-5))
+    assert rows[0].name == "cast" and rows[0].change == "new"
+    assert {r.name: r.change for r in rows}["gemm"] == "+0.0%"
+
+
+def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfci.engine import case_session
+
+    def broken(*_a: Any, **_k: Any) -> DeviceTime:
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    monkeypatch.setattr(case_session, "profile_device", broken)
+    s: Any = SimpleNamespace(torch=object(), sampler=SimpleNamespace(fn=lambda: None, iterations=10))
+    telemetry: dict[str, Any] = {}
+    assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
+    assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")
+    monkeypatch.setattr(case_session, "profile_device", lambda torch, fn, n: DeviceTime("cupti", (1e-4,), 1))
+    assert case_session._device_clock(s, (1e-3,), {}) == DeviceTime("cupti", (1e-4,), 1)
