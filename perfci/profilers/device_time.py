@@ -5,7 +5,7 @@ in a slice after the latency samples, each call inside a marked window on the ho
 synchronize, and hands over three lists:
 
 - `Window`s: one per profiled call, the host time range of its marker (a `record_function` range);
-- `HostOp`s: host-side operators with their correlation id and host start time;
+- `HostOp`s: host-side operators (aten::addmm) with their correlation id and host start time;
 - `Activity`s: what ran on the GPU (kernels, copies, sets), with GPU start and end times (already on the
   host's time line, as CUPTI/Kineto convert them) and the correlation id of the host op that launched it (0
   when unknown).

@@ -33,7 +33,7 @@ def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp
     """Kineto events (`prof.profiler.kineto_results.events()`) as windows, host ops and GPU activities; the
     first `warm` calls' windows are left out."""
     windows: list[Window] = []
-    ops: list[HostOp] = []
+    op_starts: dict[int, list[int]] = {}
     acts: list[Activity] = []
     for e in events:
         name = e.name()
@@ -47,9 +47,14 @@ def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp
         if on_gpu:
             if e.is_user_annotation():
                 continue
+            # linked: the correlation id of the host op (aten::addmm) the kernel's launch ran under
             acts.append(Activity(name, int(e.start_ns()), int(e.end_ns()), int(e.linked_correlation_id())))
-        else:
-            ops.append(HostOp(int(e.correlation_id()), int(e.start_ns())))
+        elif int(e.linked_correlation_id()) == 0 and not e.is_user_annotation():
+            # a host op (runtime calls such as cudaLaunchKernel link to one, and number from another counter)
+            op_starts.setdefault(int(e.correlation_id()), []).append(int(e.start_ns()))
+    # an id two host events share (Kineto's own "Activity Buffer Request" took an op's) says nothing: those
+    # activities are placed by their GPU start instead
+    ops = [HostOp(c, starts[0]) for c, starts in op_starts.items() if len(starts) == 1]
     return windows, ops, acts
 
 
