@@ -33,6 +33,15 @@ def main(out: Path, name: str, rc: str, wall: float) -> None:
             interval = f"[{lo - 1:+.2%}..{hi - 1:+.2%}]" if lo and hi else ""
             change = f"{r['ratio'] - 1:+.2%}" if r.get("ratio") else "-"
             print(f"  {case.id:<28} {metric:<15} {r['verdict']:<12} {change:>8} {interval:<20} round spread {spread}")
+        for side, run in zip(("base", "head"), runs, strict=True):
+            c = run.case(case.id)
+            if c is None:
+                continue
+            devs = round_values(c, metric_def(DEVICE_TIME))
+            mid = sorted(devs.values())[len(devs) // 2] if devs else 0.0
+            shown = " ".join(f"{v / mid - 1:+.1%}" for _, v in sorted(devs.items())) if mid else "-"
+            sm = [r.telemetry.get("device_clock_sm_mhz") for r in c.rounds]
+            print(f"  {case.id:<28} {side} device time by round vs median: {shown}; SM MHz {sm}")
         kernels = {r.device.kernels for r in case.rounds if r.device is not None}
         dropped = sum(r.device.dropped_calls for r in case.rounds if r.device is not None)
         print(f"  {case.id:<28} kernels per call {sorted(kernels)}, dropped calls {dropped}")

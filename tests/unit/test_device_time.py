@@ -223,7 +223,7 @@ def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.Mon
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
     monkeypatch.setattr(case_session, "profile_device", broken)
-    s: Any = SimpleNamespace(torch=object(), sampler=SimpleNamespace(fn=lambda: None, iterations=10))
+    s: Any = SimpleNamespace(torch=object(), probe=None, sampler=SimpleNamespace(fn=lambda: None, iterations=10))
     telemetry: dict[str, Any] = {}
     assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")
