@@ -18,7 +18,7 @@ from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.stats import changepoint
-from perfci.stats.changepoint import ChangePoint, detect_change_points
+from perfci.stats.changepoint import DEFAULT_ALPHA, ChangePoint, detect_change_points
 from perfci.store.history import HistoryStore, Point
 
 
@@ -170,7 +170,7 @@ def trends(
     runner: str | None = None,
     patterns: tuple[CasePattern, ...] = (),
     min_effect: float = 0.03,
-    alpha: float = 0.01,
+    alpha: float = DEFAULT_ALPHA,
     detect: Detector = detect_change_points,
     cache: bool = True,
 ) -> list[Trend]:
