@@ -1,9 +1,13 @@
 """Import a pytest-benchmark JSON file (`pytest --benchmark-json=F --benchmark-save-data`) as perfci results.
 
-Each benchmark becomes one case with ONE round (pytest-benchmark measures in the test process, so there is no
-process-level replication: comparisons of imported files say so through wide intervals, never a false
-certainty). Raw per-round timings (`stats.data`, seconds per call) are required: without them no statistic
-could be recomputed, so the file is refused with a hint to add `--benchmark-save-data`.
+Each benchmark becomes one case. Its raw timings (`stats.data`, seconds per call, in the order measured) are
+split into up to IMPORT_BLOCKS consecutive blocks of at least MIN_BLOCK timings, one round each, so that a
+comparison can estimate the noise and decide; the rounds are marked `in_process` (pytest-benchmark measures in
+the test process, so the blocks share one process and the in-process job noise of the comparison covers what
+they cannot show) and `imported_block`. Fewer than 2 * MIN_BLOCK timings make one round, which a comparison calls
+`inconclusive` ("too few rounds to estimate the noise"). pytest-benchmark's own summary (`stats` without `data`)
+is kept in the first round's telemetry. Raw timings are required: without them no statistic could be
+recomputed, so the file is refused with a hint to add `--benchmark-save-data`.
 Case id: `<test module stem>.<test name>[params]@cpu`.
 """
 
@@ -82,6 +86,31 @@ def _samples(stats: dict[str, Any], source: str, where: str, fullname: str) -> t
     return tuple(samples)
 
 
+IMPORT_BLOCKS = 5
+MIN_BLOCK = 3
+
+
+def blocks(samples: tuple[float, ...]) -> list[tuple[float, ...]]:
+    """`samples` in consecutive blocks: as many as IMPORT_BLOCKS allows with MIN_BLOCK each, as even as they go."""
+    k = max(1, min(IMPORT_BLOCKS, len(samples) // MIN_BLOCK))
+    size, extra = divmod(len(samples), k)
+    out, start = [], 0
+    for i in range(k):
+        end = start + size + (1 if i < extra else 0)
+        out.append(samples[start:end])
+        start = end
+    return out
+
+
+def _summary(stats: dict[str, Any]) -> dict[str, float | int]:
+    """pytest-benchmark's own statistics of the benchmark (numbers only), as it reported them."""
+    return {
+        str(k): v
+        for k, v in stats.items()
+        if k != "data" and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
 def _case(bench: object, source: str, index: int) -> CaseResult:
     bench = _table(bench, source, f"benchmarks/{index}")
     fullname = str(bench.get("fullname") or bench.get("name") or f"benchmark{index}")
@@ -91,18 +120,28 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
     params = {str(k): _param_value(v) for k, v in raw_params.items()}
     stats = _table(bench.get("stats"), source, f"benchmarks/{index}/stats")
     samples = _samples(stats, source, f"benchmarks/{index}/stats", fullname)
-    rnd = Round(
-        index=0,
-        pid=0,
-        iterations=stats.get("iterations") or 1,
-        samples=samples,
-        warmup_s=0.0,
-        stop_reason="imported",
-        threads=0,
-        telemetry={"imported_from": "pytest-benchmark", "fullname": fullname},
+    parts = blocks(samples)
+    rounds = tuple(
+        Round(
+            index=i,
+            pid=0,
+            iterations=stats.get("iterations") or 1,
+            samples=part,
+            warmup_s=0.0,
+            stop_reason="imported",
+            threads=0,
+            telemetry={
+                "imported_from": "pytest-benchmark",
+                "fullname": fullname,
+                "in_process": True,
+                "imported_block": [i, len(parts)],
+                **({"pytest_benchmark_stats": _summary(stats)} if i == 0 else {}),
+            },
+        )
+        for i, part in enumerate(parts)
     )
     spec = CaseSpec(workload=f"{module}.{name}", params=params, device="cpu", source=source, suite=module)
-    return CaseResult.of(spec, CaseStatus.OK, (rnd,), case_metrics((rnd,), None, None))
+    return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, None, None))
 
 
 def import_pytest_benchmark(path: Path) -> RunResult:

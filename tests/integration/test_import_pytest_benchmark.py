@@ -51,9 +51,38 @@ def test_import_and_compare(tmp_path: Path, bench_json: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     imported = load_results(tmp_path / "imported.json")
     assert sorted(c.id for c in imported.cases) == ["test_bench.test_sum[n=1000]@cpu", "test_bench.test_sum[n=100]@cpu"]
-    assert all(len(c.rounds) == 1 and len(c.rounds[0].samples) >= 5 for c in imported.cases)
-    same = run("-m", "perfci", "compare", "imported.json", "imported.json", cwd=tmp_path)
+    # the raw timings in consecutive blocks, one round each, so that a comparison can estimate the noise
+    assert all(len(c.rounds) == 5 and all(len(r.samples) >= 3 for r in c.rounds) for c in imported.cases)
+    first = imported.cases[0].rounds[0].telemetry
+    assert first["in_process"] is True and first["imported_block"] == [0, 5]
+    assert first["pytest_benchmark_stats"]["rounds"] == sum(len(r.samples) for r in imported.cases[0].rounds)
+    same = run("-m", "perfci", "compare", "imported.json", "imported.json", "--format", "json", cwd=tmp_path)
     assert same.returncode == 0, same.stdout + same.stderr
+    assert {r["verdict"] for r in json.loads(same.stdout)["rows"]} == {"unchanged"}
+
+
+def test_an_imported_slowdown_gates(tmp_path: Path, bench_json: Path) -> None:
+    """Two imports of separate sessions: a copy whose timings are all 1.5x is a regression; with too few raw
+    timings (4: one block) the comparison says why it cannot decide."""
+    doc = json.loads(bench_json.read_text())
+    doc["datetime"] = "2026-03-01T12:30:00"
+    for bench in doc["benchmarks"]:
+        bench["stats"]["data"] = [1.5 * x for x in bench["stats"]["data"]]
+    (tmp_path / "slow.json").write_text(json.dumps(doc))
+    for name, source in (("base.json", str(bench_json)), ("head.json", "slow.json")):
+        proc = run("-m", "perfci", "import", "pytest-benchmark", source, "--out", name, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    slow = run("-m", "perfci", "compare", "base.json", "head.json", "--format", "json", cwd=tmp_path)
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert {r["verdict"] for r in json.loads(slow.stdout)["rows"]} == {"regression"}
+    for bench in doc["benchmarks"]:
+        bench["stats"]["data"] = bench["stats"]["data"][:4]
+    (tmp_path / "short.json").write_text(json.dumps(doc))
+    assert run("-m", "perfci", "import", "pytest-benchmark", "short.json", "--out", "s.json", cwd=tmp_path).returncode == 0
+    short = run("-m", "perfci", "compare", "base.json", "s.json", "--format", "json", cwd=tmp_path)
+    rows = json.loads(short.stdout)["rows"]
+    assert short.returncode == 0 and {r["verdict"] for r in rows} == {"inconclusive"}
+    assert all("too few rounds" in r["note"] for r in rows)
 
 
 def test_import_without_raw_data_is_refused(tmp_path: Path, bench_json: Path) -> None:
