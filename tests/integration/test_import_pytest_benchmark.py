@@ -78,7 +78,8 @@ def test_an_imported_slowdown_gates(tmp_path: Path, bench_json: Path) -> None:
     for bench in doc["benchmarks"]:
         bench["stats"]["data"] = bench["stats"]["data"][:4]
     (tmp_path / "short.json").write_text(json.dumps(doc))
-    assert run("-m", "perfci", "import", "pytest-benchmark", "short.json", "--out", "s.json", cwd=tmp_path).returncode == 0
+    imported = run("-m", "perfci", "import", "pytest-benchmark", "short.json", "--out", "s.json", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
     short = run("-m", "perfci", "compare", "base.json", "s.json", "--format", "json", cwd=tmp_path)
     rows = json.loads(short.stdout)["rows"]
     assert short.returncode == 0 and {r["verdict"] for r in rows} == {"inconclusive"}
