@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from perfci.workloads.api import Workload, WorkloadContext, workload
     from perfci.workloads.onnx_file import onnx_workload
+    from perfci.workloads.torch_model import model_workload
 
 __version__ = "0.1.0"
-__all__ = ["Workload", "WorkloadContext", "__version__", "onnx_workload", "workload"]
+__all__ = ["Workload", "WorkloadContext", "__version__", "model_workload", "onnx_workload", "workload"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from perfci.workloads.onnx_file import onnx_workload
 
         return onnx_workload
+    if name == "model_workload":
+        from perfci.workloads.torch_model import model_workload
+
+        return model_workload
     raise AttributeError(f"module 'perfci' has no attribute {name!r}")

@@ -1,0 +1,156 @@
+"""Library models in one line: `perfci.model_workload(factory, inputs=..., variants=[...], batch=[...])`.
+
+One workload per call, its cases `variant` x `batch`, for a torch module that `factory()` builds (a torchvision or
+transformers model with random weights needs no network):
+
+- `inputs(batch)` gives the call's inputs: a tensor, a tuple of tensors (positional arguments) or a dict
+  (keyword arguments); they are moved to the case's device;
+- variants (MODEL_VARIANTS): `eager` (under `torch.no_grad`), `inference` (`torch.inference_mode`),
+  `channels-last` (module and 4-d inputs in channels-last memory format), `bf16` and `fp16` (autocast on the
+  case's device), `compile` (`torch.compile`, compiled at set-up: its first call is not timed);
+- accuracy: at set-up every variant's output is compared with eager fp32's on the same inputs; the worst absolute
+  and relative difference, the relative L2 error and the tolerance go into the case's notes under "accuracy"
+  (each round's telemetry), and beyond the tolerance the case fails its check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.model import ParamValue
+from perfci.workloads.api import Workload, WorkloadContext, workload
+from perfci.workloads.checks import Tolerance
+from perfci.workloads.onnx_file import compare_outputs, tolerance_record
+
+MODEL_VARIANTS = ("eager", "inference", "channels-last", "bf16", "fp16", "compile")
+DEFAULT_VARIANTS = ("eager", "inference", "bf16")
+# against eager fp32 on the same inputs: layout and mode changes only reorder arithmetic; reduced precision is
+# judged by the relative L2 error, as for ONNX variants
+MODEL_TOLERANCES: Mapping[str, Tolerance] = {
+    "eager": Tolerance(rtol=1e-5, atol=1e-6),  # a GPU library may pick another algorithm on a second call
+    "inference": Tolerance(rtol=1e-5, atol=1e-6),
+    "channels-last": Tolerance(max_rel_l2=1e-4),
+    "compile": Tolerance(max_rel_l2=1e-3),
+    "bf16": Tolerance(max_rel_l2=0.05),
+    "fp16": Tolerance(max_rel_l2=0.01),
+}
+WORKLOAD_NAME = "model"
+
+
+def _to(value: Any, device: str, channels_last: bool = False) -> Any:
+    """Tensors in `value` (a tensor, tuple, list or dict of them) on `device`; 4-d ones channels-last if asked."""
+    if hasattr(value, "to") and hasattr(value, "dim"):
+        import torch
+
+        moved = value.to(device)
+        return moved.contiguous(memory_format=torch.channels_last) if channels_last and moved.dim() == 4 else moved
+    if isinstance(value, dict):
+        return {k: _to(v, device, channels_last) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to(v, device, channels_last) for v in value)
+    return value
+
+
+def _tensors(out: Any) -> list[Any]:
+    """A model output's tensors, in order: transformers' ModelOutput, dicts, tuples and lists are flattened."""
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, list | tuple):
+        return [t for item in out for t in _tensors(item)]
+    return [out.detach().float().cpu().numpy()] if hasattr(out, "detach") else []
+
+
+def _caller(model: Any, args: Any) -> Callable[[], object]:
+    if isinstance(args, dict):
+        return lambda: model(**args)
+    if isinstance(args, tuple):
+        return lambda: model(*args)
+    return lambda: model(args)
+
+
+def _mode(torch: Any, variant: str, device: str) -> Callable[[], AbstractContextManager[object]]:
+    kind = device.split(":", 1)[0]
+    if variant == "inference":
+        return lambda: torch.inference_mode()
+    if variant in ("bf16", "fp16"):
+        dtype = torch.bfloat16 if variant == "bf16" else torch.float16
+        return lambda: torch.autocast(device_type=kind, dtype=dtype)
+    return lambda: torch.no_grad()
+
+
+class TorchModel:
+    """Builds one case of a model workload (module docstring)."""
+
+    def __init__(self, factory: Callable[[], Any], inputs: Callable[[int], Any], tolerances: Mapping[str, Tolerance]):
+        self.factory, self.inputs, self.tolerances = factory, inputs, tolerances
+
+    def setup(self, ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
+        import torch
+
+        torch.manual_seed(ctx.seed)
+        model = self.factory().to(ctx.device).eval()
+        args = _to(self.inputs(batch), ctx.device)
+        with torch.no_grad():
+            reference = _tensors(_caller(model, args)())
+        if variant == "channels-last":
+            model = model.to(memory_format=torch.channels_last)
+            args = _to(args, ctx.device, channels_last=True)
+        if variant == "compile":
+            model = torch.compile(model)
+        call, mode = _caller(model, args), _mode(torch, variant, ctx.device)
+
+        def run() -> object:
+            with mode():
+                return call()
+
+        actual = _tensors(run())  # also compiles `compile` and warms every variant before timing
+        accuracy = compare_outputs(actual, reference)
+        tolerance = self.tolerances[variant]
+        ctx.notes["accuracy"] = {
+            "reference": "eager fp32",
+            "tolerance": tolerance_record(tolerance),
+            "max_abs_diff": accuracy.max_abs_diff,
+            "max_rel_diff": accuracy.max_rel_diff,
+            "rel_l2": accuracy.rel_l2,
+        }
+        ctx.check_close(lambda: actual, reference, tolerance, what=f"{variant} output vs eager")
+        return run
+
+
+def _cpu_half(device: str, variant: str, **_: object) -> str | None:
+    if variant == "fp16" and device == "cpu":
+        return "fp16 autocast is for GPUs; on a CPU most operators run in fp32 through casts (use bf16)"
+    return None
+
+
+def model_workload(
+    factory: Callable[[], Any],
+    *,
+    inputs: Callable[[int], Any],
+    variants: Sequence[str] = DEFAULT_VARIANTS,
+    batch: Sequence[int] = (1,),
+    devices: Sequence[str] = ("cpu", "cuda"),
+    name: str | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    tags: Sequence[str] = ("model",),
+) -> Workload:
+    """A workload running the module `factory()` builds on `inputs(batch)`, for each variant and batch size."""
+    unknown = [v for v in variants if v not in MODEL_VARIANTS]
+    if unknown:
+        raise WorkloadDefinitionError(f"unknown model variant {unknown[0]!r}.", hint=f"use {', '.join(MODEL_VARIANTS)}")
+    if not callable(factory) or not callable(inputs):
+        raise WorkloadDefinitionError("model_workload needs a callable factory and a callable inputs(batch).")
+    spec = TorchModel(factory, inputs, {**MODEL_TOLERANCES, **(tolerances or {})})
+
+    def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
+        return spec.setup(ctx, variant, batch)
+
+    grid: dict[str, Sequence[ParamValue]] = {"variant": list(variants), "batch": list(batch)}
+    default_name = getattr(factory, "__name__", "")
+    default_name = default_name if default_name.isidentifier() else WORKLOAD_NAME
+    return workload(params=grid, devices=devices, name=name or default_name, tags=tags, skip=_cpu_half)(setup)

@@ -1,0 +1,75 @@
+"""`perfci.model_workload`: a torch module in one line, measured in each variant and batch size, each variant's
+output checked against eager fp32 with its tolerance and worst difference in the results file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfci.errors import WorkloadDefinitionError
+
+WORKLOADS = """
+import perfci
+import torch
+from perfci.workloads.checks import Tolerance
+
+
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+
+
+def cnn():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
+
+
+mlps = perfci.model_workload(
+    mlp, inputs=lambda batch: torch.randn(batch, 32), variants=["eager", "inference", "bf16", "fp16"], batch=[1, 4]
+)
+convs = perfci.model_workload(
+    cnn, inputs=lambda batch: (torch.randn(batch, 3, 16, 16),), variants=["channels-last"], batch=[2]
+)
+strict = perfci.model_workload(
+    mlp,
+    inputs=lambda batch: {"input": torch.randn(batch, 32)},
+    variants=["bf16"],
+    name="strict",
+    tolerances={"bf16": Tolerance(max_rel_l2=1e-9)},
+)
+"""
+
+
+def test_each_variant_is_a_case_checked_against_eager(tmp_path: Path) -> None:
+    (tmp_path / "models.py").write_text(WORKLOADS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "run", "models.py", "--rounds", "2", "--budget", "0.02", "--out", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # a case failed (its check): exit 3
+    cases = {c["id"]: c for c in json.loads((tmp_path / "out" / "results.json").read_text())["cases"]}
+    ok = [i for i, c in cases.items() if c["status"] == "ok"]
+    assert sorted(ok) == sorted(
+        [f"models.mlp[variant={v},batch={b}]@cpu" for v in ("eager", "inference", "bf16") for b in (1, 4)]
+        + ["models.cnn[variant=channels-last,batch=2]@cpu"]
+    )  # fp16 autocast is for GPUs: no CPU case
+    bf16 = cases["models.mlp[variant=bf16,batch=4]@cpu"]["rounds"][0]["telemetry"]["notes"]["accuracy"]
+    assert bf16["reference"] == "eager fp32" and bf16["tolerance"]["max_rel_l2"] == 0.05
+    assert 0 < bf16["rel_l2"] < 0.05
+    layout = cases["models.cnn[variant=channels-last,batch=2]@cpu"]["rounds"][0]["telemetry"]["notes"]["accuracy"]
+    assert layout["rel_l2"] < 1e-4
+    (failed,) = [c for c in cases.values() if c["status"] == "error"]
+    assert failed["id"] == "models.strict[variant=bf16,batch=1]@cpu"
+    assert failed["errors"][0]["kind"] == "check" and "bf16 output vs eager" in failed["errors"][0]["message"]
+
+
+def test_an_unknown_variant_is_refused() -> None:
+    import perfci
+
+    with pytest.raises(WorkloadDefinitionError, match="unknown model variant 'fp8'"):
+        perfci.model_workload(lambda: None, inputs=lambda b: None, variants=["fp8"])
