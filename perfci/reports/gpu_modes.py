@@ -66,3 +66,44 @@ def burst_sustained_notes(run: RunResult | None) -> list[str]:
                 "the burst figure is not what a long-running job sees."
             )
     return notes
+
+
+BOOST_ABOVE = 0.02  # a round's SM clock this far above the sustained clock is named
+
+
+def _median(values: list[float]) -> float | None:
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def sampled_clock(case: CaseResult) -> float | None:
+    """The median over rounds of each round's median SM clock while it sampled (NVML, per sample)."""
+    per_round = []
+    for r in case.rounds:
+        gpu = r.telemetry.get("gpu")
+        series = gpu.get("sm_clock_mhz") if isinstance(gpu, dict) else None
+        clocks = [float(v) for v in series or [] if isinstance(v, int | float)]
+        if (m := _median(clocks)) is not None:
+            per_round.append(m)
+    return _median(per_round)
+
+
+def boost_notes(run: RunResult | None) -> list[str]:
+    """CUDA cases sampled at a clock above the one this GPU holds under sustained load (measured once per runner
+    with the peaks): their figures are burst figures, faster than a steady load would see."""
+    if run is None:
+        return []
+    from perfci.reports.tables import device_peaks
+
+    held = device_peaks(run.fingerprint, "cuda").get("sustained_sm_clock_mhz")
+    if not isinstance(held, int | float) or held <= 0:
+        return []
+    notes = []
+    for case in run.cases:
+        clock = sampled_clock(case) if case.spec.device.startswith("cuda") else None
+        if clock is not None and clock > held * (1 + BOOST_ABOVE):
+            notes.append(
+                f"{case.id}: sampled at {clock:.0f} MHz, above the {held:.0f} MHz this GPU holds under sustained "
+                "load: a burst figure; a steady load runs slower (gpu_mode sustained measures that)"
+            )
+    return notes

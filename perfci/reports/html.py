@@ -25,7 +25,7 @@ from markupsafe import Markup
 from perfci.model import Comparison, RunResult
 from perfci.reports.charts import MAX_SAMPLES, chart_data
 from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
-from perfci.reports.gpu_modes import burst_sustained_notes
+from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.tables import (
     RUNTIME_PARAM,
     ReportInput,
@@ -148,7 +148,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "mismatches": fingerprint_mismatches(fp_base, fp_cand) if fp_base and fp_cand else [],
         "warnings": list(comparison.warnings) if comparison else [],
         "sensitivity": _sensitivity_text(comparison),
-        "gpu_mode_notes": burst_sustained_notes(run),
+        "gpu_mode_notes": burst_sustained_notes(run) + boost_notes(run),
         "clock_lines": clock_lines(comparison) if comparison is not None else [],
         "launch_bound": launch_bound_lines(run),
         "kernel_tables": kernel_tables(base, run),

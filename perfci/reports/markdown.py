@@ -26,7 +26,7 @@ from perfci.model import (
     Verdict,
 )
 from perfci.reports.clocks import clock_lines, launch_bound_lines
-from perfci.reports.gpu_modes import burst_sustained_notes
+from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
@@ -162,7 +162,7 @@ def render_markdown(
         _table(lines, measured, "measured cases", report, budget, max_rows, _RUN_HEAD)
     lines += _implausible_lines(run, max_rows)
     lines += [f"\n> note: {code(c)}: {words}" for c, words in launch_bound_lines(run)[:max_rows]]
-    lines += [f"\n> note: {code(n, 300)}" for n in burst_sustained_notes(run)]
+    lines += [f"\n> note: {code(n, 300)}" for n in burst_sustained_notes(run) + boost_notes(run)]
     lines.append(f"\nFull report: `{report}` in the CI artifacts (charts, every case, the runner fingerprint).")
     text = "\n".join(lines) + "\n"
     return text if len(text) <= budget else text[: budget - 40] + "\n\n… (summary truncated)\n"

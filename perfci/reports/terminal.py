@@ -8,7 +8,7 @@ from rich.text import Text
 
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
 from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
-from perfci.reports.gpu_modes import burst_sustained_notes
+from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts
 
@@ -59,7 +59,7 @@ def run_table(run: RunResult) -> Table:
             "ok" + (f": {escape(bw.note)}" if bw and bw.note else ""),
             *ref_cell,
         )
-    notes = burst_sustained_notes(run)
+    notes = burst_sustained_notes(run) + boost_notes(run)
     if notes:  # below the table: a burst figure must not be read as what a long-running job sees
         table.caption, table.caption_justify = Text("\n".join(f"note: {n}" for n in notes)), "left"
     return table
