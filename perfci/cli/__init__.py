@@ -72,6 +72,18 @@ class _Package(ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
+SEPARATED = ("ab", "ci")  # commands whose revisions and workload paths a git-style `--` separates
+
+
+def paths_after_separator(argv: list[str]) -> list[str]:
+    """`perfci ab main -- perf/ bench.py` as `perfci ab main --path perf/ --path bench.py`: where revisions and
+    paths can be confused, what follows `--` is paths, as in git."""
+    if not argv or argv[0] not in SEPARATED or "--" not in argv:
+        return argv
+    cut = argv.index("--")
+    return [*argv[:cut], *(x for p in argv[cut + 1 :] for x in ("--path", p))]
+
+
 BLAS_THREADS_VAR = "OPENBLAS_NUM_THREADS"
 
 
@@ -101,7 +113,7 @@ def entrypoint() -> None:
     with exits.interrupts_handled():
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-        load_commands(sys.argv[1:])(prog_name="perfci")
+        load_commands(sys.argv[1:])(args=paths_after_separator(sys.argv[1:]), prog_name="perfci")
 
 
 __all__ = ["app", "entrypoint", "parse_size"]

@@ -70,9 +70,10 @@ def resolve(repo: Path, rev: str) -> str:
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except InfrastructureError:
-        raise UsageError(
-            f"{rev!r} is not a revision of this repository.", hint="name a commit, branch or tag"
-        ) from None
+        hint = "name a commit, branch or tag"
+        if Path(rev).exists() or (repo / rev).exists():
+            hint = f"{rev!r} is a path: give workload paths after `--` (perfci ab BASE -- {rev}) or with --path"
+        raise UsageError(f"{rev!r} is not a revision of this repository.", hint=hint) from None
 
 
 def source_roots(root: Path) -> list[Path]:
