@@ -84,7 +84,7 @@ FailOn = Annotated[
     typer.Option(
         "--fail-on",
         help="What fails the gate: 'regression' (default) or 'slower' (also established slowdowns below the "
-        "threshold). Config: fail_on.",
+        "threshold, and memory that grew below it). Config: fail_on.",
     ),
 ]
 Fmt = Annotated[OutputFormat, typer.Option("--format")]
