@@ -7,6 +7,7 @@ Skipped with a reason when Chromium or the playwright package is missing, unless
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -256,6 +257,8 @@ def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
         # the series chart drew the worst case, with its change point labelled by commit
         assert page.page.locator("#chart-series .main-svg").count() > 0
         assert "c010" in page.page.inner_text("#chart-series")
+        ticks = page.page.eval_on_selector_all("#chart-series .xtick text", "ts => ts.map(t => t.textContent)")
+        assert ticks and all(re.match(r"\d{4}-\d{2}-\d{2}", t) for t in ticks)  # whole runs, by date and commit
         assert "torch 2.4.0 -> 2.5.0" in page.page.inner_text("#chart-series")  # the upgrade, marked where it happened
         assert page.column(8)[0] == "torch 2.4.0 -> 2.5.0"  # and named beside the change point it coincides with
         # a click on another case draws it (the hostile one: its name must stay text in the selector too)

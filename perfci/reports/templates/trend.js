@@ -58,10 +58,18 @@
     window.Plotly.newPlot("chart-series", traces, {
       height: 440, margin: { l: 70, r: 20, t: 40, b: 70 }, font: { size: 11 }, shapes: shapes, annotations: notes,
       hovermode: "closest", legend: { orientation: "h", y: -0.2 },
-      xaxis: { title: { text: "runs of " + esc(c.runner) + " in time order" }, zeroline: false },
+      xaxis: { title: { text: "runs of " + esc(c.runner) + " in time order (date, commit)" }, zeroline: false,
+               tickmode: "array", tickvals: ticks(c.x), ticktext: ticks(c.x).map(function (x) {
+                 return esc((runs[x][2] || "").slice(0, 10)) + "<br>" + esc(runs[x][1] || "?"); }) },
       yaxis: { title: { text: esc(data.metric) + " (" + esc(c.unit) + ")" }, rangemode: "tozero" }
     }, { displaylogo: false, responsive: true });
     drawn += 1;
+  }
+  function ticks(xs) {  /* at most 8 runs labelled, evenly spread, whole runs only */
+    if (!xs.length) { return []; }
+    var step = Math.max(1, Math.ceil(xs.length / 8)), out = [];
+    for (var i = 0; i < xs.length; i += step) { out.push(xs[i]); }
+    return out;
   }
   select.addEventListener("change", render);
   function show(runner, id) {  /* a click on a case shows its series, where the page carries it */
