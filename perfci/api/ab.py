@@ -78,9 +78,10 @@ def run_revisions(
     repo = repo_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="perfci-ab-") as tmp:
         work = Path(tmp)
+        here = len(str(repo))  # a side in a worktree gets a path of the working tree's length (worktree_path)
         with (
-            checked_out(repo, "base", base_rev, work, dict(env)) as a,
-            checked_out(repo, "head", head_rev, work, dict(env)) as b,
+            checked_out(repo, "base", base_rev, work, dict(env), here if head_rev is None else None) as a,
+            checked_out(repo, "head", head_rev, work, dict(env), here if base_rev is None else None) as b,
         ):
             if pythons != (None, None):
                 a = with_environment(a, pythons[0], "--base-python")

@@ -116,15 +116,29 @@ def build(side: Side, command: str, log: Path, timeout_s: float = 1800.0) -> Non
         )
 
 
+def worktree_path(workdir: Path, name: str, length: int | None) -> Path:
+    """Where a side's worktree goes: `workdir/worktree-<name>`, its name padded so that the path is `length`
+    characters long (the other side's), where it is shorter. Both sides then run from paths of one length: the
+    path is in every frame's `__file__`, `sys.path` and the environment, and a layout that favours one length
+    would favour one side on every pull request (docs/measurement.md, "Layout")."""
+    path = workdir / f"worktree-{name}"
+    if length is not None and len(str(path)) < length:
+        path = workdir / (f"worktree-{name}-" + "x" * (length - len(str(path)) - 1))
+    return path
+
+
 @contextlib.contextmanager
-def checked_out(repo: Path, name: str, rev: str | None, workdir: Path, base_env: dict[str, str]) -> Iterator[Side]:
-    """The side for `rev` (a temporary worktree, removed on exit) or, with rev None, the working tree."""
+def checked_out(
+    repo: Path, name: str, rev: str | None, workdir: Path, base_env: dict[str, str], length: int | None = None
+) -> Iterator[Side]:
+    """The side for `rev` (a temporary worktree, removed on exit) or, with rev None, the working tree. `length`:
+    the path length the worktree should have (the working tree's, when the other side runs there)."""
     shim = installed_perfci_shim(workdir / "shim")
     if rev is None:
         yield Side(name, "working tree", None, repo, side_env(repo, shim, base_env))
         return
     commit = resolve(repo, rev)
-    path = workdir / f"worktree-{name}"
+    path = worktree_path(workdir, name, length)
     if path.exists():
         shutil.rmtree(path)
     git(repo, "worktree", "add", "--detach", str(path), commit)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 # Environment variable of a worker started ahead of its job (engine/runner.py `prestart`): "torch" makes it
 # import torch while it waits for the job on stdin.
 PRELOAD_VAR = "PERFCI_PRELOAD"
+HEAP_PAD_VAR = "PERFCI_HEAP_PAD"  # bytes the worker allocates and keeps before anything else (worker.shift_heap)
 
 ErrorKind = Literal["raised", "check", "oom", "skipped", "crash", "timeout"]
 

@@ -24,7 +24,18 @@ import psutil
 
 from perfci.engine import WORKER_UNSET_VAR
 from perfci.engine.progress import ProgressFn, RoundStarted
-from perfci.engine.protocol import PRELOAD_VAR, Error, ErrorKind, Event, Job, JobCase, Result, Start, WorkerFailed
+from perfci.engine.protocol import (
+    HEAP_PAD_VAR,
+    PRELOAD_VAR,
+    Error,
+    ErrorKind,
+    Event,
+    Job,
+    JobCase,
+    Result,
+    Start,
+    WorkerFailed,
+)
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
 from perfci.metrics import case_metrics
@@ -307,7 +318,7 @@ class Runner:
         key) is added: the size of the environment shifts the initial stack alignment, a known cause of
         consistent few-percent differences between otherwise identical processes; varying it per worker turns
         that bias into noise that the rounds measure (two revisions with different PYTHONPATHs would otherwise
-        differ by it for ever)."""
+        differ by it for ever). The same draw gives the worker a heap offset (`HEAP_PAD_VAR`)."""
         env = dict(self.worker_env if self.worker_env is not None else os.environ)
         for var in env.pop(WORKER_UNSET_VAR, "").split(","):
             env.pop(var, None)  # set by the parent for itself only (the CLI's single-threaded BLAS)
@@ -317,7 +328,9 @@ class Runner:
         if self.settings.malloc_tunables and "GLIBC_TUNABLES" not in env:
             env["GLIBC_TUNABLES"] = self.settings.malloc_tunables
         if pad_key is not None:
-            env["PERFCI_ENV_PAD"] = "x" * random.Random(f"{self.settings.seed}:{pad_key}").randrange(4096)
+            draw = random.Random(f"{self.settings.seed}:{pad_key}")
+            env["PERFCI_ENV_PAD"] = "x" * draw.randrange(4096)
+            env[HEAP_PAD_VAR] = str(draw.randrange(65_536))  # worker.shift_heap: a fresh heap offset per worker
         return env
 
     def _record(self, event: Result | Error, index: int) -> None:

@@ -27,6 +27,7 @@ from typing import IO, TypeVar
 
 from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
 from perfci.engine.protocol import (
+    HEAP_PAD_VAR,
     PRELOAD_VAR,
     Done,
     Error,
@@ -204,7 +205,23 @@ def _preload() -> None:
             import torch  # noqa: F401
 
 
+_heap_pad: list[bytearray] = []  # held for the worker's life
+
+
+def shift_heap(environ: dict[str, str] | os._Environ[str]) -> int:
+    """Allocate and keep the number of bytes the runner drew for this worker (0-65535, `HEAP_PAD_VAR`) before
+    anything else is set up: every later allocation of the worker sits at another offset, so a heap layout that
+    happens to favour one side is not the same layout in every pair (docs/measurement.md, "Layout")."""
+    try:
+        n = max(0, min(65_535, int(environ.get(HEAP_PAD_VAR, "0"))))
+    except ValueError:
+        n = 0
+    _heap_pad.append(bytearray(n))
+    return n
+
+
 def main() -> None:
+    shift_heap(os.environ)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr

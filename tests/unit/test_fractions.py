@@ -56,14 +56,3 @@ def test_help_shows_defaults_at_80_columns(command: str, shown: list[str]) -> No
     for piece in shown:
         assert piece in text, (command, piece)
     assert "…" not in res.output and max(len(line) for line in res.output.splitlines()) <= 80
-
-
-def test_a_git_style_separator_gives_ab_and_ci_their_paths() -> None:
-    from perfci.cli import paths_after_separator
-
-    assert paths_after_separator(["ab", "main", "--", "perf/", "b.py"]) == [
-        "ab", "main", "--path", "perf/", "--path", "b.py"
-    ]  # fmt: skip
-    assert paths_after_separator(["ci", "--base", "main", "--", "perf"]) == ["ci", "--base", "main", "--path", "perf"]
-    assert paths_after_separator(["run", "--", "perf"]) == ["run", "--", "perf"]  # run takes paths as arguments
-    assert paths_after_separator(["ab", "main"]) == ["ab", "main"]
