@@ -173,6 +173,8 @@ def pytest_configure(config: pytest.Config) -> None:
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
     )
+    if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
+        config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
     if state.out is not None or state.baseline is not None:
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")

@@ -164,3 +164,11 @@ def test_counted(benchmark):
     )
     result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out", "--perfci-disable")
     result.assert_outcomes(passed=1)
+
+
+def test_served_without_pytest_benchmark_loaded(pytester: pytest.Pytester) -> None:
+    """With pytest-benchmark's plugin off, the suite still runs under --perfci-out, its marker known."""
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(*FAST, "-p", "no:benchmark", "--strict-markers", "--perfci-out", "out")
+    result.assert_outcomes(passed=5)
+    assert len(_cases(pytester.path / "out" / "results.json")) == 5
