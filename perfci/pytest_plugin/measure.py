@@ -68,8 +68,19 @@ def pinned_threads(threads: int) -> Iterator[int]:
         torch.set_num_threads(before)
 
 
-def _positive(samples: list[float] | tuple[float, ...]) -> tuple[float, ...]:
-    return tuple(s for s in samples if s > 0) or (1e-12,)  # a coarse clock can read 0
+def _round(
+    index: int,
+    iterations: int,
+    samples: list[float] | tuple[float, ...],
+    warmup_s: float,
+    reason: str,
+    threads: int,
+    telemetry: dict[str, Any],
+) -> Round:
+    """A round measured in this process (marked `in_process` for the comparison's job noise)."""
+    positive = tuple(s for s in samples if s > 0) or (1e-12,)  # a coarse clock can read 0
+    return Round(index, os.getpid(), iterations, positive, warmup_s, reason, threads,
+                 telemetry={"in_process": True, **telemetry})  # fmt: skip
 
 
 def measure_rounds(
@@ -92,19 +103,8 @@ def measure_rounds(
             contention = watch()
             contention.start()
             samples, reason = sample(fn, timer, clock, iterations, timing)
-            telemetry = {"in_process": True, "timer_overhead_s": overhead, **contention.stop()}
-            rounds.append(
-                Round(
-                    index=index,
-                    pid=os.getpid(),
-                    iterations=iterations,
-                    samples=_positive(samples),
-                    warmup_s=warm,
-                    stop_reason=reason,
-                    threads=threads,
-                    telemetry=telemetry,
-                )
-            )
+            telemetry = {"timer_overhead_s": overhead, **contention.stop()}
+            rounds.append(_round(index, iterations, samples, warm, reason, threads, telemetry))
     return tuple(rounds)
 
 
@@ -180,18 +180,8 @@ def measure_fixed(
             deadline = clock() + settings.budget_s
             while len(samples) < wanted if wanted else (len(samples) < MIN_OPEN_SAMPLES or clock() < deadline):
                 samples.append(timed(iterations))
-            rounds.append(
-                Round(
-                    index=index,
-                    pid=os.getpid(),
-                    iterations=iterations,
-                    samples=_positive(samples),
-                    warmup_s=0.0,
-                    stop_reason="fixed" if wanted else "budget",
-                    threads=threads,
-                    telemetry={"in_process": True, **contention.stop()},
-                )
-            )
+            reason = "fixed" if wanted else "budget"
+            rounds.append(_round(index, iterations, samples, 0.0, reason, threads, contention.stop()))
     return tuple(rounds), result
 
 

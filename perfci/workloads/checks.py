@@ -6,6 +6,7 @@ converted through `.detach().float().cpu().numpy()`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,3 +65,55 @@ def assert_close(actual: Any, expected: Any, tolerance: Tolerance, what: str = "
                 f"{name}: {int(np.sum(excess > 0))} of {a.size} values off; worst at {tuple(map(int, worst))}: "
                 f"{a[worst]:.6g} vs {e[worst]:.6g} (tolerance {tolerance.describe()})"
             )
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How far a variant's outputs are from the fp32 model's, over all outputs (the worst of each)."""
+
+    max_abs_diff: float
+    max_rel_diff: float  # |a - e| / (|e| + 1e-3 max|e|): the floor keeps values near zero from dominating
+    rel_l2: float  # ||a - e|| / ||e||, the measure the default tolerances are stated in
+
+
+def tolerance_record(tolerance: Tolerance) -> dict[str, Any]:
+    """The tolerance as numbers with the rule in words, for the results file."""
+    if tolerance.max_rel_l2 is not None:
+        numbers: dict[str, Any] = {"max_rel_l2": tolerance.max_rel_l2}
+    else:
+        numbers = {"rtol": tolerance.rtol, "atol": tolerance.atol}
+    return {**numbers, "rule": tolerance.describe()}
+
+
+def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy:
+    if len(actual) != len(reference):
+        raise AssertionError(f"{len(actual)} outputs where the fp32 model has {len(reference)}")
+    worst_abs = worst_rel = worst_l2 = 0.0
+    for a_raw, e_raw in zip(actual, reference, strict=True):
+        a, e = np.asarray(a_raw, dtype=np.float64), np.asarray(e_raw, dtype=np.float64)
+        if a.shape != e.shape:
+            raise AssertionError(f"output shape {a.shape} where the fp32 model gives {e.shape}")
+        if a.size == 0:
+            continue
+        diff = np.abs(a - e)
+        scale = float(np.max(np.abs(e)))
+        worst_abs = max(worst_abs, float(np.max(diff)))
+        worst_rel = max(worst_rel, float(np.max(diff / (np.abs(e) + 1e-3 * scale + 1e-30))))
+        worst_l2 = max(worst_l2, float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30)))
+    return Accuracy(worst_abs, worst_rel, worst_l2)
+
+
+def check_against(
+    ctx: Any, actual: Sequence[Any], reference: Sequence[Any], tolerance: Tolerance, reference_name: str, what: str
+) -> None:
+    """A variant's outputs against the reference's on the same inputs: the tolerance and the worst differences go
+    into the case's notes under "accuracy" (each round's telemetry), and the case's check compares them."""
+    accuracy = compare_outputs(actual, reference)
+    ctx.notes["accuracy"] = {
+        "reference": reference_name,
+        "tolerance": tolerance_record(tolerance),
+        "max_abs_diff": accuracy.max_abs_diff,
+        "max_rel_diff": accuracy.max_rel_diff,
+        "rel_l2": accuracy.rel_l2,
+    }
+    ctx.check_close(lambda: actual, reference, tolerance, what=what)

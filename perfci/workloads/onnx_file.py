@@ -27,7 +27,7 @@ from perfci.model import ParamValue
 from perfci.workloads import onnx_variants
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.backends.ort import initializer_bytes
-from perfci.workloads.checks import Tolerance
+from perfci.workloads.checks import Tolerance, check_against
 from perfci.workloads.onnx_variants import INT8_VARIANTS, TOLERANCES, VARIANTS, Feeds
 
 Dim = int | str | None
@@ -50,15 +50,6 @@ class InputSpec:
     name: str
     shape: tuple[Dim, ...]
     element_type: str  # ONNX Runtime's spelling, e.g. "tensor(float)"
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """How far a variant's outputs are from the fp32 model's, over all outputs (the worst of each)."""
-
-    max_abs_diff: float
-    max_rel_diff: float  # |a - e| / (|e| + 1e-3 max|e|): the floor keeps values near zero from dominating
-    rel_l2: float  # ||a - e|| / ||e||, the measure the default tolerances are stated in
 
 
 def fill_shape(spec: InputSpec, batch: int, dims: Mapping[str, int]) -> tuple[int, ...]:
@@ -96,33 +87,6 @@ def make_inputs(specs: Sequence[InputSpec], batch: int, dims: Mapping[str, int],
         else:
             feeds[spec.name] = rng.integers(0, 10, size=shape).astype(dtype)
     return feeds
-
-
-def tolerance_record(tolerance: Tolerance) -> dict[str, Any]:
-    """The tolerance as numbers with the rule in words, for the results file."""
-    if tolerance.max_rel_l2 is not None:
-        numbers: dict[str, Any] = {"max_rel_l2": tolerance.max_rel_l2}
-    else:
-        numbers = {"rtol": tolerance.rtol, "atol": tolerance.atol}
-    return {**numbers, "rule": tolerance.describe()}
-
-
-def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy:
-    if len(actual) != len(reference):
-        raise AssertionError(f"{len(actual)} outputs where the fp32 model has {len(reference)}")
-    worst_abs = worst_rel = worst_l2 = 0.0
-    for a_raw, e_raw in zip(actual, reference, strict=True):
-        a, e = np.asarray(a_raw, dtype=np.float64), np.asarray(e_raw, dtype=np.float64)
-        if a.shape != e.shape:
-            raise AssertionError(f"output shape {a.shape} where the fp32 model gives {e.shape}")
-        if a.size == 0:
-            continue
-        diff = np.abs(a - e)
-        scale = float(np.max(np.abs(e)))
-        worst_abs = max(worst_abs, float(np.max(diff)))
-        worst_rel = max(worst_rel, float(np.max(diff / (np.abs(e) + 1e-3 * scale + 1e-30))))
-        worst_l2 = max(worst_l2, float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30)))
-    return Accuracy(worst_abs, worst_rel, worst_l2)
 
 
 @dataclass(frozen=True)
@@ -176,16 +140,7 @@ class OnnxFile:
     ) -> None:
         reference = onnx_variants.session(self.path, providers, threads).run(None, feeds)
         actual = sess.run(None, feeds)
-        accuracy = compare_outputs(actual, reference)
-        tolerance = self.tolerances[variant]
-        ctx.notes["accuracy"] = {
-            "reference": "fp32",
-            "tolerance": tolerance_record(tolerance),
-            "max_abs_diff": accuracy.max_abs_diff,
-            "max_rel_diff": accuracy.max_rel_diff,
-            "rel_l2": accuracy.rel_l2,
-        }
-        ctx.check_close(lambda: actual, reference, tolerance, what=f"{variant} output vs fp32")
+        check_against(ctx, actual, reference, self.tolerances[variant], "fp32", what=f"{variant} output vs fp32")
 
 
 FP16_ON_CPU = (

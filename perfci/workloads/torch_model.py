@@ -22,8 +22,7 @@ from typing import Any
 from perfci.errors import WorkloadDefinitionError
 from perfci.model import ParamValue
 from perfci.workloads.api import Workload, WorkloadContext, workload
-from perfci.workloads.checks import Tolerance
-from perfci.workloads.onnx_file import compare_outputs, tolerance_record
+from perfci.workloads.checks import Tolerance, check_against
 
 MODEL_VARIANTS = ("eager", "inference", "channels-last", "bf16", "fp16", "compile")
 DEFAULT_VARIANTS = ("eager", "inference", "bf16")
@@ -109,16 +108,8 @@ class TorchModel:
                 return call()
 
         actual = _tensors(run())  # also compiles `compile` and warms every variant before timing
-        accuracy = compare_outputs(actual, reference)
         tolerance = self.tolerances[variant]
-        ctx.notes["accuracy"] = {
-            "reference": "eager fp32",
-            "tolerance": tolerance_record(tolerance),
-            "max_abs_diff": accuracy.max_abs_diff,
-            "max_rel_diff": accuracy.max_rel_diff,
-            "rel_l2": accuracy.rel_l2,
-        }
-        ctx.check_close(lambda: actual, reference, tolerance, what=f"{variant} output vs eager")
+        check_against(ctx, actual, reference, tolerance, "eager fp32", what=f"{variant} output vs eager")
         return run
 
 

@@ -11,18 +11,9 @@ import perfci
 from perfci.errors import WorkloadDefinitionError
 from perfci.workloads import onnx_variants
 from perfci.workloads.api import WorkloadContext
-from perfci.workloads.checks import Tolerance
+from perfci.workloads.checks import Tolerance, compare_outputs, tolerance_record
 from perfci.workloads.discovery import load_source, workloads_in
-from perfci.workloads.onnx_file import (
-    InputSpec,
-    compare_outputs,
-    fill_shape,
-    fixed_batch,
-    make_inputs,
-    model_inputs,
-    onnx_workload,
-    tolerance_record,
-)
+from perfci.workloads.onnx_file import InputSpec, fill_shape, fixed_batch, make_inputs, model_inputs, onnx_workload
 
 
 def _write_model(path: Path, batch: int | str = "N", extra_dim: str | None = None) -> Path:
