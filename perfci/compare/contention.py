@@ -4,9 +4,10 @@
 The measure is each round's `cpu_wait` (profilers/contention.py): the share of its runnable time the process
 waited for a CPU. A side's figure is its most contended round, because one busy round is enough to move a
 per-round statistic. The candidate is called contended when its figure exceeds the baseline's by
-`CONTENTION_MARGIN` or more (a baseline without the figure, written by an older perfci or on a platform without
-it, counts as 0). A quiet 2-core machine reads below 0.02; two busy processes beside a single-threaded
-measurement read about 0.33. Only rows that would blame the candidate change: an improvement measured on a
+`CONTENTION_MARGIN` or more and is at least CONTENTION_RATIO times it (a baseline without the figure, written by
+an older perfci or on a platform without it, counts as 0): two sides measured under the same load read 0.3-0.5
+each, one round more or less, and are compared as usual. A quiet 2-core machine reads below 0.02; two busy
+processes beside a single-threaded measurement read 0.3-0.5 per round. Only rows that would blame the candidate change: an improvement measured on a
 busy machine stands, and a memory row is not a timing.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import replace
 from perfci.model import CaseResult, MetricComparison, Verdict
 
 CONTENTION_MARGIN = 0.05
+CONTENTION_RATIO = 2.0
 CPU_WAIT = "cpu_wait"  # the round telemetry key (profilers/contention.py)
 _BLAMING = (Verdict.REGRESSION, Verdict.SLOWER)
 
@@ -33,7 +35,7 @@ def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTI
     if c is None:
         return ""
     b = busiest_wait(base)
-    if c - (b or 0.0) < margin:
+    if c - (b or 0.0) < margin or c < CONTENTION_RATIO * (b or 0.0):
         return ""
     base_words = f"the baseline's {b:.0%}" if b is not None else "the baseline has no such figure"
     return (

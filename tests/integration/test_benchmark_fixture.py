@@ -103,9 +103,15 @@ def test_a_slower_test_fails_the_comparison_naming_only_it(
     monkeypatch.setenv("PERFCI_TEST_EXTRA_S", str(max(2e-4, 20 * per_call)))  # far beyond any noise
     slow = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-out", "head")
     slow.assert_outcomes(passed=5)
-    assert slow.ret == 1
     rows = json.loads((pytester.path / "head" / "comparison.json").read_text("utf-8"))["rows"]
-    assert [r["case_id"] for r in rows if r["verdict"] == "regression"] == ["test_suite.py::test_param[300]@cpu"]
+    # no other test is blamed; the slowed one is a regression (exit 1), or, when this machine was far busier
+    # while the candidate ran than while the baseline did (a CI job beside other jobs), inconclusive, saying so
+    assert {r["case_id"] for r in rows if r["verdict"] == "regression"} <= {"test_suite.py::test_param[300]@cpu"}
+    (slowed,) = [r for r in rows if r["case_id"] == "test_suite.py::test_param[300]@cpu"]
+    if slowed["verdict"] == "regression":
+        assert slow.ret == 1
+    else:
+        assert slowed["verdict"] == "inconclusive" and "busy CPU" in slowed["note"] and slow.ret == 0
 
 
 def test_without_perfci_out_pytest_benchmark_measures(pytester: pytest.Pytester) -> None:

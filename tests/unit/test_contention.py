@@ -81,6 +81,9 @@ def test_note_only_when_the_candidate_was_busier_by_the_margin() -> None:
     quiet, busy = _busy(make_case("k", 1e-3), [0.0] * 5), _busy(make_case("k", 1e-3), [0.0, 0.0, 0.4, 0.3, 0.0])
     assert contention_note(quiet, busy).startswith("measured on a busy CPU: the candidate waited for a CPU 40%")
     assert contention_note(busy, busy) == ""  # both sides equally busy: a fair comparison
+    busier = _busy(make_case("k", 1e-3), [0.5, 0.45, 0.5, 0.5, 0.3])
+    assert contention_note(busy, busier) == ""  # one load, read 0.4 on one side and 0.5 on the other
+    assert contention_note(_busy(make_case("k", 1e-3), [0.1] * 5), busier) != ""  # five times busier
     assert contention_note(busy, quiet) == ""
     edge = _busy(make_case("k", 1e-3), [CONTENTION_MARGIN * 0.9] * 5)
     assert contention_note(quiet, edge) == ""
