@@ -1,13 +1,13 @@
-"""A busy machine is not blamed on the code: a timed row that says `regression` or `slower` becomes
-`inconclusive` when the candidate was measured under CPU contention that the baseline was not.
+"""A busy machine is not blamed on the code: a timed row that says `regression` or `slower` becomes `inconclusive` when
+the candidate was measured under CPU contention that the baseline was not.
 
-The measure is each round's `cpu_wait` (profilers/contention.py): the share of its runnable time the process
-waited for a CPU. A side's figure is its most contended round, because one busy round is enough to move a
-per-round statistic. The candidate is called contended when its figure exceeds the baseline's by
-`CONTENTION_MARGIN` or more and is at least CONTENTION_RATIO times it (a baseline without the figure, written by
-an older perfci or on a platform without it, counts as 0): two sides measured under the same load read 0.3-0.5
-each, one round more or less, and are compared as usual. A quiet 2-core machine reads below 0.02; two busy
-processes beside a single-threaded measurement read 0.3-0.5 per round. Only rows that would blame the candidate change: an improvement measured on a
+The measure is each round's `cpu_wait` (profilers/contention.py): the share of its runnable time the process waited
+for a CPU. A side's figure is its most contended round, because one busy round is enough to move a per-round
+statistic. The candidate is called contended when its figure exceeds the baseline's by `CONTENTION_MARGIN` or more
+and is at least CONTENTION_RATIO times it (a baseline without the figure, written by an older perfci or on a
+platform without it, counts as 0): two sides measured under the same load read 0.3-0.5 each, one round more or less,
+and are compared as usual. A quiet 2-core machine reads below 0.02; two busy processes beside a single-threaded
+measurement read 0.3-0.5 per round. Only rows that would blame the candidate change: an improvement measured on a
 busy machine stands, and a memory row is not a timing.
 """
 
