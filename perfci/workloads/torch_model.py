@@ -31,7 +31,9 @@ DEFAULT_VARIANTS = ("eager", "inference", "bf16")
 MODEL_TOLERANCES: Mapping[str, Tolerance] = {
     "eager": Tolerance(rtol=1e-5, atol=1e-6),  # a GPU library may pick another algorithm on a second call
     "inference": Tolerance(rtol=1e-5, atol=1e-6),
-    "channels-last": Tolerance(max_rel_l2=1e-4),
+    # another memory layout makes GPU convolution libraries pick other algorithms (TF32 ones on by default for
+    # cuDNN convolutions): ResNet-50 on an H200 read 1.8e-4 (docs/gpu.md)
+    "channels-last": Tolerance(max_rel_l2=1e-3),
     "compile": Tolerance(max_rel_l2=1e-3),
     "bf16": Tolerance(max_rel_l2=0.05),
     "fp16": Tolerance(max_rel_l2=0.01),
