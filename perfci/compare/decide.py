@@ -179,10 +179,11 @@ def compare_case(
     busy = contention_note(base, cand)
     in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
+    sources = (device_sources(base), device_sources(cand))
     for name in settings.metrics:
         mdef = metric_def(name)
-        if name in DEVICE_CLOCK and device_sources(base) != device_sources(cand):
-            if device_sources(base) and device_sources(cand):
+        if name in DEVICE_CLOCK and sources[0] != sources[1]:
+            if sources[0] and sources[1]:
                 rows.append(_other_sources(cand.id, mdef, base, cand))
             continue
         bv, cv = round_values(base, mdef), round_values(cand, mdef)
