@@ -121,7 +121,7 @@ def test_identical_environments_pass(repo: Path, tmp_path: Path) -> None:
     assert "environments: no difference" in (out / "report.html").read_text()
     row = latency_row(doc)
     assert row["verdict"] not in ("regression", "improvement"), row
-    assert row["threshold"] == pytest.approx(0.03), row  # the default practical threshold on CPU
+    assert row["threshold"] >= 0.03 - 1e-12, row  # the CPU threshold (3%), widened by noise on a loaded machine
 
 
 def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> None:
@@ -141,7 +141,8 @@ def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> Non
     summary = (out / "summary.md").read_text()
     assert "slowlib 1.0 -> 1.1" in summary and CASE in summary
     row = latency_row(doc)
-    assert row["verdict"] == "regression" and row["threshold"] == pytest.approx(0.03), row
+    # the CPU threshold (3%), widened by the noise where the rounds are noisy (a loaded machine): never the GPU's 1%
+    assert row["verdict"] == "regression" and row["threshold"] >= 0.03 - 1e-12, row
     assert 1.04 < row["ratio"] < 1.2, row  # 10% more work in the loop, little else in a call
 
 
