@@ -1,8 +1,10 @@
 """What vulture cannot see being used (pyproject.toml [tool.vulture] reads this file with perfci/): the keys of
 open objects that perfci reads by string (`fingerprint.get("cpu_logical_cores")`), and a format field that is
-written and kept but read only by the reader of a file (a case error's round)."""
+written and kept but read only by the reader of a file (a case error's round), and the API of pytest-benchmark's
+fixture that perfci serves to users' tests."""
 
-from perfci.model import CaseError, FingerprintKeys, TelemetryKeys
+from perfci.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
+from perfci.pytest_plugin.benchmark_fixture import ServedBenchmark
 
 FingerprintKeys.os
 FingerprintKeys.machine
@@ -32,3 +34,9 @@ TelemetryKeys.throttle_dropped
 TelemetryKeys.sustained
 TelemetryKeys.notes
 CaseError.round_index
+TelemetryKeys.cpu_wait
+TelemetryKeys.cpu_pressure
+TelemetryKeys.cpu_steal
+DeviceTime.unstable  # a results-format field: written for readers of the file and the report
+ServedBenchmark.pedantic  # pytest-benchmark's fixture API, called by users' tests
+ServedBenchmark.weave
