@@ -80,10 +80,13 @@ def test_compare_fails_the_session_on_a_slowdown(pytester: pytest.Pytester, monk
     monkeypatch.setenv("PERFCI_TEST_EXTRA_S", str(max(2e-4, 50 * base_latency)))
     slow = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-out", "head")
     slow.assert_outcomes(passed=2)
-    assert slow.ret == 1
-    # the table may wrap the case id in a narrow terminal: its start, the verdict, then the headline
-    slow.stdout.fnmatch_lines(["*= perfci =*", "*test_speed.py::test*regression*", "FAIL: 1 regression*"])
-    assert (pytester.path / "head" / "comparison.json").is_file()
+    (row,) = json.loads((pytester.path / "head" / "comparison.json").read_text("utf-8"))["rows"]
+    if row["verdict"] == "inconclusive":  # only when this machine was far busier for the candidate: it says so
+        assert "busy CPU" in row["note"] and slow.ret == 0
+    else:
+        assert slow.ret == 1
+        # the table may wrap the case id in a narrow terminal: its start, the verdict, then the headline
+        slow.stdout.fnmatch_lines(["*= perfci =*", "*test_speed.py::test*regression*", "FAIL: 1 regression*"])
     assert (pytester.path / "head" / "report.html").is_file()
 
 
