@@ -204,6 +204,8 @@ def ab(
         settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress, pythons
     )
     comparison = with_expected(outcome.comparison, req.expected)
+    if req.shard is not None:  # which cases this comparison holds, and how they were split
+        comparison = replace(comparison, settings={**comparison.settings, **req.shard.settings()})
     written = write_outputs(Outputs(out=out_dir, junit=req.junit), comparison, outcome.head, outcome.base)
     return ABResult(outcome, comparison, out_dir, written)
 

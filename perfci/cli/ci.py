@@ -3,6 +3,7 @@ options, printing and exit codes over perfci.api (ci.py, merge.py). docs/ci.md e
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from perfci.api.ci import CIOutcome, CIRequest, plan_ci, publish, run_ci, workfl
 from perfci.api.merge import MergeRequest, merge
 from perfci.cli.app import (
     DbOpt,
+    DurationsOpt,
     ShardOpt,
     app,
     appendable_file,
@@ -22,6 +24,7 @@ from perfci.cli.app import (
     note,
     progress_bar,
     project_settings,
+    sharded,
     writable_folder,
 )
 from perfci.compare.gate import ExitCode
@@ -74,7 +77,7 @@ def ci_command(
     extra: Extra = AB_DEFAULTS.extra, looks: Looks = AB_DEFAULTS.looks, budget: Budget = AB_DEFAULTS.budget_s,
     sample_budget: SampleBudget = None, rounds: Rounds = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
-    base_python: BasePython = None, head_python: HeadPython = None,
+    base_python: BasePython = None, head_python: HeadPython = None, durations: DurationsOpt = None,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
@@ -101,7 +104,8 @@ def ci_command(
 
     def body() -> int:
         settings = project_settings(config)
-        plan = plan_ci(settings, req)
+        sharded_req = replace(req, shard=sharded(shard, durations))
+        plan = plan_ci(settings, sharded_req)
         appendable_file(plan.where.step_summary, "--step-summary ($GITHUB_STEP_SUMMARY)")
         appendable_file(plan.where.output, "--github-output ($GITHUB_OUTPUT)")
         note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest, req.environments)}")
@@ -110,7 +114,7 @@ def ci_command(
                                    budget_s=budget if plan.mode == "ab" else None,
                                    pairs_planned=planned_pairs)  # fmt: skip
         with bar:
-            outcome = run_ci(settings, req, settings.env, update, lambda d: writable_folder(d, "--out"), plan)
+            outcome = run_ci(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"), plan)
         print_ci(outcome, report_only)
         return ExitCode.OK if report_only else outcome.code
 

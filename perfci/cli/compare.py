@@ -8,6 +8,7 @@ JUnit XML anywhere. Exit codes: 0 no regression, 1 regression, 2 usage/input err
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,7 @@ from perfci.api.compare import (
 )
 from perfci.cli.app import (
     DbOpt,
+    DurationsOpt,
     GpuModeOpt,
     HistoryNoiseOpt,
     OutputFormat,
@@ -40,6 +42,7 @@ from perfci.cli.app import (
     print_json_text,
     progress_bar,
     project_settings,
+    sharded,
     writable_folder,
 )
 from perfci.cli.exits import keep_until_exit
@@ -218,7 +221,7 @@ def ab_command(
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
     config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table, shard: ShardOpt = None,
     gpu_mode: GpuModeOpt = None, base_python: BasePython = None, head_python: HeadPython = None,
-    fail_on: FailOn = None, resume: ABResumeOpt = False,
+    fail_on: FailOn = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
@@ -251,11 +254,12 @@ def ab_command(
 
     def body() -> int:
         settings = project_settings(config)
+        sharded_req = replace(req, shard=sharded(shard, durations))
         bar, update = progress_bar(
             "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=(pairs or 8) + extra * (looks - 1)
         )
         with bar:
-            result = ab(settings, req, settings.env, update, lambda d: writable_folder(d, "--out"))
+            result = ab(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"))
         print_ab(result, fmt)
         return ExitCode.OK if exit_zero else result.exit_code()
 

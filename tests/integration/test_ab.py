@@ -168,3 +168,24 @@ def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
             assert len(side_after[case]) == 5
             for index in range(doc["settings"]["ab"]["pairs_resumed"]):
                 assert side_after[case][index] == kept[index], (case, index)  # the pairs measured before the kill
+
+
+def test_ab_shard_split_by_recorded_durations(repo: Path) -> None:
+    """`perfci ab --shard I/N --durations FILE` splits the cases as `perfci run` does (by the recorded times), and
+    `--durations` without `--shard` is refused in one line, in `ab` and `ci` alike."""
+    first = perfci(repo, "run", "perf", "--rounds", "2", "--out", str(repo / "d"), "--runner", "ci")
+    assert first.returncode == 0, first.stderr
+    listed = perfci(repo, "list", "perf", "--shard", "1/2", "--durations", "d/results.json")
+    assert listed.returncode == 0, listed.stderr
+    wanted = {line.split()[0] for line in listed.stdout.splitlines() if line.startswith("wl.")}
+    assert len(wanted) == 1, listed.stdout
+    out = repo / "ab1"
+    args = ("ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "2", "--looks", "1", "--out", str(out))
+    proc = perfci(repo, *args, "--shard", "1/2", "--durations", "d/results.json", "--exit-zero")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((out / "comparison.json").read_text())
+    assert {r["case_id"] for r in doc["rows"]} == wanted
+    assert doc["settings"]["shard"] == "1/2" and doc["settings"].get("shard_durations")
+    for command in (("ab", "HEAD~1", "HEAD", "--path", "perf"), ("ci", "--path", "perf")):
+        refused = perfci(repo, *command, "--durations", "d/results.json")
+        assert refused.returncode == 2 and "--durations needs --shard" in refused.stderr, refused.stderr
