@@ -76,7 +76,7 @@ def run_revisions(
     """Check both revisions out (head None: the working tree as it is) and run the A/B over the kept cases; with
     an interpreter (or venv folder) for either side, both sides' environments are probed first."""
     repo = repo_root(Path.cwd())
-    with tempfile.TemporaryDirectory(prefix="perfci-ab-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="perfci-") as tmp:
         work = Path(tmp)
         here = len(str(repo))  # a side in a worktree gets a path of the working tree's length (worktree_path)
         with (

@@ -117,13 +117,14 @@ def build(side: Side, command: str, log: Path, timeout_s: float = 1800.0) -> Non
 
 
 def worktree_path(workdir: Path, name: str, length: int | None) -> Path:
-    """Where a side's worktree goes: `workdir/worktree-<name>`, its name padded so that the path is `length`
-    characters long (the other side's), where it is shorter. Both sides then run from paths of one length: the
-    path is in every frame's `__file__`, `sys.path` and the environment, and a layout that favours one length
-    would favour one side on every pull request (docs/measurement.md, "Layout")."""
-    path = workdir / f"worktree-{name}"
+    """Where a side's worktree goes: `workdir/<name>`, its name padded so that the path is `length` characters
+    long (the other side's), where it is shorter. Both sides then run from paths of one length: the path is in
+    every frame's `__file__`, `sys.path` and the environment, and a layout that favours one length would favour
+    one side on every pull request (docs/measurement.md, "Layout"). The name is short so that only a working
+    tree shorter than `workdir/base` (about 25 characters under /tmp) keeps a difference."""
+    path = workdir / name
     if length is not None and len(str(path)) < length:
-        path = workdir / (f"worktree-{name}-" + "x" * (length - len(str(path)) - 1))
+        path = workdir / (f"{name}-" + "x" * (length - len(str(path)) - 1))
     return path
 
 

@@ -26,6 +26,6 @@ def test_layout_each_worker_its_heap_offset_and_each_side_a_path_of_one_length(t
     assert shift_heap({"PERFCI_HEAP_PAD": "999999"}) == 65_535
     repo = "/home/user/projects/my-model-repo"
     path = worktree_path(tmp_path, "base", len(repo))
-    assert len(str(path)) == max(len(repo), len(str(tmp_path / "worktree-base")))
-    assert path.name.startswith("worktree-base")
-    assert worktree_path(tmp_path, "head", None) == tmp_path / "worktree-head"
+    assert len(str(path)) == max(len(repo), len(str(tmp_path / "base")))
+    assert path.name.startswith("base")
+    assert worktree_path(tmp_path, "head", None) == tmp_path / "head"
