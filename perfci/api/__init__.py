@@ -41,14 +41,12 @@ if TYPE_CHECKING:
         TrendQuery as TrendQuery,
     )
     from perfci.api.history import (
-        ingest as ingest,
-    )
-    from perfci.api.history import (
         noise_estimates as noise_estimates,
     )
     from perfci.api.history import (
         trend_view as trend_view,
     )
+    from perfci.api.ingest import ingest as ingest
     from perfci.api.run import RunOutcome as RunOutcome
     from perfci.api.run import RunRequest as RunRequest
     from perfci.api.run import run as run
@@ -67,7 +65,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "perfci.api.ab": ("ABRequest", "ABResult", "Sources", "ab"),
     "perfci.api.baseline": ("accept_baseline", "describe_baseline"),
     "perfci.api.compare": ("CompareOutcome", "CompareRequest", "DecisionOptions", "Outputs", "compare_files"),
-    "perfci.api.history": ("TrendQuery", "ingest", "noise_estimates", "trend_view"),
+    "perfci.api.history": ("TrendQuery", "noise_estimates", "trend_view"),
+    "perfci.api.ingest": ("ingest",),
     "perfci.api.run": ("RunOutcome", "RunRequest", "run"),
     "perfci.api.select": ("CaseChoice", "select_cases"),
     "perfci.api.settings": ("Settings", "load_project_config"),

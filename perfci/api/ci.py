@@ -20,7 +20,7 @@ from pathlib import Path
 
 from perfci.api.ab import ABRequest, Sources, ab
 from perfci.api.compare import DecisionOptions
-from perfci.api.history import ingest
+from perfci.api.ingest import ingest
 from perfci.api.run import RunRequest, finish_run, measure, plan_run
 from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard

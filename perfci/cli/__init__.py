@@ -24,22 +24,25 @@ from perfci.engine import WORKER_UNSET_VAR
 if TYPE_CHECKING:
     from perfci.cli.app import app
 
-COMMAND_MODULES = ("ci", "compare", "history", "imports", "report", "run")
-# the first word of a command line -> the module that registers it (every module for anything else: --help)
-MODULE_OF = {
-    "ci": "ci",
-    "merge": "ci",
-    "compare": "compare",
-    "ab": "compare",
-    "baseline": "compare",
-    "history": "history",
-    "trend": "history",
-    "import": "imports",
-    "report": "report",
-    "run": "run",
-    "env": "run",
-    "list": "run",
+COMMAND_MODULES = ("ci", "compare", "ingest", "history", "imports", "report", "run")
+# the first word of a command line -> the modules that register it (every module for anything else: --help)
+MODULE_OF: dict[str, tuple[str, ...]] = {
+    "ci": ("ci",),
+    "merge": ("ci",),
+    "compare": ("compare",),
+    "ab": ("compare",),
+    "baseline": ("compare",),
+    "history": ("ingest", "history"),
+    "trend": ("history",),
+    "import": ("imports",),
+    "report": ("report",),
+    "run": ("run",),
+    "env": ("run",),
+    "list": ("run",),
 }
+# `perfci history ingest` registers only its own command: its worker processes start before the database driver is
+# imported (perfci/api/ingest.py)
+MODULE_OF_TWO: dict[tuple[str, ...], tuple[str, ...]] = {("history", "ingest"): ("ingest",)}
 
 
 def load_commands(argv: Sequence[str] | None = None) -> Any:
@@ -47,8 +50,8 @@ def load_commands(argv: Sequence[str] | None = None) -> Any:
     from perfci.cli.app import app
 
     words = [a for a in argv or () if not a.startswith("-")]
-    only = MODULE_OF.get(words[0]) if argv is not None and words else None
-    for name in (only,) if only else COMMAND_MODULES:
+    only = MODULE_OF_TWO.get(tuple(words[:2])) or MODULE_OF.get(words[0]) if argv is not None and words else None
+    for name in only or COMMAND_MODULES:
         import_module(f"perfci.cli.{name}")
     return app
 

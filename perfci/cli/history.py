@@ -18,7 +18,6 @@ from perfci.api.history import (
     TrendQuery,
     TrendView,
     export_measurements,
-    ingest,
     list_runs,
     moved_since,
     noise_estimates,
@@ -70,24 +69,6 @@ Check = Annotated[
         help="Exit 1 when a case got worse at a change point within its latest CHECK runs (a nightly trend gate).",
     ),
 ]
-
-
-@history_app.command("ingest")
-def history_ingest(
-    results: Annotated[list[Path], typer.Argument(help="Results files to add.")],
-    db: DbOpt = None,
-    runner: Annotated[
-        str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, fingerprint).")
-    ] = None,
-) -> None:
-    """Add results files to the history store (a run already stored is skipped)."""
-
-    def body() -> int:
-        added, skipped = ingest(project_settings(), results, db, runner)
-        note(f"ingested {added} run(s), skipped {skipped} already stored")
-        return 0
-
-    guard(body)
 
 
 @history_app.command("prune")

@@ -27,9 +27,10 @@ from perfci.store.connect import (
     sqlite_folder,
     store_label,
 )
-from perfci.store.ingest import BATCH_ROWS, Item, PreparedRun, prepare_run
+from perfci.store.ingest import BATCH_ROWS, Item
 from perfci.store.migrate import open_store, parse_version
 from perfci.store.records import ALL_RUNS, EXPORT_COLUMNS, Point, RunFilter, RunInfo
+from perfci.store.rows import PreparedRun, prepare_run
 
 __all__ = [
     "EXPORT_COLUMNS",

@@ -5,10 +5,7 @@ one bulk statement. Ingesting a run already stored for its runner is a no-op, so
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -17,86 +14,12 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError, ResultsFormatError
-from perfci.metrics.registry import COMPARABLE, MetricDef, round_values
-from perfci.model import CaseResult, CaseStatus, RunResult
+from perfci.model import RunResult
 from perfci.store.contention import lock_for_write
+from perfci.store.rows import ROW_COLUMNS, PreparedRun, prepare_run
 from perfci.store.tables import measurements, runs
 
 BATCH_ROWS = 5_000  # measurements per bulk insert (about one file of 500 cases)
-
-# a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
-ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")
-_TIMED = {name: d for name, d in COMPARABLE.items() if d.timed}
-_NO_ROUNDS = (None, None, None)
-
-Row = tuple[str, str, str, str, float, "float | None", "float | None", "int | None", "float | None", "float | None"]
-
-
-@dataclass(frozen=True)
-class PreparedRun:
-    """A run as the store writes it: the values of its `runs` row and its `measurements` rows (ROW_COLUMNS
-    without the first, the run's key, which the store assigns). Plain values: made once per run, in a worker
-    process when `perfci history ingest` loads files in parallel, and sent to the writing process by pickle.
-    `refusal` is why the run cannot be stored (a value that is not finite); it is raised only when the run is
-    about to be written, so a run that is already stored is skipped as before."""
-
-    run_id: str
-    started_at: str
-    finished_at: str
-    commit: str | None
-    branch: str | None
-    dirty: bool | None
-    fingerprint: str  # JSON, keys sorted
-    rows: tuple[Row, ...]
-    refusal: str | None = None
-
-
-def _round_stats(case: CaseResult, definition: MetricDef | None) -> tuple[int | None, float | None, float | None]:
-    """Rounds, and mean and sd of the log per-round values (the compare rules' per-round values) of a metric whose
-    definition is given (None: not timed); all None for fewer than 2 rounds. Plain floats: statistics.stdev's
-    exact arithmetic made ingest 4x slower."""
-    if definition is None:
-        return _NO_ROUNDS
-    logs = [math.log(v) for v in round_values(case, definition).values()]
-    n = len(logs)
-    if n < 2:
-        return _NO_ROUNDS
-    mean = math.fsum(logs) / n
-    return n, mean, math.sqrt(math.fsum([(x - mean) ** 2 for x in logs]) / (n - 1))
-
-
-def prepare_run(run: RunResult) -> PreparedRun:
-    """The rows of a run (ok cases only), with its metrics' round statistics."""
-    rows: list[Row] = []
-    refusal = None
-    isfinite, timed, ok = math.isfinite, _TIMED.get, CaseStatus.OK
-    for c in run.cases:
-        if c.status is not ok:
-            continue
-        case_id = c.id
-        for m in c.metrics:
-            value, low, high = m.value, m.low, m.high
-            if not (isfinite(value) and (low is None or isfinite(low)) and (high is None or isfinite(high))):
-                refusal = (
-                    f"run {run.run_id}: case {case_id}, metric {m.name}: a value is not a finite number "
-                    f"({value}, interval {low}..{high}); the history store takes only finite numbers."
-                )
-                break
-            # as floats: a results file may hold an integer past 64 bits (JSON has no limit), which the columns
-            # (double precision) take as a float but SQLite's driver refuses as an integer
-            low, high = (None if x is None else float(x) for x in (low, high))
-            rows.append(
-                (case_id, m.name, m.unit, m.direction.value, float(value), low, high, *_round_stats(c, timed(m.name)))
-            )
-        if refusal:
-            break
-    git = run.git
-    return PreparedRun(
-        run_id=run.run_id, started_at=run.started_at, finished_at=run.finished_at,
-        commit=git.commit if git else None, branch=git.branch if git else None, dirty=git.dirty if git else None,
-        fingerprint=json.dumps(run.fingerprint, sort_keys=True), rows=() if refusal else tuple(rows), refusal=refusal,
-    )  # fmt: skip
-
 
 Item = tuple[RunResult | PreparedRun, str]  # a run to store, and its runner class
 

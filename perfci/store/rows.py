@@ -1,0 +1,88 @@
+"""A run as the history store writes it (`prepare_run`): the values of its `runs` row and of its `measurements`
+rows, as plain tuples. No database code here: `perfci history ingest` imports this before it starts the worker
+processes that read the files, and the database driver (SQLAlchemy) only while they read."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from perfci.metrics.registry import COMPARABLE, MetricDef
+from perfci.model import CaseResult, CaseStatus, Direction, RunResult
+
+# a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
+ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")
+_TIMED = {name: d for name, d in COMPARABLE.items() if d.timed}
+_NO_ROUNDS = (None, None, None)
+_DIRECTION = {d: d.value for d in Direction}  # the plain text (an enum's `.value` is a slow property)
+
+Row = tuple[str, str, str, str, float, "float | None", "float | None", "int | None", "float | None", "float | None"]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run as the store writes it: the values of its `runs` row and its `measurements` rows (ROW_COLUMNS
+    without the first, the run's key, which the store assigns). Plain values: made once per run, in a worker
+    process when `perfci history ingest` loads files in parallel, and sent to the writing process by pickle.
+    `refusal` is why the run cannot be stored (a value that is not finite); it is raised only when the run is
+    about to be written, so a run that is already stored is skipped as before."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+    fingerprint: str  # JSON, keys sorted
+    rows: tuple[Row, ...]
+    refusal: str | None = None
+
+
+def _round_stats(case: CaseResult, definition: MetricDef | None) -> tuple[int | None, float | None, float | None]:
+    """Rounds, and mean and sd of the log per-round values (the compare rules' per-round values) of a metric whose
+    definition is given (None: not timed); all None for fewer than 2 rounds. Plain floats: statistics.stdev's
+    exact arithmetic made ingest 4x slower."""
+    if definition is None or definition.round_value is None:
+        return _NO_ROUNDS
+    value, log = definition.round_value, math.log  # `round_values` without its dict: the same values, in order
+    logs = [log(v) for v in [value(r, case) for r in case.rounds] if v is not None and v > 0]
+    n = len(logs)
+    if n < 2:
+        return _NO_ROUNDS
+    mean = math.fsum(logs) / n
+    return n, mean, math.sqrt(math.fsum([(x - mean) ** 2 for x in logs]) / (n - 1))
+
+
+def prepare_run(run: RunResult) -> PreparedRun:
+    """The rows of a run (ok cases only), with its metrics' round statistics."""
+    rows: list[Row] = []
+    refusal = None
+    isfinite, timed, ok, direction = math.isfinite, _TIMED.get, CaseStatus.OK, _DIRECTION
+    for c in run.cases:
+        if c.status is not ok:
+            continue
+        case_id = c.id
+        for m in c.metrics:
+            value, low, high = m.value, m.low, m.high
+            if not (isfinite(value) and (low is None or isfinite(low)) and (high is None or isfinite(high))):
+                refusal = (
+                    f"run {run.run_id}: case {case_id}, metric {m.name}: a value is not a finite number "
+                    f"({value}, interval {low}..{high}); the history store takes only finite numbers."
+                )
+                break
+            # as floats: a results file may hold an integer past 64 bits (JSON has no limit), which the columns
+            # (double precision) take as a float but SQLite's driver refuses as an integer
+            low = None if low is None else float(low)
+            high = None if high is None else float(high)
+            name = m.name
+            rows.append((case_id, name, m.unit, direction[m.direction], float(value), low, high,
+                         *_round_stats(c, timed(name))))  # fmt: skip
+        if refusal:
+            break
+    git = run.git
+    return PreparedRun(
+        run_id=run.run_id, started_at=run.started_at, finished_at=run.finished_at,
+        commit=git.commit if git else None, branch=git.branch if git else None, dirty=git.dirty if git else None,
+        fingerprint=json.dumps(run.fingerprint, sort_keys=True), rows=() if refusal else tuple(rows), refusal=refusal,
+    )  # fmt: skip
