@@ -9,6 +9,10 @@ platform without it, counts as 0): two sides measured under the same load read 0
 and are compared as usual. A quiet 2-core machine reads below 0.02; two busy processes beside a single-threaded
 measurement read 0.3-0.5 per round. Only rows that would blame the candidate change: an improvement measured on a
 busy machine stands, and a memory row is not a timing.
+
+Both sides measured on a busy machine (`busy_machine`): a separate job on a busy machine runs at another speed, so
+an unpaired row that would blame the candidate is decided again with the job-to-job noise at least BUSY_JOB_NOISE
+(compare/decide.py). Paired rows (an A/B's lockstep pairs) see both revisions at the same moment and keep theirs.
 """
 
 from __future__ import annotations
@@ -18,15 +22,32 @@ from dataclasses import replace
 from perfci.model import CaseResult, MetricComparison, Verdict
 
 CONTENTION_MARGIN = 0.05
+BUSY_WAIT = 0.2  # a round that waited this share of its runnable time for a CPU was measured on a busy machine
 CONTENTION_RATIO = 2.0
 CPU_WAIT = "cpu_wait"  # the round telemetry key (profilers/contention.py)
-_BLAMING = (Verdict.REGRESSION, Verdict.SLOWER)
+BLAMING = (Verdict.REGRESSION, Verdict.SLOWER)  # the verdicts that blame the candidate
 
 
 def busiest_wait(case: CaseResult) -> float | None:
     """The largest `cpu_wait` of the case's rounds; None when no round has one."""
     waits = [w for r in case.rounds if isinstance(w := r.telemetry.get(CPU_WAIT), int | float)]
     return float(max(waits)) if waits else None
+
+
+def busy_machine(base: CaseResult, cand: CaseResult) -> float | None:
+    """The larger of the two sides' busiest waits when it reaches BUSY_WAIT (the case was measured on a busy
+    machine on at least one side), else None. Equal contention on both sides is no comparison of like with like
+    between separate jobs: how fast a busy machine runs a job changes from job to job (compare/policy.py,
+    BUSY_JOB_NOISE)."""
+    waits = [w for w in (busiest_wait(base), busiest_wait(cand)) if w is not None]
+    return max(waits) if waits and max(waits) >= BUSY_WAIT else None
+
+
+def busy_note(wait: float, noise: float) -> str:
+    return (
+        f"measured on a busy CPU (a round waited {wait:.0%} of its runnable time for a CPU): job-to-job noise taken "
+        f"as at least {noise:.0%}"
+    )
 
 
 def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTION_MARGIN) -> str:
@@ -46,7 +67,7 @@ def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTI
 
 def unblamed(row: MetricComparison, note: str) -> MetricComparison:
     """`row` as `inconclusive` with `note` when it blames the candidate and `note` says why it cannot."""
-    if not note or row.verdict not in _BLAMING or row.method not in ("paired", "unpaired"):
+    if not note or row.verdict not in BLAMING or row.method not in ("paired", "unpaired"):
         return row
     why = f"{note} (estimate {row.ratio - 1:+.1%})" if row.ratio is not None else note
     return replace(row, verdict=Verdict.INCONCLUSIVE, note=why)

@@ -18,9 +18,10 @@ Details, defaults and why: docs/compare.md.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from perfci.compare.contention import contention_note, unblamed
-from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
+from perfci.compare.contention import BLAMING, busy_machine, busy_note, contention_note, unblamed
+from perfci.compare.policy import BUSY_JOB_NOISE, DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
 from perfci.metrics.registry import (
@@ -76,6 +77,7 @@ def _lockstep(r: Round) -> bool:
 def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
     settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None, in_process: bool = False,
+    noise_floor: float = 0.0,
 ) -> MetricComparison:  # fmt: skip
     common = sorted(set(base) & set(cand)) if paired else []
     if common:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired, below)
@@ -90,7 +92,7 @@ def _timed_row(
         shown_base = geometric_mean([base[common[i]] for i in kept])
         shown_cand = shown_base * ratio_of(math.fsum(d[i] for i in kept) / len(kept))
     else:
-        noise = job_noise(settings, case_id, mdef.name, in_process)
+        noise = max(job_noise(settings, case_id, mdef.name, in_process), noise_floor)
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), noise)
         shown_base, shown_cand = geometric_mean(list(base.values())), geometric_mean(list(cand.values()))
     higher = mdef.direction.value == "higher"
@@ -177,6 +179,7 @@ def compare_case(
         return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")]
     alpha = settings.alpha(n_cases)
     busy = contention_note(base, cand)
+    busy_wait = busy_machine(base, cand)
     in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
     sources = (device_sources(base), device_sources(cand))
@@ -193,7 +196,13 @@ def compare_case(
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
             row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process)
-            rows.append(unblamed(row, busy))
+            if busy:  # the candidate was busier than the baseline: not blamed at all
+                row = unblamed(row, busy)
+            elif busy_wait is not None and row.method == "unpaired" and row.verdict in BLAMING:
+                row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
+                                 noise_floor=BUSY_JOB_NOISE)  # fmt: skip
+                row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
+            rows.append(row)
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))

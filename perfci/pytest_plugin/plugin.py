@@ -5,7 +5,7 @@
 - `--perfci-out DIR`: DIR/results.json, a perfci results file (`perfci compare`, `perfci report` read it).
 - `--perfci-compare BASELINE`: compares with a results file through `perfci.api.compare` (the rule, thresholds,
   expected changes and files of `perfci compare`); a regression makes the session exit 1, and the verdict table
-  is printed in the terminal summary.
+  is printed in the terminal summary. `--perfci-threshold` and `--perfci-job-noise` as `perfci compare`'s.
 
 Only names prefixed `perf`/`perfci` are registered, so it sits beside pytest-benchmark (`benchmark`,
 `--benchmark-*`). Everything heavier than the standard library is imported when first used, because pytest
@@ -55,6 +55,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="torch intra-op threads while measuring, as perfci run's --threads (0: torch's own)",
     )
     group.addoption("--perfci-threshold", metavar="F", type=str, default=None, help="practical threshold: 5%% or 0.05")
+    group.addoption(
+        "--perfci-job-noise",
+        metavar="F",
+        type=str,
+        default=None,
+        help="noise between two pytest sessions (sd of the log shift), 10%% or 0.10 [default: 5%%; a baseline from "
+        "another machine, or a VM whose speed swings, needs more]",
+    )
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
 
 
@@ -66,6 +74,7 @@ class PerfciSession:
     out: Path | None
     baseline: Path | None
     threshold: float | None
+    job_noise: float | None
     disabled: bool
     rootpath: Path
     started_at: str = ""
@@ -136,7 +145,7 @@ class PerfciSession:
             req = CompareRequest(
                 baseline=self.baseline,
                 candidate=candidate,
-                decision=DecisionOptions(threshold=self.threshold),
+                decision=DecisionOptions(threshold=self.threshold, job_noise=self.job_noise),
                 outputs=Outputs(out=self.out),
             )
             self.outcome = compare_files(settings, req)
@@ -160,9 +169,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
     if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0`
         raise pytest.UsageError(f"--perfci-budget must be a finite number of seconds above 0, not {budget!r}")
-    raw = config.getoption("perfci_threshold")
     # refused now, not after every test has run
-    threshold = _check_threshold(raw) if raw is not None else None
+    threshold, job_noise = (_check_fraction(config.getoption(o), f"--{o.replace('_', '-')}") for o in FRACTIONS)
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     baseline = Path(base).resolve() if base else None
     config.stash[SESSION_KEY] = state = PerfciSession(
@@ -170,6 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
         out=_checked_out(out, baseline) if out else None,
         baseline=baseline,
         threshold=threshold,
+        job_noise=job_noise,
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
     )
@@ -180,19 +189,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
 
 
-def _check_threshold(raw: str) -> float:
-    """`--perfci-threshold` as a fraction (`5%` or `0.05`, as on perfci's command line)."""
+FRACTIONS = ("perfci_threshold", "perfci_job_noise")
+
+
+def _check_fraction(raw: str | None, flag: str) -> float | None:
+    """A fraction option (`5%` or `0.05`, as on perfci's command line), or None when not given."""
     from perfci.api.compare import checked_fraction
     from perfci.errors import UsageError
 
+    if raw is None:
+        return None
     try:
-        threshold = parse_fraction(raw)
-        checked_fraction("--perfci-threshold", threshold)
+        return checked_fraction(flag, parse_fraction(raw))
     except ValueError as exc:
-        raise pytest.UsageError(f"--perfci-threshold: {exc}") from None
+        raise pytest.UsageError(f"{flag}: {exc}") from None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return threshold
 
 
 def _checked_out(out: str, baseline: Path | None) -> Path:

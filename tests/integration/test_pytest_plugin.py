@@ -1,7 +1,7 @@
 """The pytest plugin (perfci/pytest_plugin) through pytester: the `perf` fixture writes a perfci results file
 naming the test, `--perfci-compare` fails the session on an injected slowdown, and pytest-benchmark works
 beside it. Each session runs in a subprocess, as pytest runs it (the plugin loaded from its entry point; an
-in-process run would drop the numpy modules it imported, which cannot be loaded twice). Small budgets and a 50x
+in-process run would drop the numpy modules it imported, which cannot be loaded twice). Small budgets and a 100x
 slowdown keep it fast and deterministic on a busy 2-core machine."""
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
 FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-budget", "0.02"]
+# Cross-session noise for the comparisons here: the 2-core VM these tests run on changed speed by up to 1.8x
+# between seconds (2026-12-03: one unchanged 2 us function read 2.1 and 3.6-3.8 us in separate sessions, with no
+# CPU contention to see; docs/pytest.md), far beyond the plugin's default of 5%. The injected slowdowns (100x)
+# stay regressions at 35%.
+JOB_NOISE = ["--perfci-job-noise", "0.35"]
 TEST_FILE = """
 import os
 import time
@@ -72,13 +77,13 @@ def test_compare_fails_the_session_on_a_slowdown(pytester: pytest.Pytester, monk
     base_latency = next(m for m in load_results(base).cases[0].metrics if m.name == LATENCY).value
 
     # the same code again passes
-    same = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-threshold", "0.5")
+    same = pytester.runpytest_subprocess(*FAST, *JOB_NOISE, "--perfci-compare", str(base), "--perfci-threshold", "0.5")
     same.assert_outcomes(passed=2)
     assert same.ret == 0
 
-    # 50 times slower (at least 200 us a call) regresses: exit 1 with every test passed, and the verdict table
-    monkeypatch.setenv("PERFCI_TEST_EXTRA_S", str(max(2e-4, 50 * base_latency)))
-    slow = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(base), "--perfci-out", "head")
+    # 100 times slower (at least 1 ms a call) regresses: exit 1 with every test passed, and the verdict table
+    monkeypatch.setenv("PERFCI_TEST_EXTRA_S", str(max(1e-3, 100 * base_latency)))
+    slow = pytester.runpytest_subprocess(*FAST, *JOB_NOISE, "--perfci-compare", str(base), "--perfci-out", "head")
     slow.assert_outcomes(passed=2)
     (row,) = json.loads((pytester.path / "head" / "comparison.json").read_text("utf-8"))["rows"]
     if row["verdict"] == "inconclusive":  # only when this machine was far busier for the candidate: it says so

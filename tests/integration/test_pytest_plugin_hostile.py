@@ -117,6 +117,18 @@ def test_threshold_nan_is_refused_before_the_tests_run(pytester: pytest.Pytester
     _usage_error(result, "--perfci-threshold: 'nan' is not a fraction from 0 up; write 3% or 0.03.", pytester.path)
 
 
+def test_job_noise_is_read_like_a_threshold(pytester: pytest.Pytester) -> None:
+    """`--perfci-job-noise` takes `35%` or `0.35` (into the comparison's settings), and refuses what is not one."""
+    pytester.makepyfile(test_speed=MARKED)
+    result = pytester.runpytest_subprocess(*FAST, "--perfci-job-noise", "7")
+    _usage_error(result, "--perfci-job-noise: *", pytester.path)
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=1)
+    args = ("--perfci-job-noise", "35%", "--perfci-compare", "base/results.json", "--perfci-out", "head")
+    pytester.runpytest_subprocess(*FAST, *args).assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / "head" / "comparison.json").read_text("utf-8"))
+    assert doc["settings"]["job_noise"] == pytest.approx(0.35) and doc["settings"]["job_noise_from"] == "given"
+
+
 BAD_WORK = """
 import numpy as np
 import pytest
