@@ -6,9 +6,10 @@
 #               should be a regression, and host overhead is reported on its own row.
 # Prints, per run: exit code, wall time, pairs, and for each case and clock (latency, device.time,
 # host.overhead) the verdict, change and interval, plus the round-to-round spread (max/min of round values).
-# Usage (device machine, repository root): benchmarks/gpu_two_clocks.sh OUTDIR
+# Usage (device machine, repository root): benchmarks/gpu_two_clocks.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2; default 1)
 set -uo pipefail
 OUTDIR=${1:-gpu-two-clocks}
+SEED=${2:-1}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
@@ -77,7 +78,7 @@ one() {  # name, then the revisions
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
 }
 git_ checkout -q HEAD~1  # A/A: the base commit against a working tree with the same files
-one aa-1 HEAD --seed 1
-one aa-2 HEAD --seed 2
+one aa-1 HEAD --seed "$SEED"
+one aa-2 HEAD --seed $((SEED + 1))
 git_ checkout -q -  # back to the head commit
-one head HEAD~1 HEAD --seed 3
+one head HEAD~1 HEAD --seed $((SEED + 2))

@@ -46,6 +46,25 @@ def _sample(worker: WorkerProcess, case_id: str, timeout_s: float, iterations: i
     return event.elapsed_s, event.failed or event.missing
 
 
+def finish_pair(workers: list[WorkerProcess], one_at_a_time: bool, rng: random.Random, timeout_s: float) -> None:
+    """Both workers' last step (`Finish`: the device clock's profiled slice, the energy block, memory, the
+    results). CPU cases finish side by side. With CUDA cases the two sides finish one after the other, in an
+    order drawn per pair: finishing together, one side's profiled calls shared the GPU with the other's slice or
+    energy block, their kernels took turns, and the device clock read slow (on the H200, BERT-base rounds
+    +10..+45% in `perfci ab` where the same slice alone read within 1%; docs/gpu.md)."""
+    if one_at_a_time:
+        order = list(workers)
+        rng.shuffle(order)
+        for worker in order:
+            worker.send(Finish())
+            worker.wait_for(Done, timeout_s)
+        return
+    for worker in workers:
+        worker.send(Finish())
+    for worker in workers:
+        worker.wait_for(Done, timeout_s)
+
+
 def run_lockstep_pair(
     base: Runner,
     head: Runner,
@@ -129,10 +148,7 @@ def _lockstep(
         _add(phases, "sampling", t2 - t1)
         if prestart is not None:
             prestart()  # the next pair's processes start while this one finishes: no sample is being taken
-        for worker in (wa, wb):
-            worker.send(Finish())
-        for worker in (wa, wb):
-            worker.wait_for(Done, timeout * max(1, len(todo_a)))
+        finish_pair([wa, wb], base.uses_gpu() or head.uses_gpu(), rng, timeout * max(1, len(todo_a)))
         _add(phases, "finish", clock() - t2)
     except WorkerLost as lost:
         failed_side = base if workers and lost.worker is workers[0] else head

@@ -250,9 +250,13 @@ class Runner:
 
     def _lockstep_env(self, index: int, tag: str) -> dict[str, str]:
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
-        if any(st.spec.device.startswith("cuda") for st in self.states.values()):
+        if self.uses_gpu():
             env[PRELOAD_VAR] = "torch"  # worker.py imports it while it waits for its job
         return env
+
+    def uses_gpu(self) -> bool:
+        """Whether any of the run's cases runs on a CUDA device."""
+        return any(st.spec.device.startswith("cuda") for st in self.states.values())
 
     def lockstep_cpus(self) -> tuple[int, ...]:
         """Both workers of a lockstep pair run on the same CPUs (they never run at once), so neither gets the

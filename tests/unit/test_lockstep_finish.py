@@ -1,0 +1,48 @@
+"""How the two workers of a lockstep pair finish (engine/lockstep.finish_pair): side by side for CPU cases, one
+after the other for CUDA cases, so that neither side's profiled calls share the GPU with the other's finish."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from perfci.engine.lockstep import finish_pair
+from perfci.engine.protocol import Done, Finish
+
+
+class FakeWorker:
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def send(self, message: object) -> None:
+        assert isinstance(message, Finish)
+        self.log.append(f"finish {self.name}")
+
+    def wait_for(self, kind: type, timeout_s: float) -> None:
+        assert kind is Done and timeout_s == 30.0
+        self.log.append(f"done {self.name}")
+
+
+def _run(one_at_a_time: bool, seed: int) -> list[str]:
+    log: list[str] = []
+    workers = [FakeWorker("A", log), FakeWorker("B", log)]
+    finish_pair(workers, one_at_a_time, random.Random(seed), 30.0)  # type: ignore[arg-type]
+    return log
+
+
+def test_cpu_pairs_finish_side_by_side() -> None:
+    assert _run(False, 0) == ["finish A", "finish B", "done A", "done B"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_gpu_pairs_finish_one_side_at_a_time(seed: int) -> None:
+    log = _run(True, seed)
+    first, second = log[0].split()[1], log[2].split()[1]
+    assert log == [f"finish {first}", f"done {first}", f"finish {second}", f"done {second}"]
+    assert {first, second} == {"A", "B"}
+
+
+def test_the_side_that_finishes_first_is_drawn_per_pair() -> None:
+    firsts = [_run(True, seed)[0] for seed in range(40)]
+    assert 10 <= firsts.count("finish A") <= 30  # both orders occur: a hot GPU after one side is no bias
