@@ -7,7 +7,8 @@ The round (worker process) is the unit of replication: every statistic works on 
     back-to-back in random order; d_i = log(B_i / A_i), t bound on the (trimmed) mean of d. For the median
     latency of a lockstep pair (both sides sampled step by step, `step_pairs`), d_i is the median of the
     step ratios log(B_k / A_k) (stats/logratio.step_log_ratio): it does not see the machine's speed moving
-    between the steps;
+    between the steps. `device.time` is the exception (`INTERLEAVED`): Welch on the two sides' rounds,
+    without a job-to-job term;
   * unpaired (two separate runs): Welch on log per-round values plus the cross-job term `job_noise`, because
     rounds of one job share that job's machine state; with the default job noise a stored-baseline comparison
     flags only large changes and calls smaller ones `inconclusive` (then `perfci run --confirm` or `perfci ab`).
@@ -77,9 +78,9 @@ def _lockstep(r: Round) -> bool:
 def _timed_row(
     case_id: str, mdef: MetricDef, base: dict[int, float], cand: dict[int, float], theta: float, alpha: float,
     settings: DecisionSettings, paired: bool, steps: dict[int, float] | None = None, in_process: bool = False,
-    noise_floor: float = 0.0,
+    noise_floor: float = 0.0, interleaved: bool = False,
 ) -> MetricComparison:  # fmt: skip
-    common = sorted(set(base) & set(cand)) if paired else []
+    common = sorted(set(base) & set(cand)) if paired and not interleaved else []
     if common:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired, below)
         # per pair: its step ratio where it has one (lockstep median latency), else the ratio of its rounds' values
         d = [steps[i] if steps and i in steps else math.log(cand[i]) - math.log(base[i]) for i in common]
@@ -92,7 +93,8 @@ def _timed_row(
         shown_base = geometric_mean([base[common[i]] for i in kept])
         shown_cand = shown_base * ratio_of(math.fsum(d[i] for i in kept) / len(kept))
     else:
-        noise = max(job_noise(settings, case_id, mdef.name, in_process), noise_floor)
+        # interleaved: both sides' rounds alternated on one machine in one period, so no job-to-job shift
+        noise = 0.0 if interleaved else max(job_noise(settings, case_id, mdef.name, in_process), noise_floor)
         est = unpaired_log_ratio(list(base.values()), list(cand.values()), noise)
         shown_base, shown_cand = geometric_mean(list(base.values())), geometric_mean(list(cand.values()))
     higher = mdef.direction.value == "higher"
@@ -195,10 +197,12 @@ def compare_case(
         theta = practical_threshold(settings, cand.id, mdef)
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
-            row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process)
+            interleaved = paired and name in INTERLEAVED
+            row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
+                             interleaved=interleaved)  # fmt: skip
             if busy:  # the candidate was busier than the baseline: not blamed at all
                 row = unblamed(row, busy)
-            elif busy_wait is not None and row.method == "unpaired" and row.verdict in BLAMING:
+            elif busy_wait is not None and row.method == "unpaired" and not interleaved and row.verdict in BLAMING:
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
@@ -210,6 +214,11 @@ def compare_case(
 
 
 DEVICE_CLOCK = (DEVICE_TIME, HOST_OVERHEAD)
+# In a paired A/B, these metrics compare the two sides' rounds as two interleaved samples (Welch, without a
+# job-to-job term) instead of pair by pair. Pairs cancel the host's drift; the GPU's own kernel time does not
+# drift with the host (within-pair correlation 0.04 for a ResNet-50, 0.47 for a BERT-base, docs/compare.md),
+# and at an A/B's first look pairing halves the degrees of freedom (3 against 6 at 4 pairs).
+INTERLEAVED = (DEVICE_TIME,)
 
 
 def device_sources(case: CaseResult) -> frozenset[str]:
