@@ -7,6 +7,7 @@
 # Prints, per run: exit code, wall time, pairs, and for each case and clock (latency, device.time,
 # host.overhead) the verdict, change and interval, plus the round-to-round spread (max/min of round values).
 # Usage (device machine, repository root): benchmarks/gpu_two_clocks.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2; default 1)
+#   MODELS_ONLY=FILE benchmarks/gpu_two_clocks.sh: write the base's models file to FILE and stop
 set -uo pipefail
 OUTDIR=${1:-gpu-two-clocks}
 SEED=${2:-1}
@@ -15,6 +16,16 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 source benchmarks/device_env.sh
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
+# The device image's packages ship without bytecode (and it sets PYTHONDONTWRITEBYTECODE): every fresh process
+# compiled the sources it imported, 9.5 s of a worker's start for torch + transformers (3,128 files;
+# benchmarks/lab/first_ab_probe.sh). `pip install` compiles bytecode when it installs; so does this, once, into
+# the cache folder above, before anything is timed.
+if [ -z "${MODELS_ONLY:-}" ]; then
+  t0=$(date +%s)
+  python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    ${PYTHONPATH//:/ } >/dev/null 2>&1
+  echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s (as pip install does)"
+fi
 python3 -c "import torch, torchvision, transformers, perfci.engine.worker, perfci.cli" 2>/dev/null
 
 REPO=$(mktemp -d)
@@ -62,6 +73,10 @@ def bert(ctx):
 PY
 }
 git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
+if [ -n "${MODELS_ONLY:-}" ]; then  # only write the models file (the base's) to $MODELS_ONLY, for other scripts
+  models 0 >"$MODELS_ONLY"
+  exit 0
+fi
 models 0 >"$REPO/perf/models.py"
 git_ init -q && git_ add -A && git_ commit -qm base
 models 24 >"$REPO/perf/models.py"

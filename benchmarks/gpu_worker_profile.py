@@ -50,6 +50,10 @@ def main(source: str, device: str = "cuda") -> None:
         print(
             f"  {'profiled total (inside the interpreter)':<50} {total:7.2f} s; wall - profiled = {wall - total:.2f} s"
         )
+        print("  every function over 0.5 s, by cumulative time (what calls what is nested):")
+        heavy = [(v[3], v[1], f, fn) for (f, _, fn), v in rows.items() if v[3] >= 0.5]
+        for cum, calls, f, fn in sorted(heavy, reverse=True)[:45]:
+            print(f"  {cum:7.2f} s {calls:6d}  {'/'.join(f.split('/')[-2:])}:{fn}")
         print("  perfci's own functions and the imports under them, by cumulative time:")
         own = [(v[3], v[1], f, fn) for (f, _, fn), v in rows.items() if "/perfci/" in f or "_dynamo/__init__" in f]
         for cum, calls, f, fn in sorted(own, reverse=True)[:25]:

@@ -157,7 +157,10 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
     # the energy block (a contiguous half second per GPU case at the end of each worker) only where energy per
     # call is compared: on an H200 it was 2 s of every pair's 12-15 s outside sampling (docs/measurement.md)
     energy_s = TimingSettings().energy_window_s if ENERGY in decision.metrics else 0.0
+    # the runner's peaks (% of peak, the sustained clock) decide nothing in an A/B: read from the cache where a
+    # `perfci run` measured them, never measured here (11.5-14.5 s of a fresh H200 runner's first A/B, docs/gpu.md)
     run_settings = RunSettings(
+        measure_peaks=False,
         rounds=req.pairs or CPU_FIRST_LOOK,
         seed=req.seed,
         threads=settings.threads(req.threads),

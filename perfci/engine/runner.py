@@ -70,6 +70,8 @@ class RunSettings:
     malloc_tunables: str | None = MALLOC_TUNABLES  # GLIBC_TUNABLES for the workers; None: leave malloc alone
     # where measured runner peaks are cached; None: do not measure peaks
     peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
+    # False: take the runner's peaks from the cache only, never measure them (`perfci ab`: they decide nothing)
+    measure_peaks: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -101,14 +103,26 @@ def git_info(cwd: Path) -> GitInfo | None:
     return GitInfo(commit=commit, branch=branch, dirty=bool(status) if status is not None else None)
 
 
+NOT_MEASURED = "not measured: perfci ab reads the runner's peaks from its cache only (perfci run measures them once)"
+
+
 def runner_peaks(
-    fp: dict[str, Any], device: str, threads: int, cache: Path, env: dict[str, str], python: str | None
+    fp: dict[str, Any],
+    device: str,
+    threads: int,
+    cache: Path,
+    env: dict[str, str],
+    python: str | None,
+    measure: bool = True,
 ) -> dict[str, Any]:
-    """The runner's measured peaks for `device`: from the cache, or measured once in a subprocess."""
+    """The runner's measured peaks for `device`: from the cache, or measured once in a subprocess (where
+    `measure`; otherwise a note that they are not known)."""
     key = cache_key(fp, device, threads)
     cached = load_cached(cache, key)
     if cached is not None:
         return {**cached, "cached": True}
+    if not measure:
+        return {"note": NOT_MEASURED}
     cmd = [python or sys.executable, "-m", "perfci.profilers.peaks", device, str(threads)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=True)
@@ -186,12 +200,10 @@ class Runner:
         self.states = {s.id: _CaseState(s) for s in specs}
         self.done, self.total = 0, len(specs) * (rounds or self.settings.rounds)
         fp = dict(self.worker_fingerprint) if self.worker_fingerprint is not None else fingerprint()
-        if self.settings.peaks_cache is not None:
+        if (st := self.settings).peaks_cache is not None:
             devices = sorted({s.device.split(":")[0] for s in specs})
             fp["peaks"] = {
-                d: runner_peaks(
-                    fp, d, self.settings.threads, self.settings.peaks_cache, self._env(), self.worker_python
-                )
+                d: runner_peaks(fp, d, st.threads, st.peaks_cache, self._env(), self.worker_python, st.measure_peaks)
                 for d in devices
             }
         self._header = (utc_now(), fp, git_info(Path.cwd()))

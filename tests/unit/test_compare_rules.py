@@ -343,6 +343,25 @@ def test_ab_pairs_run_the_energy_block_only_where_energy_is_compared(tmp_path: P
     assert ab_settings(settings, asked).run.timing.energy_window_s == TimingSettings().energy_window_s > 0
 
 
+def test_ab_reads_the_runner_peaks_from_the_cache_and_never_measures_them(tmp_path: Path) -> None:
+    """The peaks (a GPU's took 11.5-14.5 s on a fresh runner) decide nothing in an A/B; `perfci run` measures."""
+    from perfci.api.ab import ABRequest, ab_settings
+    from perfci.api.run import RunRequest, run_settings
+    from perfci.engine.runner import NOT_MEASURED, runner_peaks
+    from perfci.profilers.peaks import cache_key, store_cached
+
+    settings = Settings({}, Config(source=tmp_path / "perfci.toml"))
+    assert ab_settings(settings, ABRequest(base_rev="HEAD")).run.measure_peaks is False
+    assert run_settings(settings, RunRequest()).measure_peaks is True
+    fp = {"cpu_model": "test", "gpus": [{"name": "H200"}]}
+    missing = tmp_path / "no-such-python"  # measuring would start it: FileNotFoundError, an "error" entry
+    assert runner_peaks(fp, "cuda", 1, tmp_path, {}, str(missing), measure=False) == {"note": NOT_MEASURED}
+    assert "error" in runner_peaks(fp, "cuda", 1, tmp_path, {}, str(missing), measure=True)
+    store_cached(tmp_path, cache_key(fp, "cuda", 1), {"bandwidth_gbps": 4214.0})
+    cached = runner_peaks(fp, "cuda", 1, tmp_path, {}, str(missing), measure=False)
+    assert cached == {"bandwidth_gbps": 4214.0, "cached": True}
+
+
 @pytest.mark.parametrize(
     "opts",
     [
