@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfci.model import CaseResult, Direction, Round
-from perfci.stats.summary import median, sorted_median, sorted_quantile
+from perfci.stats.summary import median, sorted_median, sorted_quantile, sorted_quantiles
 
 RoundValue = Callable[[Round, CaseResult], float | None]
 
@@ -63,6 +63,12 @@ LAUNCH_BOUND_BUSY = 0.5
 HOST_OVERHEAD_MIN_SHARE = 0.02
 # round telemetry keys of the per-case figures (written by engine/case_session.py)
 OWN_MEMORY_KEYS = {MEMORY_HOST: "memory_host_bytes", MEMORY_DEVICE: "memory_device_bytes"}
+ENERGY_KEY = "energy_per_call_j"
+# the latency quantiles (type 7) and the per-second rates (the work per call, and a scale) off the round's median
+_QUANTILES = {LATENCY_MIN: 0.0, LATENCY_P10: 0.10, LATENCY_P90: 0.90, LATENCY_P99: 0.99}
+_QUANTILE_LEVELS = tuple(_QUANTILES.values())
+_NO_LATENCY = (None,) * (1 + len(_QUANTILES))
+_RATES = {THROUGHPUT: ("one", 1.0), FLOPS: ("flops", 1.0), BANDWIDTH: ("bytes", 1e-9)}
 
 
 @dataclass(frozen=True)
@@ -92,10 +98,7 @@ def family_of(name: str) -> str:
 def reference_ratio(r: Round) -> float | None:
     """The round's median per-call time over the median per-call time of the speed reference timed beside it
     (profilers/reference.py); None where the round has no reference."""
-    ref = r.telemetry.get("reference_per_call_s")
-    if not r.samples or not ref or median(ref) <= 0:
-        return None
-    return median(r.per_call) / median(ref)
+    return _ratio_to_reference(r, _round_median(r))
 
 
 def _round_median(r: Round, c: CaseResult | None = None) -> float | None:
@@ -163,11 +166,7 @@ def host_overhead(r: Round, c: CaseResult | None = None) -> float | None:
     GPU was idle, waiting for the host (launches, Python, synchronisation). None without a device clock, or when
     it is below HOST_OVERHEAD_MIN_SHARE of the latency (a GPU-bound call: nothing to compare)."""
     busy = device_time(r)
-    latency = _round_median(r) if busy is not None else None
-    if busy is None or latency is None:
-        return None
-    overhead = latency - busy
-    return overhead if overhead >= HOST_OVERHEAD_MIN_SHARE * latency else None
+    return _overhead(_round_median(r) if busy is not None else None, busy)
 
 
 def launch_bound(case: CaseResult) -> bool:
@@ -183,17 +182,17 @@ METRICS: dict[str, MetricDef] = {
     m.name: m
     for m in (
         MetricDef(LATENCY, "s", Direction.LOWER, True, _round_median),
-        MetricDef(LATENCY_MIN, "s", Direction.LOWER, True, _quantile(0.0)),
-        MetricDef(LATENCY_P10, "s", Direction.LOWER, True, _quantile(0.10)),
-        MetricDef(LATENCY_P90, "s", Direction.LOWER, True, _quantile(0.90)),
-        MetricDef(LATENCY_P99, "s", Direction.LOWER, True, _quantile(0.99)),
+        MetricDef(LATENCY_MIN, "s", Direction.LOWER, True, _quantile(_QUANTILES[LATENCY_MIN])),
+        MetricDef(LATENCY_P10, "s", Direction.LOWER, True, _quantile(_QUANTILES[LATENCY_P10])),
+        MetricDef(LATENCY_P90, "s", Direction.LOWER, True, _quantile(_QUANTILES[LATENCY_P90])),
+        MetricDef(LATENCY_P99, "s", Direction.LOWER, True, _quantile(_QUANTILES[LATENCY_P99])),
         MetricDef(VS_REFERENCE, "x ref", Direction.LOWER, True, lambda r, c: reference_ratio(r)),
-        MetricDef(THROUGHPUT, "calls/s", Direction.HIGHER, True, _per_second("one")),
-        MetricDef(FLOPS, "FLOP/s", Direction.HIGHER, True, _per_second("flops")),
-        MetricDef(BANDWIDTH, "GB/s", Direction.HIGHER, True, _per_second("bytes", 1e-9)),
+        MetricDef(THROUGHPUT, "calls/s", Direction.HIGHER, True, _per_second(*_RATES[THROUGHPUT])),
+        MetricDef(FLOPS, "FLOP/s", Direction.HIGHER, True, _per_second(*_RATES[FLOPS])),
+        MetricDef(BANDWIDTH, "GB/s", Direction.HIGHER, True, _per_second(*_RATES[BANDWIDTH])),
         MetricDef(FLOPS_PCT_PEAK, "%", Direction.HIGHER, True, None),
         MetricDef(BANDWIDTH_PCT_PEAK, "%", Direction.HIGHER, True, None),
-        MetricDef(ENERGY, "J", Direction.LOWER, True, _telemetry("energy_per_call_j")),
+        MetricDef(ENERGY, "J", Direction.LOWER, True, _telemetry(ENERGY_KEY)),
         MetricDef(PEAK_RSS, "B", Direction.LOWER, False, _field("peak_rss_bytes")),
         MetricDef(RSS_INCREASE, "B", Direction.LOWER, False, _field("rss_increase_bytes")),
         MetricDef(PEAK_DEVICE, "B", Direction.LOWER, False, _field("peak_device_bytes")),
@@ -207,6 +206,7 @@ METRICS: dict[str, MetricDef] = {
 }
 
 COMPARABLE: dict[str, MetricDef] = {name: m for name, m in METRICS.items() if m.comparable}
+_TIMED_NAMES = tuple(name for name, m in COMPARABLE.items() if m.timed)
 
 
 def implausible(case: CaseResult, name: str) -> str:
@@ -250,3 +250,56 @@ def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
         if v is not None and v > 0:
             out[r.index] = v
     return out
+
+
+def timed_round_values(c: CaseResult) -> dict[str, list[float | None]]:
+    """Every timed comparable metric's per-round values of a case, by name, in round order (None where a round has
+    none): the same floats as each metric's `round_value(r, c)` (tests/unit/test_timed_round_values.py checks
+    them), from one sort of each round's samples. The history store keeps every timed metric's round statistics
+    of every case it ingests; one metric at a time through the definitions, a round's samples were sorted twice,
+    its per-call tuples made and its median taken seven times."""
+    rounds = c.rounds
+    if not rounds:
+        return {name: [] for name in _TIMED_NAMES}
+    latency, *quantiles = map(list, zip(*[_latency_figures(r) for r in rounds], strict=True))
+    out: dict[str, list[float | None]] = {LATENCY: latency, **dict(zip(_QUANTILES, quantiles, strict=True))}
+    out[VS_REFERENCE] = [_ratio_to_reference(r, m) for r, m in zip(rounds, latency, strict=True)]
+    for name, (attr, scale) in _RATES.items():
+        work = 1.0 if attr == "one" else getattr(c, attr)
+        out[name] = [work / m * scale if work and m else None for m in latency]
+    out[ENERGY] = [float(v) if (v := r.telemetry.get(ENERGY_KEY)) else None for r in rounds]
+    out[DEVICE_TIME] = busy = [device_time(r) for r in rounds]
+    out[HOST_OVERHEAD] = [_overhead(m, b) for m, b in zip(latency, busy, strict=True)]
+    return out
+
+
+def _latency_figures(r: Round) -> tuple[float | None, ...]:
+    """The round's median per-call time, then its `_QUANTILES` of the per-call times, as `_round_median` and
+    `_quantile` take them (all None without samples)."""
+    if not r.samples:
+        return _NO_LATENCY
+    known = r.__dict__.get("sorted_per_call")
+    if known is not None:
+        return sorted_median(known), *sorted_quantiles(known, _QUANTILE_LEVELS)
+    s, its = sorted(r.samples), r.iterations
+    n = len(s)
+    mid = n // 2
+    latency = s[mid] / its if n % 2 else 0.5 * (s[mid - 1] / its + s[mid] / its)  # as `_round_median`
+    return latency, *sorted_quantiles(s, _QUANTILE_LEVELS, its)
+
+
+def _ratio_to_reference(r: Round, latency: float | None) -> float | None:
+    """`reference_ratio(r)` given the round's median per-call time (None without samples)."""
+    ref = r.telemetry.get("reference_per_call_s")
+    if latency is None or not ref:
+        return None
+    ref_median = median(ref)
+    return latency / ref_median if ref_median > 0 else None
+
+
+def _overhead(latency: float | None, busy: float | None) -> float | None:
+    """`host_overhead` given the round's median per-call time and its median device busy time."""
+    if busy is None or latency is None:
+        return None
+    overhead = latency - busy
+    return overhead if overhead >= HOST_OVERHEAD_MIN_SHARE * latency else None
