@@ -32,6 +32,7 @@ from perfci.metrics.registry import (
     VS_REFERENCE,
     MetricDef,
     implausible,
+    launch_bound,
     metric_def,
     round_values,
 )
@@ -185,6 +186,7 @@ def compare_case(
     in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
     sources = (device_sources(base), device_sources(cand))
+    host_set = launch_bound(base) or launch_bound(cand)  # its latency follows the host: the host's threshold
     for name in settings.metrics:
         mdef = metric_def(name)
         if name in DEVICE_CLOCK and sources[0] != sources[1]:
@@ -194,7 +196,7 @@ def compare_case(
         bv, cv = round_values(base, mdef), round_values(cand, mdef)
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
-        theta = practical_threshold(settings, cand.id, mdef)
+        theta = practical_threshold(settings, cand.id, mdef, host_set)
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
             interleaved = paired and name in INTERLEAVED

@@ -18,7 +18,7 @@ from perfci.compare.decide import check_comparable
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
 from perfci.compare.saved import run_side
 from perfci.errors import UsageError
-from perfci.metrics.registry import LATENCY, MetricDef, implausible, metric_def, round_values
+from perfci.metrics.registry import LATENCY, MetricDef, implausible, launch_bound, metric_def, round_values
 from perfci.model import (
     CaseResult,
     CaseStatus,
@@ -170,7 +170,7 @@ def _case_rows(base: RollingBaseline, cand: CaseResult, settings: DecisionSettin
         cv = list(round_values(cand, mdef).values())
         if not pts or not cv or implausible(cand, name):
             continue
-        theta = practical_threshold(settings, cand.id, mdef)
+        theta = practical_threshold(settings, cand.id, mdef, launch_bound(cand))
         if mdef.timed:
             rows.append(_timed_row(cand.id, mdef, pts, cv, theta, alpha, settings))
         else:
