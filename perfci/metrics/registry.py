@@ -111,8 +111,13 @@ def _round_median(r: Round, c: CaseResult | None = None) -> float | None:
     known = r.__dict__.get("sorted_per_call")
     if known is not None:
         return sorted_median(known)
-    n, its = len(samples), r.iterations
-    s = sorted(samples)
+    return _per_call_median(sorted(samples), r.iterations)
+
+
+def _per_call_median(s: list[float], its: int) -> float:
+    """The median per-call time of a round's sorted sample times of `its` calls each (the same float as the median
+    of its sorted per-call values)."""
+    n = len(s)
     mid = n // 2
     return s[mid] / its if n % 2 else 0.5 * (s[mid - 1] / its + s[mid] / its)
 
@@ -282,10 +287,7 @@ def _latency_figures(r: Round) -> tuple[float | None, ...]:
     if known is not None:
         return sorted_median(known), *sorted_quantiles(known, _QUANTILE_LEVELS)
     s, its = sorted(r.samples), r.iterations
-    n = len(s)
-    mid = n // 2
-    latency = s[mid] / its if n % 2 else 0.5 * (s[mid - 1] / its + s[mid] / its)  # as `_round_median`
-    return latency, *sorted_quantiles(s, _QUANTILE_LEVELS, its)
+    return _per_call_median(s, its), *sorted_quantiles(s, _QUANTILE_LEVELS, its)
 
 
 def _ratio_to_reference(r: Round, latency: float | None) -> float | None:
