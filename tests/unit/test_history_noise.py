@@ -20,6 +20,7 @@ from perfci.model import RunResult
 from perfci.schema import dump_results
 from perfci.store import migrate
 from perfci.store.history import HistoryStore
+from perfci.store.tables import STORE_VERSION
 from tests.conftest import make_case, make_run
 from tests.store_cases import check_upgrade_from_v1
 
@@ -113,9 +114,9 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
 def test_newer_store_is_refused(tmp_path: Path) -> None:
     url = store_with(tmp_path, history(1, 0.0))
     with sqlite3.connect(tmp_path / "h.db") as conn:
-        conn.execute("UPDATE store_meta SET value='5' WHERE key='store_version'")
+        conn.execute("UPDATE store_meta SET value=? WHERE key='store_version'", (str(STORE_VERSION + 1),))
     res = CliRunner().invoke(app, ["history", "noise", "--db", url])
-    assert res.exit_code == 2 and "version 5" in res.stderr
+    assert res.exit_code == 2 and f"version {STORE_VERSION + 1}" in res.stderr
 
 
 @pytest.mark.parametrize("metric", ["latency.vs_reference"])

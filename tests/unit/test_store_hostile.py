@@ -215,7 +215,7 @@ def test_an_empty_database_is_made_a_store(tmp_path: Path, how: str) -> None:
     assert code == 0, stderr
     assert {"store_meta", "runs", "measurements", "change_points"} <= _tables(path)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM store_meta WHERE key = 'store_version'").fetchall() == [("4",)]
+        assert conn.execute("SELECT value FROM store_meta WHERE key = 'store_version'").fetchall() == [("5",)]
     conn.close()
 
 
