@@ -16,7 +16,7 @@ page (each page holds all eleven metrics of its cases): at a million points, rea
 
 Version 5 drops the index on `case_id` alone (`ix_measurements_case_id`). No query looked a case up without its
 run and metric, which the trend's index serves; keeping it up to date was about a third of the time a bulk insert
-took (14 of 44 ms for a file of 500 cases with 11 metrics each on a 2-core machine; docs/history.md).
+took (14 of 44 ms for a file of 500 cases, 5,000 rows, on a 2-core machine; docs/history.md).
 
 `change_points` (added without a version change) caches each series' change points, keyed by the detector and
 its settings (`method`) and by a digest of the series' values (`series`): `perfci trend` recomputes only the
