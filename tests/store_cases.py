@@ -179,8 +179,9 @@ def check_round_statistics(store: HistoryStore, runs: list[RunResult]) -> None:
 
 
 def check_upgrade_from_v1(url: str) -> None:
-    """A version-1 store opens as version 5: old rows keep NULL round statistics, new rows get them, and the
-    trend's lookup path (run, metric, case) is indexed in place of the index on run alone."""
+    """A version-1 store opens as version 5: old rows keep NULL round statistics, new rows get them, the
+    trend's lookup path (run, metric, case) is indexed in place of the index on run alone, and the index on
+    case_id alone is gone."""
     engine = sa.create_engine(url)
     md = v1_tables()
     md.create_all(engine)
