@@ -6,7 +6,10 @@ version. Everything else comes from that definition:
 - the check: a msgspec Struct type generated from the dataclass (`strict_type`), closed (an unknown key is
   refused) unless the class says it is open, with the bounds of the annotations; open objects (`KnownKeys`) check
   the types of the keys they name and keep all keys;
-- the build: msgspec decodes the same bytes into the model's own dataclasses;
+- the build: the checked Structs converted into the model's own dataclasses (`msgspec.convert`, no second parse;
+  the check pass keeps open objects whole, and `_OpenObjects` checks their named keys after it, one conversion
+  per key); an older version, or a document the check refuses, takes the slow road: the strict check (whose
+  error names the place), then a parse into the dataclasses;
 - the JSON Schema published for the current version (`DocumentFormat.json_schema`), generated from the check type;
 - the writer: msgspec encodes the dataclasses, after the two header fields.
 
@@ -42,41 +45,154 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 # --- the check type, generated from the model ------------------------------------------------------------------
 
 
-def strict_type(tp: Any) -> Any:
+def strict_type(tp: Any, loose: bool = False) -> Any:
     """The type msgspec checks a document against: `tp` with every dataclass replaced by a Struct of the same
-    fields (closed unless the class has `OPEN = True`), and every `KnownKeys` object by its TypedDict."""
+    fields (closed unless the class has `OPEN = True`), and every `KnownKeys` object by its TypedDict. `loose`:
+    a `KnownKeys` object as a plain dict, every key kept and none checked (`_OpenObjects` checks them after)."""
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
         inner, *metadata = args
         known = [m for m in metadata if isinstance(m, KnownKeys)]
         if known:
-            return known[0].keys
-        return Annotated[(strict_type(inner), *metadata)]
+            return dict[str, Any] if loose else known[0].keys
+        return Annotated[(strict_type(inner, loose), *metadata)]
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _strict_struct(tp)
+        return _strict_struct(tp, loose=loose)
     if origin in (Union, types.UnionType):
-        return Union[tuple(strict_type(a) for a in args)]  # noqa: UP007 (a runtime union of computed arms)
+        return Union[tuple(strict_type(a, loose) for a in args)]  # noqa: UP007 (a runtime union of computed arms)
     if origin in (tuple, list, dict) and args:
-        return origin[tuple(strict_type(a) if a is not Ellipsis else a for a in args)]
+        return origin[tuple(strict_type(a, loose) if a is not Ellipsis else a for a in args)]
     return tp
 
 
 @cache
-def _strict_struct(cls: type, header: tuple[tuple[str, Any], ...] = ()) -> type[msgspec.Struct]:
+def _strict_struct(cls: type, header: tuple[tuple[str, Any], ...] = (), loose: bool = False) -> type[msgspec.Struct]:
     """The Struct of `cls`'s fields (after `header`'s, the fields a whole document opens with)."""
     hints = get_type_hints(cls, include_extras=True)
     spec: list[Any] = list(header)
     for f in dataclasses.fields(cls):
+        tp = strict_type(hints[f.name], loose)
         if f.default is not dataclasses.MISSING:
-            spec.append((f.name, strict_type(hints[f.name]), f.default))
+            spec.append((f.name, tp, f.default))
         elif f.default_factory is not dataclasses.MISSING:
-            spec.append((f.name, strict_type(hints[f.name]), msgspec.field(default_factory=f.default_factory)))
+            spec.append((f.name, tp, msgspec.field(default_factory=f.default_factory)))
         else:
-            spec.append((f.name, strict_type(hints[f.name])))
+            spec.append((f.name, tp))
     closed = header or not getattr(cls, "OPEN", False)
     name = f"{cls.__name__}File" if header else cls.__name__
     # gc=False: a check's structs hold no cycles and are dropped at once; the collector need not track them
     return msgspec.defstruct(name, spec, forbid_unknown_fields=bool(closed), kw_only=True, gc=False)
+
+
+@cache
+def _value_lists(keys: type) -> dict[str, Any]:
+    """For each key of a TypedDict, the type of a list of its values (bounds included)."""
+    return {name: list[tp] for name, tp in get_type_hints(keys, include_extras=True).items()}  # type: ignore[valid-type]
+
+
+class _OpenObjects:
+    """The `KnownKeys` objects of a document decoded by the loose check type, gathered by their TypedDict (a
+    walk generated from the model's annotations, visiting only the fields that can hold one), and checked
+    against it in one `msgspec.convert` per TypedDict: with the loose check, the same refusals as the strict
+    check type, while every key is kept for the build."""
+
+    def __init__(self, body: type) -> None:
+        self._walk = self._fields_walker(body)  # the document: its Struct is the body's with the header's fields
+
+    def check(self, document: Any) -> bool:
+        """Whether every open object of `document` has its named keys' types (False: the strict check will say
+        where not)."""
+        if self._walk is None:
+            return True
+        found: dict[type, list[Any]] = {}
+        self._walk(document, found)
+        try:
+            for keys, objects in found.items():
+                # each named key's values, all objects' at once: one conversion per key, not one per object
+                lists = _value_lists(keys)
+                values: dict[str, list[Any]] = {name: [] for name in lists}
+                for obj in objects:
+                    for name, value in obj.items():
+                        if name in values:
+                            values[name].append(value)
+                for name, vs in values.items():
+                    if vs:
+                        msgspec.convert(vs, lists[name])
+        except msgspec.ValidationError:
+            return False
+        return True
+
+    @classmethod
+    def _walker(cls, tp: Any) -> Callable[[Any, dict[type, list[Any]]], None] | None:
+        """A function that adds the open objects within a value of type `tp` (as the loose check type decodes it)
+        to `found`; None where `tp` holds none. Each walker passes over a value of another kind (None, say)."""
+        origin, args = get_origin(tp), get_args(tp)
+        if origin is Annotated:
+            inner, *metadata = args
+            known = [m.keys for m in metadata if isinstance(m, KnownKeys)]
+            if not known:
+                return cls._walker(inner)
+            keys = known[0]
+
+            def add(value: Any, found: dict[type, list[Any]]) -> None:
+                if isinstance(value, dict):
+                    found.setdefault(keys, []).append(value)
+
+            return add
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            return cls._dataclass_walker(tp)
+        if origin in (Union, types.UnionType):
+            arms = [w for w in map(cls._walker, args) if w is not None]
+            if len(arms) <= 1:
+                return arms[0] if arms else None
+
+            def either(value: Any, found: dict[type, list[Any]]) -> None:
+                for arm in arms:  # each passes over a value of another kind
+                    arm(value, found)
+
+            return either
+        if origin in (tuple, list, dict) and args:
+            inner_walk = cls._walker(args[-1] if origin is dict else args[0])
+            if origin is tuple and args[-1] is not Ellipsis and any(map(cls._walker, args)):
+                raise TypeError(f"{tp}: open objects in a fixed-length tuple are not supported")
+            if inner_walk is None:
+                return None
+            kind = origin
+
+            def each(value: Any, found: dict[type, list[Any]]) -> None:
+                if isinstance(value, kind):
+                    for v in value.values() if isinstance(value, dict) else value:
+                        inner_walk(v, found)
+
+            return each
+        return None
+
+    @classmethod
+    def _dataclass_walker(cls, tp: type) -> Callable[[Any, dict[type, list[Any]]], None] | None:
+        fields_walk = cls._fields_walker(tp)
+        if fields_walk is None:
+            return None
+        struct = _strict_struct(tp, loose=True)
+
+        def walk(value: Any, found: dict[type, list[Any]]) -> None:
+            if isinstance(value, struct):
+                fields_walk(value, found)
+
+        return walk
+
+    @classmethod
+    def _fields_walker(cls, tp: type) -> Callable[[Any, dict[type, list[Any]]], None] | None:
+        """A walk of the fields of a dataclass `tp`'s Struct that can hold open objects; None if none can."""
+        hints = get_type_hints(tp, include_extras=True)
+        fields = [(f.name, w) for f in dataclasses.fields(tp) if (w := cls._walker(hints[f.name])) is not None]
+        if not fields:
+            return None
+
+        def walk(value: Any, found: dict[type, list[Any]]) -> None:
+            for name, w in fields:
+                w(getattr(value, name), found)
+
+        return walk
 
 
 # --- documents ---------------------------------------------------------------------------------------------------
@@ -165,6 +281,18 @@ class DocumentFormat(Generic[T]):
         return msgspec.json.Decoder(_strict_struct(body, header) if len(self.unchanged) > 1 else self.check_type)
 
     @cached_property
+    def _loose_check(self) -> msgspec.json.Decoder[Any]:
+        """The check pass as the common case runs it: as `_check`, but open objects kept whole (checked after by
+        `_open`), so the checked document can be turned into the model without parsing the bytes again."""
+        header = (("schema", Literal[self.name]), ("schema_version", Literal[self.unchanged]))
+        body: Any = self.body
+        return msgspec.json.Decoder(_strict_struct(body, header, loose=True))
+
+    @cached_property
+    def _open(self) -> _OpenObjects:
+        return _OpenObjects(self.body)
+
+    @cached_property
     def _build(self) -> msgspec.json.Decoder[T]:
         return msgspec.json.Decoder(self.body)
 
@@ -193,11 +321,17 @@ class DocumentFormat(Generic[T]):
 
     def decode(self, data: bytes, source: str) -> T:
         with _nesting_room(), collector_paused():
-            try:
-                self._check.decode(data)  # the common case: a valid document of the current version
+            try:  # the common case: a valid document of the current version, checked and then built from the check
+                checked = self._loose_check.decode(data)
             except UNPARSABLE:
-                data = self._current(data, source)  # or why not, in words
-            value: T = self._parse(lambda: self._build.decode(data), data, source)
+                checked = None
+            value: T
+            if checked is not None and self._open.check(checked):
+                # the checked Structs have the model's fields: converted, not parsed again (a third less time)
+                value = self._parse(lambda: msgspec.convert(checked, self.body, from_attributes=True), data, source)
+            else:
+                data = self._current(data, source)  # an older version brought up to date, or why not, in words
+                value = self._parse(lambda: self._build.decode(data), data, source)
         if self.semantic is not None:
             self.semantic(value, source)
         return value

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from perfci.codec import DocumentFormat
 from perfci.errors import ResultsFormatError
-from perfci.model import RunResult
+from perfci.model import RunResult, Telemetry
 from perfci.schema import RESULTS, SCHEMA_VERSION, dump_results, load_results, run_to_dict
 from tests.formats import parse_results
 from tests.tools.write_schemas import FORMATS, SCHEMAS, schema_path, schema_text
@@ -252,3 +252,68 @@ def test_duplicate_case_ids_and_round_indexes_are_refused(tmp_results: Path) -> 
     renumbered = {**doc, "cases": [{**case, "rounds": rounds}, *doc["cases"][1:]]}
     with pytest.raises(ResultsFormatError, match=r"at cases/0/rounds: two rounds of .+ have the same index"):
         parse_results(renumbered, "x.json")
+
+
+def test_a_checked_document_is_built_as_a_parse_into_the_model_would_build_it(
+    tmp_path: Path, sample_run: RunResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A valid document of the current version is built from the check pass's Structs (no second parse): the
+    same model objects as msgspec parsing the bytes into the dataclasses, open objects' unknown keys included,
+    a device clock and a git section too."""
+    import msgspec
+
+    from perfci.model import DeviceTime, GitInfo, KernelTime
+
+    device = DeviceTime("cupti", (1e-3, 1.1e-3), kernels=12, top=(KernelTime("gemm", 8e-4, 1.0),))
+    case = sample_run.cases[0]
+    rounds = tuple(replace(r, device=device, telemetry={**r.telemetry, "mine": [1, "x"]}) for r in case.rounds)
+    run = replace(
+        sample_run,
+        fingerprint={**sample_run.fingerprint, "custom": {"nested": True}},
+        git=GitInfo("abc123", "main", False),
+        cases=(replace(case, rounds=rounds), *sample_run.cases[1:]),
+    )
+    path = tmp_path / "r.json"
+    dump_results(run, path)
+    data = path.read_bytes()
+    parsed = msgspec.json.decode(data, type=RunResult)
+
+    class NoSecondParse:
+        def decode(self, data: bytes) -> None:
+            raise AssertionError("a valid current document was parsed twice")
+
+    monkeypatch.setitem(RESULTS.__dict__, "_build", NoSecondParse())
+    built = RESULTS.decode(data, str(path))
+    assert built == parsed == run
+    assert repr(built) == repr(parsed)  # the same types too: tuples, enums, floats
+    assert built.cases[0].rounds[0].telemetry["mine"] == [1, "x"] and built.fingerprint["custom"] == {"nested": True}
+
+
+@dataclass(frozen=True)
+class _Pair:
+    pair: tuple[int, Telemetry]
+
+
+@dataclass(frozen=True)
+class _Either:
+    x: Telemetry | list[Telemetry] | None = None
+
+
+_EITHER = DocumentFormat("perfci.either", "either", 1, _Either)
+
+
+def test_open_objects_are_checked_wherever_the_definition_puts_them() -> None:
+    """The walk that gathers open objects for their check follows each arm of a union (here an object, a list of
+    them, or null); a place it cannot follow (a fixed-length tuple) is an error when a document is first read,
+    not a check skipped."""
+    head = '"schema": "perfci.either", "schema_version": 1'
+    assert _EITHER.decode(f'{{{head}, "x": {{"timer": "t", "mine": 1}}}}'.encode(), "x").x == {"timer": "t", "mine": 1}
+    assert _EITHER.decode(f'{{{head}, "x": [{{"timer": "t"}}, {{}}]}}'.encode(), "x").x == [{"timer": "t"}, {}]
+    assert _EITHER.decode(f"{{{head}}}".encode(), "x").x is None
+    for bad, where in (('{"timer": 5}', "x/timer"), ('[{}, {"timer": 5}]', "x/1/timer")):
+        with pytest.raises(ResultsFormatError, match=f"at {where}: expected `str`"):
+            _EITHER.decode(f'{{{head}, "x": {bad}}}'.encode(), "x")
+    with pytest.raises(TypeError, match="fixed-length tuple"):
+        DocumentFormat("perfci.pair", "pair", 1, _Pair).decode(
+            b'{"schema": "perfci.pair", "schema_version": 1, "pair": [1, {}]}', "x"
+        )
