@@ -332,6 +332,30 @@ class DocumentFormat(Generic[T]):
             else:
                 data = self._current(data, source)  # an older version brought up to date, or why not, in words
                 value = self._parse(lambda: self._build.decode(data), data, source)
+        return self.check_semantics(value, source)
+
+    def checks(self, data: bytes) -> bool:
+        """Whether `data` is a valid document that reads as it is (a version in `unchanged`): the type check alone,
+        without building anything. Where it holds, `decode(data, source)` is `check_semantics(built(data), source)`:
+        the check can run in a helper process while this one builds (schema.load_results_all)."""
+        with _nesting_room():
+            try:
+                self._check.decode(data)
+            except UNPARSABLE:
+                return False
+        return True
+
+    def built(self, data: bytes) -> T | None:
+        """The document built without its type check or its semantic checks; None where it cannot be built. Only for
+        a document that `checks` accepts is this what `decode` builds: elsewhere, unknown keys pass unseen."""
+        with _nesting_room(), collector_paused():
+            try:
+                return self._build.decode(data)
+            except Exception:  # a document that does not build is one `checks` refuses: `decode` words why
+                return None
+
+    def check_semantics(self, value: T, source: str) -> T:
+        """`value` after the checks types cannot express (`semantic`), which raise ResultsFormatError."""
         if self.semantic is not None:
             self.semantic(value, source)
         return value

@@ -20,7 +20,7 @@ from perfci.errors import UsageError
 from perfci.jsonfile import json_text
 from perfci.metrics.registry import metric_def
 from perfci.model import Comparison, RunResult
-from perfci.schema import load_results
+from perfci.schema import load_results, load_results_all
 from perfci.stats import logratio
 
 if TYPE_CHECKING:
@@ -215,9 +215,8 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         name = settings.runner_class(req.runner, cand.fingerprint)
         base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
     else:
-        # the two files checked by a helper process while this one builds the runs and imports the statistics
-        base, cand = load_results(req.baseline), load_results(req.candidate)
-        logratio.prepare()
+        # the two files type-checked by a helper process while this one builds the runs and imports the statistics
+        base, cand = load_results_all([req.baseline, req.candidate], meanwhile=logratio.prepare)
         labels = (str(req.baseline), str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)

@@ -27,7 +27,7 @@ from perfci.profilers.fingerprint import runner_name
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
-from perfci.schema import dump_results, load_results
+from perfci.schema import dump_results, load_results, load_results_all
 
 # settings that legitimately differ between the shards of one run
 _PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed")
@@ -152,7 +152,7 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     if any(Path(p).resolve() == written_to for p in req.files):  # the shard was replaced by the merge
         raise UsageError(f"--out {req.out}: its results.json is one of the files merged; choose another folder.")
     files = list(req.files)
-    parts = [(f, load_results(f)) for f in files]
+    parts = list(zip(files, load_results_all(files), strict=True))  # large shards: type-checked by a helper
     merged = merge_runs(parts)
     base_file = req.baseline or baseline_path(settings.runner_class(req.runner, merged.fingerprint))
     if req.baseline is not None and not base_file.exists():

@@ -23,7 +23,7 @@ LAYERS: dict[str, int] = {
     "cli": 8, "pytest_plugin": 8,
 }
 # fmt: on
-CORE_MODULES = {"model", "codec", "jsonfile", "schema", "errors", "config", "patterns", "cpus", "fractions"}
+CORE_MODULES = {"model", "codec", "jsonfile", "schema", "forked", "errors", "config", "patterns", "cpus", "fractions"}
 ENGINE_MODULES = {"runner", "worker", "supervisor", "case_session", "lockstep"}
 
 
