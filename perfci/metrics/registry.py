@@ -10,7 +10,7 @@ compared per round (it is derived from others, like `%` of peak, or describes no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from perfci.model import CaseResult, Direction, Round
@@ -257,25 +257,36 @@ def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
     return out
 
 
-def timed_round_values(c: CaseResult) -> dict[str, list[float | None]]:
-    """Every timed comparable metric's per-round values of a case, by name, in round order (None where a round has
-    none): the same floats as each metric's `round_value(r, c)` (tests/unit/test_timed_round_values.py checks
-    them), from one sort of each round's samples. The history store keeps every timed metric's round statistics
-    of every case it ingests; one metric at a time through the definitions, a round's samples were sorted twice,
-    its per-call tuples made and its median taken seven times."""
+def timed_round_values(c: CaseResult, wanted: Container[str] | None = None) -> dict[str, list[float | None]]:
+    """Every timed comparable metric's per-round values of a case (those named in `wanted`, when given), by name, in
+    round order (None where a round has none): the same floats as each metric's `round_value(r, c)`
+    (tests/unit/test_timed_round_values.py checks them), from one sort of each round's samples. The history store
+    keeps the round statistics of every timed metric a case has; one metric at a time through the definitions, a
+    round's samples were sorted twice, its per-call tuples made and its median taken seven times."""
     rounds = c.rounds
     if not rounds:
-        return {name: [] for name in _TIMED_NAMES}
+        return {name: [] for name in _TIMED_NAMES if wanted is None or name in wanted}
     latency, *quantiles = map(list, zip(*[_latency_figures(r) for r in rounds], strict=True))
     out: dict[str, list[float | None]] = {LATENCY: latency, **dict(zip(_QUANTILES, quantiles, strict=True))}
-    out[VS_REFERENCE] = [_ratio_to_reference(r, m) for r, m in zip(rounds, latency, strict=True)]
+
+    def want(name: str) -> bool:
+        return wanted is None or name in wanted
+
+    if want(VS_REFERENCE):
+        out[VS_REFERENCE] = [_ratio_to_reference(r, m) for r, m in zip(rounds, latency, strict=True)]
     for name, (attr, scale) in _RATES.items():
-        work = 1.0 if attr == "one" else getattr(c, attr)
-        out[name] = [work / m * scale if work and m else None for m in latency]
-    out[ENERGY] = [float(v) if (v := r.telemetry.get(ENERGY_KEY)) else None for r in rounds]
-    out[DEVICE_TIME] = busy = [device_time(r) for r in rounds]
-    out[HOST_OVERHEAD] = [_overhead(m, b) for m, b in zip(latency, busy, strict=True)]
-    return out
+        if want(name):
+            work = 1.0 if attr == "one" else getattr(c, attr)
+            out[name] = [work / m * scale if work and m else None for m in latency]
+    if want(ENERGY):
+        out[ENERGY] = [float(v) if (v := r.telemetry.get(ENERGY_KEY)) else None for r in rounds]
+    if want(DEVICE_TIME) or want(HOST_OVERHEAD):
+        busy = [device_time(r) for r in rounds]
+        if want(DEVICE_TIME):
+            out[DEVICE_TIME] = busy
+        if want(HOST_OVERHEAD):
+            out[HOST_OVERHEAD] = [_overhead(m, b) for m, b in zip(latency, busy, strict=True)]
+    return out if wanted is None else {name: v for name, v in out.items() if name in wanted}
 
 
 def _latency_figures(r: Round) -> tuple[float | None, ...]:

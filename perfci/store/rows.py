@@ -61,7 +61,8 @@ def prepare_run(run: RunResult) -> PreparedRun:
         if c.status is not ok:
             continue
         case_id = c.id
-        timed = timed_round_values(c)  # every timed metric's per-round values at once: one sort per round
+        # the per-round values of the case's timed metrics at once: one sort per round
+        timed = timed_round_values(c, {m.name for m in c.metrics})
         for m in c.metrics:
             value, low, high = m.value, m.low, m.high
             if not (isfinite(value) and (low is None or isfinite(low)) and (high is None or isfinite(high))):

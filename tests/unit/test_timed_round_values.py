@@ -86,6 +86,17 @@ def test_the_same_floats_as_each_metric_one_by_one() -> None:
         assert {k: repr(v) for k, v in timed_round_values(known).items()} == {k: repr(v) for k, v in expected.items()}
 
 
+def test_wanted_names_give_those_metrics_and_the_same_floats() -> None:
+    rng = random.Random(12)
+    names = sorted(TIMED)
+    for case in _varied_cases(300):
+        wanted = set(rng.sample(names, rng.randint(0, len(names)))) | {"memory.peak_rss"}  # an untimed name too
+        every = timed_round_values(_fresh(case))
+        some = timed_round_values(_fresh(case), wanted)
+        assert set(some) == wanted & set(TIMED)
+        assert {k: repr(v) for k, v in some.items()} == {k: repr(every[k]) for k in some}
+
+
 def test_prepared_rows_hold_the_round_statistics_of_the_metrics_own_values() -> None:
     cases = [replace(c, metrics=make_case("m", 1e-3).metrics) for c in _varied_cases(200)]
     prepared = prepare_run(make_run([_fresh(c) for c in cases]))
