@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perfci.model import CaseResult
-from perfci.schema import load_results
+from perfci.format.model import CaseResult
+from perfci.format.schema import load_results
 
 
 def metric(case: CaseResult | None, name: str) -> float:

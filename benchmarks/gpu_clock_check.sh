@@ -15,8 +15,8 @@ tail -12 "$OUTDIR/run.log"
 python3 - "$OUTDIR/run/results.json" <<'PY'
 import sys
 from perfci.reports.gpu_modes import boost_notes, sampled_clock
-from perfci.reports.tables import device_peaks
-from perfci.schema import load_results
+from perfci.reports.case_rows import device_peaks
+from perfci.format.schema import load_results
 
 run = load_results(sys.argv[1])
 peaks = device_peaks(run.fingerprint, "cuda")

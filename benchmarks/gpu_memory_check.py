@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfci.format.model import CaseResult
+from perfci.format.schema import load_results
 from perfci.metrics.registry import LATENCY, MEMORY_DEVICE, PEAK_DEVICE
-from perfci.model import CaseResult
-from perfci.schema import load_results
 
 MIB = 2**20
 GEMM_FILE = """

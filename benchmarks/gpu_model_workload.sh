@@ -17,7 +17,7 @@ python3 -m perfci run "$WORK/models.py" --device cuda --rounds 2 --out "$OUTDIR/
 tail -20 "$OUTDIR/run.log"
 python3 - "$OUTDIR/run/results.json" <<'PY'
 import sys
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 
 for c in load_results(sys.argv[1]).cases:
     acc = c.rounds[0].telemetry.get("notes", {}).get("accuracy", {}) if c.rounds else {}

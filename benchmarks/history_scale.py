@@ -46,8 +46,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Connection
 
+from perfci.format.schema import dump_results, load_results
 from perfci.metrics.registry import METRICS
-from perfci.schema import dump_results, load_results
 from perfci.store.history import HistoryStore
 from perfci.store.tables import runs
 from perfci.store.trend import trends

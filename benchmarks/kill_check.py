@@ -33,7 +33,7 @@ from typing import Any
 import psutil
 
 from perfci.errors import ResultsFormatError
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 
 TINY = Path(__file__).resolve().parent.parent / "tests" / "data" / "workloads" / "tiny.py"
 ORPHAN_WAIT_S = 10.0

@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfci.compare.history_noise import estimate_noise
-from perfci.model import RunResult
+from perfci.format.model import RunResult
+from perfci.format.schema import load_results
 from perfci.reports.html import render_html
 from perfci.reports.markdown import render_markdown
 from perfci.reports.trend_html import render_trend
-from perfci.schema import load_results
 from perfci.store.history import HistoryStore
 from perfci.store.trend import trends
 from tests.conftest import make_case, make_run

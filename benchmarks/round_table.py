@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 
 
 def main() -> None:

@@ -38,9 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
+from perfci.format.schema import dump_results
 from perfci.metrics import case_metrics
-from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
-from perfci.schema import dump_results
 
 
 @dataclass(frozen=True)

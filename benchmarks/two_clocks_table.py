@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from perfci.format.schema import load_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY, metric_def, round_values
-from perfci.schema import load_results
 
 CLOCKS = (LATENCY, DEVICE_TIME, HOST_OVERHEAD)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.metrics import case_metrics
-from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 
 
 def make_case(
@@ -58,7 +58,7 @@ def sample_run() -> RunResult:
 
 @pytest.fixture
 def tmp_results(tmp_path: Path, sample_run: RunResult) -> Path:
-    from perfci.schema import dump_results
+    from perfci.format.schema import dump_results
 
     path = tmp_path / "results.json"
     dump_results(sample_run, path)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfci.compare.saved import COMPARISON, to_comparison
-from perfci.model import CaseResult, CaseSpec, Comparison, RunResult
-from perfci.schema import RESULTS
+from perfci.format.comparison import COMPARISON, to_comparison
+from perfci.format.model import CaseResult, CaseSpec, Comparison, RunResult
+from perfci.format.schema import RESULTS
 
 
 def parse_results(doc: Any, source: str = "<results>") -> RunResult:

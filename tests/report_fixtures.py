@@ -6,8 +6,7 @@ import random
 from dataclasses import replace
 
 from perfci.compare.decide import DecisionSettings, compare_runs
-from perfci.metrics import case_metrics
-from perfci.model import (
+from perfci.format.model import (
     CaseError,
     CaseResult,
     CaseSpec,
@@ -18,6 +17,7 @@ from perfci.model import (
     RunResult,
     Verdict,
 )
+from perfci.metrics import case_metrics
 from tests.conftest import make_case, make_run
 from tests.formats import with_spec
 

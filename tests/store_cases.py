@@ -15,9 +15,9 @@ from perfci.api.compare import CompareRequest, compare_files
 from perfci.api.history import ExportFormat, export_measurements
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import estimate_noise
+from perfci.format.model import CaseError, CaseResult, CaseStatus, RunResult
+from perfci.format.schema import dump_results
 from perfci.metrics.registry import METRICS, round_values
-from perfci.model import CaseError, CaseResult, CaseStatus, RunResult
-from perfci.schema import dump_results
 from perfci.store import tables
 from perfci.store.history import HistoryStore, RunFilter
 from perfci.store.trend import trends

@@ -23,8 +23,8 @@ from pathlib import Path
 from perfci.compare.decide import compare_runs
 from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.policy import DecisionSettings
-from perfci.model import RunResult
-from perfci.schema import load_results
+from perfci.format.model import RunResult
+from perfci.format.schema import load_results
 from perfci.store.history import HistoryStore
 
 FACTORS = (1.00, 1.05, 1.10, 1.20)

@@ -1,7 +1,7 @@
 """Seeded simulation of the paired rule with perfci ab's default schedule: false alarms and power by pair noise.
 
 Same code path as `perfci ab` minus the processes: `paired_log_ratio` (20% trimming), `decide` at alpha / looks,
-continuation like `perfci.compare.ab.needs_more` (inconclusive, or unchanged at least half-way to theta_eff).
+continuation like `perfci.ab.orchestrate.needs_more` (inconclusive, or unchanged at least half-way to theta_eff).
 Pair noise: log(B/A) per pair = factor + N(0, sd) on each side's round, plus, for "wild" pairs, a 0.45 jump on
 one round with the given probability (a neighbour's burst). Usage: python benchmarks/quality/simulate_rule.py [N]
 """

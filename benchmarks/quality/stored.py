@@ -35,8 +35,8 @@ RUN_ARGS = shlex.split(os.environ.get("PERFCI_BENCH_RUN_ARGS", "--rounds 5"))
 
 
 def case_logs(results: Path) -> dict[str, list[float]]:
+    from perfci.format.schema import load_results
     from perfci.metrics import round_medians
-    from perfci.schema import load_results
 
     run = load_results(results)
     return {c.id.split("case=")[1].split("]")[0]: [math.log(m) for m in round_medians(c.rounds)] for c in run.cases}

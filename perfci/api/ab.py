@@ -1,5 +1,5 @@
 """Same-machine A/B of two git revisions (`perfci ab`), and the re-measurement of cases a stored baseline could
-not settle (`perfci run --confirm`), both through compare/ab.py's lockstep pairs."""
+not settle (`perfci run --confirm`), both through ab/orchestrate.py's lockstep pairs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from perfci.ab.confirm import merge_confirmation
+from perfci.ab.environments import probe
+from perfci.ab.orchestrate import CPU_FIRST_LOOK, ABOutcome, ABSettings, run_ab
+from perfci.ab.revisions import Side, checked_out, map_path, repo_root
 from perfci.api.compare import (
     DecisionOptions,
     Outputs,
@@ -21,17 +25,13 @@ from perfci.api.compare import (
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
-from perfci.compare.ab import CPU_FIRST_LOOK, ABOutcome, ABSettings, run_ab
-from perfci.compare.confirm import merge_confirmation
-from perfci.compare.environments import probe
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
-from perfci.compare.revisions import Side, checked_out, map_path, repo_root
 from perfci.engine.progress import ProgressFn
 from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
+from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
-from perfci.model import Comparison, RunResult
 from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
 from perfci.workloads.discovery import builtin_source, expand_paths
@@ -226,7 +226,7 @@ def confirm_flagged(
     progress: ProgressFn | None = None,
 ) -> Comparison:
     """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
-    perfci.compare.confirm) with the same decision settings; without a commit in the baseline, say so and keep
+    perfci.ab.confirm) with the same decision settings; without a commit in the baseline, say so and keep
     the comparison."""
     flagged = unsettled_cases(comparison, decision)
     if not flagged:

@@ -8,10 +8,10 @@ from typing import Any
 
 from perfci.api.settings import Settings
 from perfci.compare.baselines import latest_results, load_baseline, record, update_baseline
+from perfci.format.model import RunResult
+from perfci.format.schema import load_results
 from perfci.metrics.registry import LATENCY
-from perfci.model import RunResult
 from perfci.profilers.fingerprint import fingerprint
-from perfci.schema import load_results
 
 
 @dataclass(frozen=True)

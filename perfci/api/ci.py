@@ -28,7 +28,7 @@ from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
-from perfci.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
+from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 
 MODES = ("auto", "ab", "baseline")
 MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report

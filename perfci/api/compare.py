@@ -7,20 +7,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.ab.confirm import flagged_cases
 from perfci.api.settings import Settings
-from perfci.codec import collector_paused
 from perfci.compare.baselines import load_baseline
-from perfci.compare.confirm import flagged_cases
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
-from perfci.compare.saved import comparison_to_dict, dump_comparison
 from perfci.errors import UsageError
-from perfci.jsonfile import json_text
+from perfci.format.codec import collector_paused
+from perfci.format.comparison import comparison_to_dict, dump_comparison
+from perfci.format.jsonfile import json_text
+from perfci.format.model import Comparison, RunResult
+from perfci.format.schema import load_results, load_results_all
 from perfci.metrics.registry import metric_def
-from perfci.model import Comparison, RunResult
-from perfci.schema import load_results, load_results_all
 from perfci.stats import logratio
 
 if TYPE_CHECKING:
@@ -182,9 +182,9 @@ class CompareRequest:
 
 def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcome:
     """`perfci compare CANDIDATE --baseline store:main[:N]`: the candidate against the latest N runs of the branch
-    on its runner class in the history store, with the cross-job noise learned there (compare/rolling.py)."""
+    on its runner class in the history store, with the cross-job noise learned there (compare/rolling_baseline.py)."""
     from perfci.compare.history_noise import HistoryNoise
-    from perfci.compare.rolling import compare_rolling, load_rolling, parse_store_baseline
+    from perfci.compare.rolling_baseline import compare_rolling, load_rolling, parse_store_baseline
     from perfci.store.history import HistoryStore
 
     spec = parse_store_baseline(req.store_baseline or "")

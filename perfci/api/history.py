@@ -14,8 +14,8 @@ from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
 from perfci.errors import UsageError
 from perfci.metrics.registry import COMPARABLE
 from perfci.patterns import CasePattern
-from perfci.reports.trend import trend_digest, trend_markdown
 from perfci.reports.trend_html import write_trend_html
+from perfci.reports.trend_text import trend_digest, trend_markdown
 from perfci.store.history import HistoryStore, RunFilter, RunInfo
 from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak, window_moves
 from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends

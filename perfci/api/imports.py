@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfci.format.model import RunResult
+from perfci.format.schema import dump_results
 from perfci.importers.pytest_benchmark import import_pytest_benchmark
-from perfci.model import RunResult
-from perfci.schema import dump_results
 
 
 def import_pytest_benchmark_file(source: Path, out: Path) -> RunResult:

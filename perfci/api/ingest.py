@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from perfci.api.settings import Settings
 from perfci.cpus import usable_cpus
 from perfci.errors import InfrastructureError, PerfciError, UsageError
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 from perfci.store.rows import PreparedRun, prepare_run
 
 PRELOAD_FILES = 4  # read before the store is opened

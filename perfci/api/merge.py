@@ -19,15 +19,15 @@ from perfci.api.shards import SHARD_KEY, shard_text_parts
 from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
-from perfci.compare.saved import dump_comparison
 from perfci.engine.runner import new_run_id
 from perfci.errors import UsageError
-from perfci.model import Comparison, RunResult
+from perfci.format.comparison import dump_comparison
+from perfci.format.model import Comparison, RunResult
+from perfci.format.schema import dump_results, load_results, load_results_all
 from perfci.profilers.fingerprint import runner_name
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
-from perfci.schema import dump_results, load_results, load_results_all
 
 # settings that legitimately differ between the shards of one run
 _PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed")

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfci.api.compare import checked_fraction
-from perfci.codec import document_schema
 from perfci.compare.decide import DecisionSettings, compare_runs
-from perfci.compare.saved import SCHEMA_NAME as COMPARISON_SCHEMA
-from perfci.compare.saved import decode_comparison
 from perfci.errors import ResultsFormatError, UsageError
-from perfci.jsonfile import read_bytes
-from perfci.model import Comparison, RunResult
+from perfci.format.codec import document_schema
+from perfci.format.comparison import SCHEMA_NAME as COMPARISON_SCHEMA
+from perfci.format.comparison import decode_comparison
+from perfci.format.jsonfile import read_bytes
+from perfci.format.model import Comparison, RunResult
+from perfci.format.schema import SCHEMA_NAME as RESULTS_SCHEMA
+from perfci.format.schema import decode_results
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
-from perfci.schema import SCHEMA_NAME as RESULTS_SCHEMA
-from perfci.schema import decode_results
 
 
 def _read(path: Path) -> tuple[str, bytes]:

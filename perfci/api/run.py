@@ -19,18 +19,18 @@ from perfci.compare.baselines import baseline_path
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.history_noise import HistoryNoise
-from perfci.compare.saved import dump_comparison
 from perfci.engine.progress import ProgressFn
 from perfci.engine.resume import WORKLOADS_KEY, check_resumable, workloads_digest
 from perfci.engine.runner import Runner, RunSettings, git_info
 from perfci.errors import UsageError
-from perfci.model import CaseSpec, Comparison, RunResult
+from perfci.format.comparison import dump_comparison
+from perfci.format.model import CaseSpec, Comparison, RunResult
+from perfci.format.schema import load_results, run_to_dict
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
-from perfci.schema import load_results, run_to_dict
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
 

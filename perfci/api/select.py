@@ -13,7 +13,7 @@ from pathlib import Path
 
 from perfci.api.settings import Settings
 from perfci.errors import UsageError, WorkloadDefinitionError
-from perfci.model import CaseSpec
+from perfci.format.model import CaseSpec
 from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.nvml import gpu_inventory
 from perfci.workloads.discovery import BUILTIN_SUITES, all_cases_from_sources

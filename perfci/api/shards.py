@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 
 from perfci.errors import UsageError
-from perfci.model import RunResult
-from perfci.schema import load_results
+from perfci.format.model import RunResult
+from perfci.format.schema import load_results
 
 SHARD_KEY = "shard"  # a sharded run's results settings: "I/N" (`perfci merge` checks that every shard is there)
 # ... and, split by time, a digest of the durations: shards split by different files may miss a case between them,

@@ -21,8 +21,8 @@ from perfci.cli.exits import INTERRUPTED_EXIT, command_guard
 from perfci.cli.progress import PlainProgress
 from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
+from perfci.format.model import Comparison, RunResult
 from perfci.fractions import parse_fraction
-from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:

@@ -50,8 +50,8 @@ from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.config import MAX_THREADS
+from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import LATENCY
-from perfci.model import Comparison, RunResult
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:

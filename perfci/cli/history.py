@@ -29,7 +29,7 @@ from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, hist
 from perfci.compare.history_noise import MIN_RUNS
 from perfci.metrics.registry import LATENCY
 from perfci.reports.noise import noise_json, noise_table
-from perfci.reports.trend import runs_json, runs_table, trend_table, trends_json
+from perfci.reports.trend_text import runs_json, runs_table, trend_table, trends_json
 from perfci.reports.units import format_ratio
 
 Runner = Annotated[str | None, typer.Option(help="Only this runner class.")]

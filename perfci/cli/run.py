@@ -35,7 +35,7 @@ from perfci.cli.app import (
 from perfci.cli.compare import FailOn, print_unsettled_hint
 from perfci.compare.gate import ExitCode
 from perfci.config import MAX_THREADS
-from perfci.model import RunResult
+from perfci.format.model import RunResult
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.reports.terminal import run_table, verdict_line
 from perfci.workloads.discovery import BUILTIN_SUITES

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError, UsageError
-from perfci.model import CaseStatus, GitInfo, RunResult
-from perfci.schema import dump_results, load_results
+from perfci.format.model import CaseStatus, GitInfo, RunResult
+from perfci.format.schema import dump_results, load_results
 
 BASELINE_DIR = Path("baselines")
 RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from perfci.compare.contention import BLAMING, busy_machine, busy_note, contention_note, unblamed
+from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, unblamed
 from perfci.compare.policy import BUSY_JOB_NOISE, DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
-from perfci.compare.saved import run_side
 from perfci.errors import UsageError
+from perfci.format.comparison import run_side
+from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
 from perfci.metrics.registry import (
     DEVICE_TIME,
     HOST_OVERHEAD,
@@ -36,7 +37,6 @@ from perfci.metrics.registry import (
     metric_def,
     round_values,
 )
-from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio

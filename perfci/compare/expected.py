@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfci.errors import ConfigError
-from perfci.model import BELOW_THRESHOLD_WORSE, Comparison, Direction, MetricComparison, Verdict
+from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, Direction, MetricComparison, Verdict
 from perfci.patterns import case_pattern
 
 EXPECTED_FILE = "perfci-expected.toml"

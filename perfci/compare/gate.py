@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from perfci.model import CaseStatus, Comparison, RunResult, Verdict
+from perfci.format.model import CaseStatus, Comparison, RunResult, Verdict
 
 
 class ExitCode(IntEnum):

@@ -51,7 +51,7 @@ REFERENCE_JOB_NOISE = 0.03
 # `perfci compare --job-noise`) for a baseline from another machine.
 IN_PROCESS_JOB_NOISE = 0.05
 # The least cross-job noise of an unpaired comparison that would blame the candidate when either side was measured
-# on a busy CPU (compare/contention.py, `busy_machine`): a busy machine's speed is not the same from one job to the
+# on a busy CPU (compare/contended.py, `busy_machine`): a busy machine's speed is not the same from one job to the
 # next, even when both jobs were equally busy. Two pytest sessions on the 2-core CI VM, each beside a 2-process CPU
 # hog, differed by +38%, +45% and +79% on three unchanged cases (log 0.32-0.58, docs/compare.md); at 25% such
 # shifts stay `inconclusive` with three rounds a side, and a slowdown of 3x or more is still a regression.

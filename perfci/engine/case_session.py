@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.engine.protocol import Job, JobCase, Result
-from perfci.model import DeviceTime, Round
+from perfci.format.model import DeviceTime, Round
 from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
 from perfci.profilers.contention import ContentionWatch

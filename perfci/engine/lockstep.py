@@ -25,7 +25,7 @@ from collections.abc import Callable
 from perfci.engine.protocol import Done, Finish, Prepared, Sample, Sampled
 from perfci.engine.runner import Runner
 from perfci.engine.supervisor import WorkerLost, WorkerProcess
-from perfci.model import CaseSpec
+from perfci.format.model import CaseSpec
 
 # Untimed calls before each lockstep sample: the partner ran in between and evicted this case's data from the
 # caches; without them every sample pays the refill once, which dilutes the ratio of a slower revision towards

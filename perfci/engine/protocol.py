@@ -20,7 +20,7 @@ import types
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from perfci.model import Round
+from perfci.format.model import Round
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import UsageError
-from perfci.model import GitInfo, RunResult
+from perfci.format.model import GitInfo, RunResult
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.workloads.discovery import MODULE_PREFIX, source_stem
 

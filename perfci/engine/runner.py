@@ -38,12 +38,12 @@ from perfci.engine.protocol import (
 )
 from perfci.engine.resume import RESUMED_KEY, resume_note, rounds_in
 from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker, spawn_worker
+from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
+from perfci.format.schema import dump_results
 from perfci.metrics import case_metrics
-from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
-from perfci.schema import dump_results
 
 
 def _default_memory_limit() -> int:

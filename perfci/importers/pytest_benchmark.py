@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError
-from perfci.jsonfile import parse_json_text
+from perfci.format.jsonfile import parse_json_text
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
+from perfci.format.schema import RESULTS
 from perfci.metrics import case_metrics
-from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
-from perfci.schema import RESULTS
 
 
 def _param_value(v: object) -> ParamValue:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from perfci.format.model import Metric, Round
 from perfci.metrics import registry as reg
 from perfci.metrics.registry import reference_ratio
-from perfci.model import Metric, Round
 from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
 
 CONFIDENCE = 0.95

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
-from perfci.model import CaseResult, Direction, Round
+from perfci.format.model import CaseResult, Direction, Round
 from perfci.stats.summary import median, sorted_median, sorted_quantile, sorted_quantiles
 
 RoundValue = Callable[[Round, CaseResult], float | None]

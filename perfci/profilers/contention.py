@@ -13,7 +13,7 @@
 
 Each is absent where the platform does not offer it (macOS, Windows, a kernel without schedstats). The readers
 take the `/proc` root, so tests give them a folder of fake files. How a comparison uses `cpu_wait`:
-compare/contention.py.
+compare/contended.py.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from perfci.model import DeviceTime, KernelTime
+from perfci.format.model import DeviceTime, KernelTime
 
 TOP_KERNELS = 8  # activities kept per round for the per-kernel table
 CUPTI = "cupti"

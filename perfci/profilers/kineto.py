@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfci.model import DeviceTime
+from perfci.format.model import DeviceTime
 from perfci.profilers.device_time import CUPTI, Activity, HostOp, Window, calls, summarize
 
 MARK = "perfci.call#"

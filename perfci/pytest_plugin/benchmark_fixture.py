@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from perfci.model import Round
+    from perfci.format.model import Round
     from perfci.pytest_plugin.plugin import PerfciSession
 
 GROUP_TAG = "group:"
@@ -119,8 +119,8 @@ class ServedBenchmark:
             return
         from dataclasses import replace
 
+        from perfci.format.model import CaseResult, CaseSpec, CaseStatus
         from perfci.metrics import case_metrics
-        from perfci.model import CaseResult, CaseSpec, CaseStatus
 
         extra = _json_safe(self.extra_info)
         rounds = tuple(

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Round
 from perfci.metrics import case_metrics
-from perfci.model import CaseResult, CaseSpec, CaseStatus, Round
 from perfci.profilers.contention import ContentionWatch
 from perfci.profilers.timing import Clock, TimingSettings, calibrate, clock_block_timer, sample, timer_overhead, warm_up
 

@@ -29,7 +29,7 @@ from perfci.fractions import parse_fraction
 
 if TYPE_CHECKING:
     from perfci.api.compare import CompareOutcome
-    from perfci.model import CaseResult, RunResult
+    from perfci.format.model import CaseResult, RunResult
     from perfci.pytest_plugin.measure import InProcessSettings
 
 RESULTS_FILE = "results.json"
@@ -98,7 +98,7 @@ class PerfciSession:
 
     def run(self) -> RunResult:
         from perfci.engine.runner import git_info, new_run_id, utc_now
-        from perfci.model import RunResult
+        from perfci.format.model import RunResult
         from perfci.profilers.fingerprint import fingerprint
 
         return RunResult(
@@ -121,7 +121,7 @@ class PerfciSession:
         """Write the results and compare them; the exit code the comparison's gate asks for (0 when none)."""
         if self.disabled or not self.cases or (self.out is None and self.baseline is None):
             return 0
-        from perfci.schema import dump_results
+        from perfci.format.schema import dump_results
 
         run = self.measured = self.run()
         with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
@@ -267,7 +267,7 @@ class Perf:
         if self._state.disabled:
             fn()
             return None
-        from perfci.model import CaseSpec
+        from perfci.format.model import CaseSpec
         from perfci.pytest_plugin.measure import measured_case
 
         self._state.start()

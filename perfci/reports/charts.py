@@ -11,11 +11,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from perfci.format.model import CaseResult, CaseStatus, RunResult, Verdict
 from perfci.metrics import round_medians
 from perfci.metrics.registry import FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
-from perfci.model import CaseResult, CaseStatus, RunResult, Verdict
+from perfci.reports.case_rows import ReportInput, device_peaks
 from perfci.reports.sweeps import Sweep, find_sweeps, swept_values
-from perfci.reports.tables import ReportInput, device_peaks
 from perfci.reports.verdicts import sort_rows
 
 MAX_SAMPLES = 32

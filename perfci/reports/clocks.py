@@ -8,8 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from statistics import median
 
+from perfci.format.model import CaseResult, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LAUNCH_BOUND_WORDS, launch_bound
-from perfci.model import CaseResult, Comparison, MetricComparison, RunResult, Verdict
 from perfci.reports.units import format_value
 
 KERNEL_ROWS = 5  # kernels shown per case

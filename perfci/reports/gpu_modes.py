@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from perfci.format.model import CaseResult, RunResult
 from perfci.metrics.registry import LATENCY
-from perfci.model import CaseResult, RunResult
 
 NOTE_ABOVE = 0.03
 # each sustained mode against the burst modes of the same cache policy
@@ -93,7 +93,7 @@ def boost_notes(run: RunResult | None) -> list[str]:
     with the peaks): their figures are burst figures, faster than a steady load would see."""
     if run is None:
         return []
-    from perfci.reports.tables import device_peaks
+    from perfci.reports.case_rows import device_peaks
 
     held = device_peaks(run.fingerprint, "cuda").get("sustained_sm_clock_mhz")
     if not isinstance(held, int | float) or held <= 0:

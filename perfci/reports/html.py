@@ -22,11 +22,8 @@ import jinja2
 import msgspec
 from markupsafe import Markup
 
-from perfci.model import Comparison, RunResult
-from perfci.reports.charts import MAX_SAMPLES, chart_data
-from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
-from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
-from perfci.reports.tables import (
+from perfci.format.model import Comparison, RunResult
+from perfci.reports.case_rows import (
     RUNTIME_PARAM,
     ReportInput,
     comparison_rows,
@@ -37,6 +34,9 @@ from perfci.reports.tables import (
     side_fingerprint,
     side_info,
 )
+from perfci.reports.charts import MAX_SAMPLES, chart_data
+from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
+from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.verdicts import VERDICT_ORDER, headline, sensitivity, verdict_counts
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfci.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
+from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
 
 
 def _pct(ratio: float | None) -> str:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
-from perfci.model import (
+from perfci.format.model import (
     BELOW_THRESHOLD_WORSE,
     CaseResult,
     CaseStatus,
@@ -25,9 +24,10 @@ from perfci.model import (
     RunResult,
     Verdict,
 )
+from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.reports.case_rows import fingerprint_mismatches, side_fingerprint
 from perfci.reports.clocks import clock_lines, launch_bound_lines
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
-from perfci.reports.tables import fingerprint_mismatches, side_fingerprint
 from perfci.reports.units import format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
 

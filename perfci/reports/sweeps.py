@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from perfci.format.model import CaseResult, CaseStatus, Direction, ParamValue, RunResult
 from perfci.metrics.registry import LATENCY, THROUGHPUT, metric_def
-from perfci.model import CaseResult, CaseStatus, Direction, ParamValue, RunResult
 
 BATCH_PARAMS = ("batch", "batch_size", "bs")
 ITEMS_UNIT = "items/s"

@@ -6,8 +6,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
-from perfci.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from perfci.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.format.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 
 # Most urgent first: this is the default order of every table of verdicts.
 VERDICT_ORDER: tuple[Verdict, ...] = (

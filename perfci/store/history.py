@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, create_engine
 from sqlalchemy.engine import Engine
 
-from perfci.model import RunResult
+from perfci.format.model import RunResult
 from perfci.store import ingest as _ingest
 from perfci.store import queries, upkeep
 from perfci.store.connect import (

@@ -13,8 +13,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError, ResultsFormatError
-from perfci.model import RunResult
-from perfci.store.contention import lock_for_write
+from perfci.format.model import RunResult
+from perfci.store.retries import lock_for_write
 from perfci.store.rows import ROW_COLUMNS, PreparedRun, Row, prepare_run
 from perfci.store.tables import measurements, runs
 

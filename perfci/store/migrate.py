@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError, UsageError
-from perfci.store.contention import lock_for_write, retried
+from perfci.store.retries import lock_for_write, retried
 from perfci.store.tables import STORE_VERSION, UPGRADES, Upgrade, metadata, store_meta
 
 

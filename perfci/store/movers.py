@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from perfci.format.model import Direction
 from perfci.metrics.registry import BANDWIDTH_PCT_PEAK, FLOPS_PCT_PEAK, metric_direction
-from perfci.model import Direction
 from perfci.store.history import HistoryStore
 from perfci.store.tables import measurements, runs
 from perfci.store.trend import Shift, Trend

@@ -9,8 +9,8 @@ import math
 import sys
 from dataclasses import dataclass
 
+from perfci.format.model import CaseStatus, Direction, RunResult
 from perfci.metrics.registry import timed_round_values
-from perfci.model import CaseStatus, Direction, RunResult
 
 # a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
 ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")

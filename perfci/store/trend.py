@@ -13,8 +13,8 @@ from pathlib import Path
 from statistics import geometric_mean
 from typing import Any
 
+from perfci.format.model import Direction
 from perfci.metrics.registry import LATENCY, metric_direction
-from perfci.model import Direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.stats import changepoint

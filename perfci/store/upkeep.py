@@ -7,7 +7,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError
-from perfci.store.contention import lock_for_write
+from perfci.store.retries import lock_for_write
 from perfci.store.tables import change_points, measurements, runs
 
 

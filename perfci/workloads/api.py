@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, overload
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.model import CaseSpec, ParamValue
+from perfci.format.model import CaseSpec, ParamValue
 from perfci.workloads.checks import Tolerance, assert_close
 
 SetupFn = Callable[..., Callable[[], object]]

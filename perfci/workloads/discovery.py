@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.model import CaseSpec
+from perfci.format.model import CaseSpec
 from perfci.workloads.api import Workload
 
 BUILTIN_PACKAGE = "perfci.workloads.builtin"

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.model import ParamValue
+from perfci.format.model import ParamValue
 from perfci.workloads import onnx_variants
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.backends.ort import initializer_bytes

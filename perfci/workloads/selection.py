@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfci.model import CaseSpec
+from perfci.format.model import CaseSpec
 from perfci.patterns import CasePattern, matches_any
 from perfci.workloads.discovery import BUILTIN_SUITES, builtin_source, expand_paths
 

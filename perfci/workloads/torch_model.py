@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.model import ParamValue
+from perfci.format.model import ParamValue
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.checks import Tolerance, check_against
 

@@ -106,7 +106,7 @@ def test_a_slower_test_fails_the_comparison_naming_only_it(
     slow.assert_outcomes(passed=5)
     rows = json.loads((pytester.path / "head" / "comparison.json").read_text("utf-8"))["rows"]
     # no other test is blamed, also when both sessions ran on a busy machine (a CI job beside other jobs: seen
-    # +79% on an unchanged test, compare/contention.py); the slowed one is a regression (exit 1), or, on a machine
+    # +79% on an unchanged test, compare/contended.py); the slowed one is a regression (exit 1), or, on a machine
     # far busier while the candidate ran than while the baseline did, inconclusive, saying so
     assert {r["case_id"] for r in rows if r["verdict"] == "regression"} <= {"test_suite.py::test_param[300]@cpu"}
     (slowed,) = [r for r in rows if r["case_id"] == "test_suite.py::test_param[300]@cpu"]

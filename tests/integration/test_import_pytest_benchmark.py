@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from perfci.format.schema import json_schema, load_results
 from perfci.metrics.registry import LATENCY
-from perfci.schema import json_schema, load_results
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]

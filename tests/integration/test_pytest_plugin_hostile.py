@@ -20,7 +20,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfci.schema import json_schema, load_results
+from perfci.format.schema import json_schema, load_results
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from perfci.model import Comparison, RunResult
+from perfci.format.model import Comparison, RunResult
 from perfci.reports.html import PAGE_ROWS, render_html
 from tests.formats import with_spec
 from tests.report_fixtures import HOSTILE, suite_comparison
@@ -283,8 +283,8 @@ def two_runner_store(tmp_path: Path) -> str:
     'gpu-test' 'beta' gets 30% faster from run 12 (commit c012), and the cases carry % of the runner's peak."""
     from dataclasses import replace
 
+    from perfci.format.model import Metric
     from perfci.metrics.registry import BANDWIDTH_PCT_PEAK, metric_direction
-    from perfci.model import Metric
     from perfci.store.history import HistoryStore
     from tests.conftest import make_case
     from tests.store_cases import history_runs
@@ -355,7 +355,7 @@ def test_case_column_does_not_wrap_inside_short_parameter_lists(browser: Any, tm
     """The run report's case column under pressure (11 columns, a 900 px window): a short parameter list stays on
     one line, a long id wraps only between its parts, and the column keeps its minimum width."""
 
-    from perfci.model import CaseSpec
+    from perfci.format.model import CaseSpec
     from tests.conftest import make_case, make_run
 
     specs = [

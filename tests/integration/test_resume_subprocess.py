@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfci.schema import load_results
+from perfci.format.schema import load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
 ROUNDS = 8

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from perfci.engine.runner import MALLOC_TUNABLES
-from perfci.schema import json_schema, load_results
+from perfci.format.schema import json_schema, load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from perfci.model import RunResult
+from perfci.format.model import RunResult
 from perfci.store.history import HistoryStore
 from tests.conftest import make_case, make_run
 from tests.integration.test_store_postgres import fresh_schema

@@ -21,7 +21,7 @@ PLACE = re.compile(r"invalid \w+ file at (.*?): ")
 
 
 def outcome(kind: str, path: Path) -> list[object]:
-    from perfci.schema import load_results
+    from perfci.format.schema import load_results
     from tests.formats import load_comparison
 
     try:

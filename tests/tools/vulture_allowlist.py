@@ -3,7 +3,7 @@ open objects that perfci reads by string (`fingerprint.get("cpu_logical_cores")`
 written and kept but read only by the reader of a file (a case error's round), and the API of pytest-benchmark's
 fixture that perfci serves to users' tests."""
 
-from perfci.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
+from perfci.format.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
 from perfci.pytest_plugin.benchmark_fixture import ServedBenchmark
 
 FingerprintKeys.os

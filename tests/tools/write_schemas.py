@@ -1,5 +1,5 @@
 """Write the JSON Schemas of the current results and comparison versions, generated from their definitions, to
-perfci/schemas/ (older versions' files stay as published). Run from the repository root after changing the
+perfci/format/schemas/ (older versions' files stay as published). Run from the repository root after changing the
 model: `python -m tests.tools.write_schemas`; tests/unit/test_schema.py fails while the files are stale."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from perfci.codec import DocumentFormat
-from perfci.compare.saved import COMPARISON
-from perfci.schema import RESULTS
+from perfci.format.codec import DocumentFormat
+from perfci.format.comparison import COMPARISON
+from perfci.format.schema import RESULTS
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "perfci" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "perfci" / "format" / "schemas"
 FORMATS: tuple[DocumentFormat[Any], ...] = (RESULTS, COMPARISON)
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from perfci.ab.orchestrate import kept_pairs
 from perfci.api.ab import ABRequest, ab_settings
 from perfci.api.settings import Settings
-from perfci.compare.ab import kept_pairs
 from perfci.errors import UsageError
-from perfci.schema import dump_results
+from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
-from perfci.model import CaseResult, CaseSpec, CaseStatus, Round
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Round
 from perfci.profilers.peaks import sustained_clock
 from perfci.reports.gpu_modes import boost_notes, sampled_clock
 from tests.conftest import make_run

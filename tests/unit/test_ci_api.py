@@ -20,8 +20,8 @@ from perfci.api.ci import (
 from perfci.api.settings import CIEnvironment, Settings
 from perfci.compare.gate import ExitCode
 from perfci.errors import UsageError
+from perfci.format.model import Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics.registry import LATENCY
-from perfci.model import Comparison, MetricComparison, RunResult, Verdict
 
 
 def test_a_pull_request_is_an_ab_against_its_base(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from perfci.cli import app, parse_size
 from perfci.errors import UsageError
-from perfci.model import RunResult
-from perfci.schema import dump_results
+from perfci.format.model import RunResult
+from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
 runner = CliRunner()
@@ -131,7 +131,7 @@ def test_memory_limit_between_64_mib_and_1_eib() -> None:
 
 
 def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sample_run: RunResult) -> None:
-    from perfci.model import CaseError, CaseStatus
+    from perfci.format.model import CaseError, CaseStatus
 
     base = tmp_path / "base.json"
     dump_results(sample_run, base)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.cli.app import file_error
 from perfci.errors import InfrastructureError, UsageError
-from perfci.schema import dump_results
+from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 from tests.store_cases import history_runs
 

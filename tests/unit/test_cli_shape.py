@@ -9,7 +9,13 @@ from pathlib import Path
 CLI = Path(__file__).parents[2] / "perfci" / "cli"
 MAX_LINES = 60
 # what would mean statistics or file-format logic in the CLI
-FORBIDDEN_MODULES = ("perfci.stats", "perfci.schema", "perfci.compare.saved", "perfci.store", "perfci.engine.worker")
+FORBIDDEN_MODULES = (
+    "perfci.stats",
+    "perfci.format.schema",
+    "perfci.format.comparison",
+    "perfci.store",
+    "perfci.engine.worker",
+)
 FORBIDDEN_CALLS = {"loads", "load", "read_text", "write_text", "open", "dump"}
 
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.model import CaseError, CaseStatus, RunResult
-from perfci.schema import dump_results
+from perfci.format.model import CaseError, CaseStatus, RunResult
+from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 from tests.formats import load_comparison
 

@@ -8,19 +8,28 @@ from pathlib import Path
 
 import pytest
 
+from perfci.ab.confirm import flagged_cases, merge_confirmation, unsettled
+from perfci.ab.orchestrate import needs_more, unsettled_warning
 from perfci.api.settings import Settings
-from perfci.compare.ab import needs_more, unsettled_warning
 from perfci.compare.baselines import accept, load_baseline, update_baseline
-from perfci.compare.confirm import flagged_cases, merge_confirmation, unsettled
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import apply_expected, parse_expected
 from perfci.compare.policy import DecisionSettings, practical_threshold
 from perfci.config import Config
 from perfci.errors import ConfigError, UsageError
+from perfci.format.model import (
+    CaseError,
+    CaseResult,
+    CaseStatus,
+    Comparison,
+    Direction,
+    MetricComparison,
+    Round,
+    Verdict,
+)
+from perfci.format.schema import dump_results
 from perfci.metrics.registry import metric_def
-from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, Direction, MetricComparison, Round, Verdict
 from perfci.profilers.fingerprint_changes import fingerprint_differences
-from perfci.schema import dump_results
 from tests.conftest import make_case, make_run
 
 STEADY = DecisionSettings(job_noise=0.01)
@@ -321,8 +330,8 @@ def test_a_requested_metric_no_case_has_is_a_warning_not_a_silent_pass() -> None
 
 
 def test_first_look_is_shorter_when_every_case_runs_on_a_gpu() -> None:
-    from perfci.compare.ab import CPU_FIRST_LOOK, GPU_FIRST_LOOK, first_look
-    from perfci.model import CaseSpec
+    from perfci.ab.orchestrate import CPU_FIRST_LOOK, GPU_FIRST_LOOK, first_look
+    from perfci.format.model import CaseSpec
 
     gpu = CaseSpec("k.gemm", {}, "cuda")
     cpu = CaseSpec("k.gemm", {}, "cpu")

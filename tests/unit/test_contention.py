@@ -1,5 +1,5 @@
 """CPU contention per round (profilers/contention.py) from fake /proc files and clocks, and the comparison rule
-that keeps a busy machine from being blamed on the code (compare/contention.py)."""
+that keeps a busy machine from being blamed on the code (compare/contended.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare.contention import BUSY_WAIT, CONTENTION_MARGIN, busiest_wait, busy_machine, contention_note
+from perfci.compare.contended import BUSY_WAIT, CONTENTION_MARGIN, busiest_wait, busy_machine, contention_note
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings
-from perfci.model import CaseResult, Verdict
+from perfci.format.model import CaseResult, Verdict
 from perfci.profilers.contention import ContentionWatch, contention, read_counters
 from tests.conftest import make_case, make_run
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from perfci.ab.orchestrate import _to_continue
 from perfci.compare import decide
-from perfci.compare.ab import _to_continue
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import HOST_OVERHEAD_THETA, DecisionSettings, practical_threshold
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, DeviceTime, Round, Verdict
 from perfci.metrics import case_metrics
 from perfci.metrics.registry import (
     DEVICE_BUSY,
@@ -25,7 +26,6 @@ from perfci.metrics.registry import (
     metric_def,
     round_values,
 )
-from perfci.model import CaseResult, CaseSpec, CaseStatus, DeviceTime, Round, Verdict
 from perfci.profilers.device_time import Activity, Call, HostOp, Window, busy_ns, calls, summarize
 from perfci.profilers.kineto import MARK, calls_for, read_events
 from perfci.reports.clocks import clock_lines, kernel_rows, launch_bound_lines
@@ -255,7 +255,7 @@ def test_device_clocks_of_different_sources_are_not_compared() -> None:
 
 
 def test_the_kernel_table_names_the_kernel_that_moved() -> None:
-    from perfci.model import KernelTime
+    from perfci.format.model import KernelTime
 
     def case(cast_s: float | None) -> CaseResult:
         top = (KernelTime("gemm", 1e-3, 1), KernelTime("relu", 1e-4, 1))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.model import RunResult
+from perfci.format.model import RunResult
 from perfci.store.history import HistoryStore
 from perfci.store.trend import drift, trends
 from tests.conftest import make_case, make_run

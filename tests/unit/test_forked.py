@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import perfci.schema as schema
+import perfci.format.schema as schema
 from perfci import forked
-from perfci.codec import DocumentFormat
 from perfci.errors import ResultsFormatError
-from perfci.schema import SCHEMA_VERSION, load_results, load_results_all
+from perfci.format.codec import DocumentFormat
+from perfci.format.schema import SCHEMA_VERSION, load_results, load_results_all
 from tests.unit.test_fuzz_loaders import SEEDS, VALID_RESULTS, _mutate
 
 VALID = VALID_RESULTS

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from perfci.compare.saved import COMPARISON
 from perfci.errors import ResultsFormatError
-from perfci.schema import RESULTS
+from perfci.format.comparison import COMPARISON
+from perfci.format.schema import RESULTS
 from tests.corpus.documents import corpus
 from tests.tools.record_format_corpus import outcome
 

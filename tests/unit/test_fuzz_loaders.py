@@ -26,14 +26,14 @@ from perfci.cli import app
 from perfci.compare.baselines import load_baseline
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.expected import parse_expected
-from perfci.compare.saved import comparison_to_dict
 from perfci.config import load_config
 from perfci.errors import PerfciError
+from perfci.format.comparison import comparison_to_dict
+from perfci.format.jsonfile import parse_json_text
+from perfci.format.model import RunResult
+from perfci.format.schema import load_results
 from perfci.importers.pytest_benchmark import import_pytest_benchmark
-from perfci.jsonfile import parse_json_text
 from perfci.metrics.registry import threshold_keys
-from perfci.model import RunResult
-from perfci.schema import load_results
 from perfci.store.history import HistoryStore
 from tests.formats import parse_comparison, parse_results
 

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from perfci.cli import app
 from perfci.errors import ResultsFormatError
+from perfci.format.model import CaseError, CaseResult, CaseStatus, Metric, RunResult
+from perfci.format.schema import dump_results
 from perfci.metrics.registry import COMPARABLE, round_values
-from perfci.model import CaseError, CaseResult, CaseStatus, Metric, RunResult
-from perfci.schema import dump_results
 from perfci.store.history import HistoryStore, prepare_run
 from tests.store_cases import expected_rows, many_runs, stored_rows
 

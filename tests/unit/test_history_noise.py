@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.compare.history_noise import HistoryNoise
 from perfci.compare.policy import CPU_JOB_NOISE, DecisionSettings, job_noise
-from perfci.model import RunResult
-from perfci.schema import dump_results
+from perfci.format.model import RunResult
+from perfci.format.schema import dump_results
 from perfci.store import migrate
 from perfci.store.history import HistoryStore
 from perfci.store.tables import STORE_VERSION

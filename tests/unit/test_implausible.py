@@ -7,13 +7,13 @@ from dataclasses import replace
 
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
+from perfci.format.model import CaseResult, RunResult
+from perfci.format.schema import dump_results, load_results
 from perfci.metrics.derive import case_metrics
 from perfci.metrics.registry import BANDWIDTH, BANDWIDTH_PCT_PEAK
-from perfci.model import CaseResult, RunResult
+from perfci.reports.case_rows import run_rows
 from perfci.reports.markdown import render_markdown
-from perfci.reports.tables import run_rows
 from perfci.reports.terminal import run_table
-from perfci.schema import dump_results, load_results
 from tests.conftest import make_case, make_run
 
 PEAKS = {"bandwidth_gbps": 10.0, "flops": 1e11}

@@ -11,19 +11,20 @@ ROOT = Path(__file__).parents[2] / "perfci"
 # lowest first; a package may import from its own layer or any lower one (never a cycle, even within a layer)
 # fmt: off
 LAYERS: dict[str, int] = {
-    "core": 0,  # model, schema, errors, config, patterns, cpus (modules at the top of perfci/)
-    "schemas": 0,
+    "core": 0,  # errors, config, patterns, cpus (modules at the top of perfci/)
+    "format": 0,  # model, codec, schema, JSON files, comparison format, schemas
     "stats": 1,
     "metrics": 2,
     "profilers": 3, "workloads": 3,
     "engine": 4,
     "store": 5, "compare": 5, "importers": 5,
-    "reports": 6,
-    "api": 7,
-    "cli": 8, "pytest_plugin": 8,
+    "ab": 6,
+    "reports": 7,
+    "api": 8,
+    "cli": 9, "pytest_plugin": 9,
 }
 # fmt: on
-CORE_MODULES = {"model", "codec", "jsonfile", "schema", "forked", "errors", "config", "patterns", "cpus", "fractions"}
+CORE_MODULES = {"forked", "errors", "config", "patterns", "cpus", "fractions"}
 ENGINE_MODULES = {"runner", "worker", "supervisor", "case_session", "lockstep"}
 
 
@@ -58,9 +59,9 @@ def package_graph() -> dict[str, set[str]]:
             dst = package_of(imported)
             if dst not in (src, "root"):
                 edges.setdefault(src, set()).add(dst)
-            elif dst == "root" and src not in ("workloads", "compare"):
+            elif dst == "root" and src not in ("workloads", "ab"):
                 # `import perfci` is the workload API (built-in workload files) and the installed package's
-                # location (compare/revisions.py); anywhere else it would hide an upward import
+                # location (ab/revisions.py); anywhere else it would hide an upward import
                 edges.setdefault(src, set()).add("root")
     return edges
 
@@ -118,8 +119,8 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_the_architecture_page_names_every_module() -> None:
-    """docs/architecture.md names each module by its path under perfci/ (`compare/rolling.py`; `model.py` for the
-    core modules at the top). The built-in suites are workload files, named by their folder."""
+    """docs/architecture.md names each module by its path under perfci/ (`compare/rolling_baseline.py`;
+    `config.py` for the core modules at the top). The built-in suites are workload files, named by their folder."""
     page = (ROOT.parent / "docs" / "architecture.md").read_text()
     modules = [p.relative_to(ROOT).as_posix() for p in sorted(ROOT.rglob("*.py")) if p.name != "__init__.py"]
     missing = [m for m in modules if not m.startswith("workloads/builtin/") and f"`{m}`" not in page]

@@ -18,7 +18,7 @@ def test_a_git_style_separator_gives_ab_and_ci_their_paths() -> None:
 
 
 def test_layout_each_worker_its_heap_offset_and_each_side_a_path_of_one_length(tmp_path: Path) -> None:
-    from perfci.compare.revisions import worktree_path
+    from perfci.ab.revisions import worktree_path
     from perfci.engine.worker import _heap_pad, shift_heap
 
     assert shift_heap({"PERFCI_HEAP_PAD": "4096"}) == 4096 and len(_heap_pad[-1]) == 4096

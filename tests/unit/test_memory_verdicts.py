@@ -12,8 +12,8 @@ from rich.console import Console
 from perfci.compare.decide import compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DecisionSettings
-from perfci.compare.saved import dump_comparison
-from perfci.model import CaseResult, Comparison, MetricComparison, Verdict
+from perfci.format.comparison import dump_comparison
+from perfci.format.model import CaseResult, Comparison, MetricComparison, Verdict
 from perfci.reports.html import render_html
 from perfci.reports.junit import render_junit
 from perfci.reports.markdown import render_markdown

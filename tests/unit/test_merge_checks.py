@@ -10,7 +10,7 @@ import pytest
 
 from perfci.api.merge import check_parts, merge_runs
 from perfci.errors import UsageError
-from perfci.model import CaseResult, CaseSpec, CaseStatus, GitInfo, RunResult
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, RunResult
 from tests.formats import with_spec
 from tests.report_fixtures import plain_round
 

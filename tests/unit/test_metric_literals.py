@@ -18,13 +18,13 @@ REGISTRY = PACKAGE / "metrics" / "registry.py"
 # (file under perfci/, string) -> (the most times it may appear there, why it is not a metric name)
 # fmt: off
 NOT_METRIC_NAMES: dict[tuple[str, str], tuple[int, str]] = {
-    ("schema.py", "flops"): (2, "the results format's field: a case's work per call (CaseResult.flops)"),
+    ("format/schema.py", "flops"): (2, "the results format's field: a case's work per call (CaseResult.flops)"),
     ("profilers/work.py", "flops"): (2, "key of the work sources (declared|derived|unknown of CaseResult.flops)"),
     ("profilers/peaks.py", "flops"): (1, "key of the measured peaks in the fingerprint"),
     ("metrics/derive.py", "flops"): (1, "key of the measured peaks in the fingerprint"),
     ("reports/charts.py", "flops"): (2, "key of the measured peaks; the roofline chart's JSON field"),
-    ("reports/tables.py", "flops"): (3, "a report row's template field; key of the measured peaks (twice)"),
-    ("reports/tables.py", "bandwidth"): (1, "a report row's template field"),
+    ("reports/case_rows.py", "flops"): (3, "a report row's template field; key of the measured peaks (twice)"),
+    ("reports/case_rows.py", "bandwidth"): (1, "a report row's template field"),
     ("reports/terminal.py", "bandwidth"): (1, "a column title"),
     ("workloads/builtin/kernels.py", "bandwidth"): (2, "a workload tag"),
 }

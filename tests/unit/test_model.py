@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from perfci.model import CaseSpec, Round, format_case_id
+from perfci.format.model import CaseSpec, Round, format_case_id
 
 
 def test_case_id_format() -> None:

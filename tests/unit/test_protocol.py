@@ -41,7 +41,7 @@ from perfci.engine.protocol import (
 )
 from perfci.engine.runner import Runner, RunSettings
 from perfci.engine.supervisor import Limits, WorkerLost, WorkerProcess, run_worker
-from perfci.model import Round
+from perfci.format.model import Round
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"

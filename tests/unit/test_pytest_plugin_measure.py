@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from perfci.format.model import CaseSpec, CaseStatus
 from perfci.metrics.registry import LATENCY
-from perfci.model import CaseSpec, CaseStatus
 from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings, measure_rounds, measured_case
 from tests.fakes import FakeClock
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from perfci.format.model import Round
 from perfci.metrics import case_metrics, reference_ratio
-from perfci.model import Round
 from perfci.profilers.reference import REFERENCE_SAMPLE_S, open_reference
 from perfci.profilers.timing import Sampler, TimingSettings, clock_block_timer
 from tests.fakes import DriftingClock

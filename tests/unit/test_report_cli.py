@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.compare.saved import dump_comparison
+from perfci.format.comparison import dump_comparison
+from perfci.format.schema import dump_results
 from perfci.reports.verdicts import headline
-from perfci.schema import dump_results
 from tests.formats import load_comparison
 from tests.report_fixtures import decided_comparison
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.format.model import Comparison, MetricComparison, Verdict
+from perfci.reports.case_rows import ReportInput, fingerprint_mismatches, runtime_groups
 from perfci.reports.charts import MAX_SAMPLES, bounded, chart_data, r4, time_unit
 from perfci.reports.html import render_html, render_report, script_json
-from perfci.reports.tables import ReportInput, fingerprint_mismatches, runtime_groups
 from perfci.reports.verdicts import VERDICT_ORDER, headline, sort_rows
 from tests.conftest import make_case, make_run
 from tests.report_fixtures import HOSTILE, suite_comparison

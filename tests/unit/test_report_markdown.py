@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perfci.model import CaseError, CaseResult, CaseStatus, Comparison, MetricComparison, Verdict
+from perfci.format.model import CaseError, CaseResult, CaseStatus, Comparison, MetricComparison, Verdict
 from perfci.reports.markdown import code, render_markdown
 from tests.conftest import make_case, make_run
 from tests.formats import with_spec
@@ -112,7 +112,7 @@ def test_run_summary_lists_each_case_with_median_interval_and_memory() -> None:
 
 def test_run_summary_rows_are_escaped_and_bounded() -> None:
 
-    from perfci.model import CaseSpec
+    from perfci.format.model import CaseSpec
 
     evil = "a|b`c<img src=x>@octocat"
     cases = [make_case(f"c{i}", 1e-3) for i in range(300)]

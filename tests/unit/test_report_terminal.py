@@ -6,7 +6,7 @@ import time
 
 from rich.console import Console
 
-from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.format.model import Comparison, MetricComparison, Verdict
 from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, verdict_line
 from tests.report_fixtures import suite_comparison
 

@@ -16,8 +16,8 @@ from perfci.engine.resume import check_resumable, refusal, workloads_digest
 from perfci.engine.runner import Runner, RunSettings
 from perfci.engine.supervisor import EventHandler
 from perfci.errors import UsageError
-from perfci.model import CaseSpec, GitInfo, Round, RunResult
-from perfci.schema import load_results
+from perfci.format.model import CaseSpec, GitInfo, Round, RunResult
+from perfci.format.schema import load_results
 
 FP = {"machine": "x86_64", "cpu_model": "Test CPU", "cpu_logical_cores": 4, "python": "3.11.7", "libraries": {}}
 GIT = GitInfo(commit="abc123", branch="main", dirty=False)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare.saved import V1_WARNING, comparison_to_dict, dump_comparison
 from perfci.errors import ResultsFormatError
-from perfci.model import Comparison, Direction, MetricComparison, Verdict
+from perfci.format.comparison import V1_WARNING, comparison_to_dict, dump_comparison
+from perfci.format.model import Comparison, Direction, MetricComparison, Verdict
 from tests.formats import load_comparison, parse_comparison
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import perfci.model
+import perfci.format.model
 from perfci.api import report as report_api
 from perfci.cli import app
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
-from perfci.compare.saved import dump_comparison
-from perfci.model import CaseSpec, Metric, format_case_id
+from perfci.format.comparison import dump_comparison
+from perfci.format.model import CaseSpec, Metric, format_case_id
+from perfci.format.schema import dump_results, load_results
 from perfci.reports.html import PAGE_ROWS, render_html
-from perfci.schema import dump_results, load_results
 from tests.conftest import make_case, make_run
 from tests.report_fixtures import suite_comparison
 
@@ -29,8 +29,8 @@ def test_cases_are_indexed_once_and_lookups_do_not_scan(monkeypatch: pytest.Monk
     assert run.case("t.c7[n=8]@cpu") is run.cases[7]
     assert run.case("nope") is None
     calls = []
-    real = perfci.model.format_case_id
-    monkeypatch.setattr(perfci.model, "format_case_id", lambda *a: calls.append(a) or real(*a))
+    real = perfci.format.model.format_case_id
+    monkeypatch.setattr(perfci.format.model, "format_case_id", lambda *a: calls.append(a) or real(*a))
     fresh = make_run([make_case(f"d{i}", 1e-3) for i in range(50)])
     for _ in range(3):
         for c in fresh.cases:
@@ -137,7 +137,7 @@ BAD_FILES = [
 def test_a_bad_file_is_one_clear_refusal(tmp_path: Path, data: bytes) -> None:
     """msgspec refuses, and the words come from the json module: the line and column, or the place."""
     from perfci.errors import ResultsFormatError
-    from perfci.jsonfile import parse_json, read_bytes
+    from perfci.format.jsonfile import parse_json, read_bytes
 
     path = tmp_path / "r.json"
     path.write_bytes(data)
@@ -156,7 +156,7 @@ GOOD_FILES = [
 
 @pytest.mark.parametrize("data", GOOD_FILES)
 def test_a_good_file_reads_as_by_the_json_module(tmp_path: Path, data: bytes) -> None:
-    from perfci.jsonfile import parse_json, read_bytes
+    from perfci.format.jsonfile import parse_json, read_bytes
 
     path = tmp_path / "r.json"
     path.write_bytes(data)

@@ -10,10 +10,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from msgspec import Meta
 
-from perfci.codec import DocumentFormat
 from perfci.errors import ResultsFormatError
-from perfci.model import RunResult, Telemetry
-from perfci.schema import RESULTS, SCHEMA_VERSION, dump_results, load_results, run_to_dict
+from perfci.format.codec import DocumentFormat
+from perfci.format.model import RunResult, Telemetry
+from perfci.format.schema import RESULTS, SCHEMA_VERSION, dump_results, load_results, run_to_dict
 from tests.formats import parse_results
 from tests.tools.write_schemas import FORMATS, SCHEMAS, schema_path, schema_text
 
@@ -103,7 +103,7 @@ def test_golden_v1_file_still_loads() -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.kind)
 def test_the_published_schema_is_generated_from_the_definition(fmt: DocumentFormat[Any]) -> None:
-    """The current version's JSON Schema in perfci/schemas/ is what the definition generates (regenerate with
+    """The current version's JSON Schema in perfci/format/schemas/ is what the definition generates (regenerate with
     `python -m tests.tools.write_schemas`); it is a JSON Schema that accepts a file perfci writes."""
     assert schema_path(fmt).read_text() == schema_text(fmt)
     Draft202012Validator.check_schema(fmt.json_schema())
@@ -142,7 +142,7 @@ def test_results_v1_and_v2_read_as_they_are() -> None:
 def test_a_device_clock_round_trips(tmp_path: Path, sample_run: RunResult) -> None:
     from dataclasses import replace
 
-    from perfci.model import DeviceTime, KernelTime
+    from perfci.format.model import DeviceTime, KernelTime
 
     device = DeviceTime("cupti", (1e-3, 1.1e-3), kernels=12, dropped_calls=1, top=(KernelTime("gemm", 8e-4, 1.0),))
     case = sample_run.cases[0]
@@ -262,7 +262,7 @@ def test_a_checked_document_is_built_as_a_parse_into_the_model_would_build_it(
     a device clock and a git section too."""
     import msgspec
 
-    from perfci.model import DeviceTime, GitInfo, KernelTime
+    from perfci.format.model import DeviceTime, GitInfo, KernelTime
 
     device = DeviceTime("cupti", (1e-3, 1.1e-3), kernels=12, top=(KernelTime("gemm", 8e-4, 1.0),))
     case = sample_run.cases[0]

@@ -14,7 +14,7 @@ from perfci.api.merge import merge_runs
 from perfci.api.shards import Shard, case_durations, parse_shard, split, split_text
 from perfci.cli import app
 from perfci.errors import UsageError
-from perfci.schema import dump_results
+from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
 IDS = [f"suite.case[n={n},dtype=float32]@cpu" for n in range(200)]

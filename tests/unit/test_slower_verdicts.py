@@ -15,10 +15,10 @@ from perfci.api.settings import Settings
 from perfci.compare.decide import compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DecisionSettings
-from perfci.compare.saved import V1_WARNING, comparison_to_dict
 from perfci.config import Config
 from perfci.errors import UsageError
-from perfci.model import Comparison, MetricComparison, Verdict
+from perfci.format.comparison import V1_WARNING, comparison_to_dict
+from perfci.format.model import Comparison, MetricComparison, Verdict
 from perfci.reports.junit import render_junit
 from perfci.reports.markdown import render_markdown
 from perfci.reports.terminal import comparison_table

@@ -12,7 +12,7 @@ import pytest
 
 from perfci.compare.decide import MIN_STEPS, compare_runs, step_pairs
 from perfci.compare.policy import DecisionSettings
-from perfci.model import CaseResult, MetricComparison
+from perfci.format.model import CaseResult, MetricComparison
 from perfci.stats.logratio import paired_differences, step_log_ratio
 from tests.conftest import make_case, make_run
 

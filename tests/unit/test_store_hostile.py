@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from perfci.cli import app
 from perfci.errors import InfrastructureError, UsageError
 from perfci.store.connect import store_label
-from perfci.store.contention import another_writer
 from perfci.store.history import POSTGRES_CONNECT_TIMEOUT_S, HistoryStore, connect_args, parse_version
+from perfci.store.retries import another_writer
 from perfci.store.tables import STORE_VERSION, UPGRADES
 
 

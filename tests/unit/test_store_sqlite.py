@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.schema import dump_results
+from perfci.format.schema import dump_results
 from perfci.store.history import HistoryStore
 from tests.store_cases import (
     check_change_point_cache,

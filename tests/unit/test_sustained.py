@@ -15,8 +15,8 @@ from perfci.api.run import RunRequest, run_settings
 from perfci.api.settings import Settings
 from perfci.config import Config
 from perfci.errors import UsageError
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Direction, Metric, RunResult
 from perfci.metrics.registry import LATENCY
-from perfci.model import CaseResult, CaseSpec, CaseStatus, Direction, Metric, RunResult
 from perfci.profilers.cuda_timing import cuda_timer
 from perfci.profilers.telemetry import NvmlProbe
 from perfci.profilers.timing import Sampler, TimingSettings, clock_block_timer, sustain

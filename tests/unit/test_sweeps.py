@@ -7,12 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfci.api.run import RunOutcome
+from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, ParamValue
 from perfci.metrics.registry import LATENCY, THROUGHPUT
-from perfci.model import CaseError, CaseResult, CaseSpec, CaseStatus, ParamValue
+from perfci.reports.case_rows import ReportInput
 from perfci.reports.charts import chart_data
 from perfci.reports.html import render_html
 from perfci.reports.sweeps import best_configurations, find_sweeps
-from perfci.reports.tables import ReportInput
 from tests.conftest import make_case, make_run
 from tests.formats import with_spec
 

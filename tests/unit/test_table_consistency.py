@@ -11,9 +11,9 @@ from rich.console import Console
 
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
-from perfci.model import CaseResult
+from perfci.format.model import CaseResult
+from perfci.reports.case_rows import ReportInput, comparison_rows
 from perfci.reports.markdown import render_markdown
-from perfci.reports.tables import ReportInput, comparison_rows
 from perfci.reports.terminal import comparison_table
 from tests.conftest import make_case, make_run
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from perfci.format.model import Round
 from perfci.metrics import case_metrics
-from perfci.model import Round
 from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, reason_names, summarize
 from tests.fakes import FakeNvml
 

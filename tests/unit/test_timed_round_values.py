@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from perfci.format.model import CaseResult, DeviceTime, Round
 from perfci.metrics.registry import COMPARABLE, timed_round_values
-from perfci.model import CaseResult, DeviceTime, Round
 from perfci.store.rows import _round_stats, prepare_run
 from tests.conftest import make_case, make_run
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from perfci.api.history import since_cutoff
 from perfci.cli import app
 from perfci.errors import UsageError
-from perfci.reports.trend import trend_digest
-from perfci.schema import dump_results
+from perfci.format.schema import dump_results
+from perfci.reports.trend_text import trend_digest
 from perfci.stats.changepoint import detect_change_points
 from perfci.store.history import Point
 from perfci.store.movers import CALL_RUNS, window_moves

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from perfci.reports.trend import trend_table
+from perfci.reports.trend_text import trend_table
 from perfci.store.history import Point
 from perfci.store.trend import Trend
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from perfci.errors import WorkloadDefinitionError
-from perfci.model import CaseSpec
+from perfci.format.model import CaseSpec
 from perfci.patterns import case_pattern
 from perfci.workloads.discovery import all_cases_from_sources, builtin_source
 from perfci.workloads.selection import Selection, device_matches, plan_sources, select, unknown_suites

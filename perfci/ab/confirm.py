@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from perfci.format.model import Comparison, Direction, MetricComparison, Verdict
 from perfci.metrics.registry import COMPARABLE, LATENCY, metric_def
-from perfci.model import Comparison, Direction, MetricComparison, Verdict
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
 SETTLED_IF_BOUNDED = (Verdict.UNCHANGED, Verdict.SLOWER, Verdict.FASTER)  # settled when the worse edge is inside theta

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from perfci.format.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
 from perfci.metrics.registry import (
     BANDWIDTH,
     BANDWIDTH_PCT_PEAK,
@@ -25,7 +26,6 @@ from perfci.metrics.registry import (
     ROUND_CV,
     VS_REFERENCE,
 )
-from perfci.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
 from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import expected_reason, format_mdc, sort_rows, verdict_rank
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perfci.model import CaseResult, MetricComparison, Verdict
+from perfci.format.model import CaseResult, MetricComparison, Verdict
 
 CONTENTION_MARGIN = 0.05
 BUSY_WAIT = 0.2  # a round that waited this share of its runnable time for a CPU was measured on a busy machine

@@ -16,10 +16,9 @@ from statistics import geometric_mean
 
 from perfci.compare.decide import check_comparable
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
-from perfci.compare.saved import run_side
 from perfci.errors import UsageError
-from perfci.metrics.registry import LATENCY, MetricDef, implausible, launch_bound, metric_def, round_values
-from perfci.model import (
+from perfci.format.comparison import run_side
+from perfci.format.model import (
     CaseResult,
     CaseStatus,
     Comparison,
@@ -29,6 +28,7 @@ from perfci.model import (
     RunResult,
     Verdict,
 )
+from perfci.metrics.registry import LATENCY, MetricDef, implausible, launch_bound, metric_def, round_values
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.rolling import rolling_log_ratio
 from perfci.store.history import HistoryStore, Point, RunInfo

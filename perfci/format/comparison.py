@@ -2,7 +2,7 @@
 
 `perfci compare` and `perfci ab` write `comparison.json` next to their report when given an output folder;
 `perfci report` renders it again. Every reader goes through `load_comparison`/`parse_comparison`, which read it as
-the versioned document `COMPARISON` (perfci/codec.py: format check, migrations from older versions, the check
+the versioned document `COMPARISON` (perfci/format/codec.py: format check, migrations from older versions, the check
 against the definition below, `ComparisonFile`); any problem is a `ResultsFormatError` (exit code 2).
 
 Format, version 2 (documented in docs/compare.md):
@@ -50,8 +50,8 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from perfci.codec import DocumentFormat
-from perfci.model import Comparison, Count, MetricComparison, RunResult, Verdict
+from perfci.format.codec import DocumentFormat
+from perfci.format.model import Comparison, Count, MetricComparison, RunResult, Verdict
 
 SCHEMA_NAME = "perfci.comparison"
 SCHEMA_VERSION = 2

@@ -2,7 +2,7 @@
 
 These classes are also the one definition of the results format and of the rounds the worker protocol carries:
 their annotations hold the format's bounds (`msgspec.Meta`: a sample's range, a count's minimum, a time's
-shape), and perfci/codec.py reads and writes the files from them and generates the published JSON Schema. An
+shape), and perfci/format/codec.py reads and writes the files from them and generates the published JSON Schema. An
 open object (a runner's fingerprint, a round's telemetry, settings) keeps every key it is given; `KnownKeys`
 names the keys perfci reads in it, whose types are checked."""
 

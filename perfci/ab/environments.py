@@ -3,7 +3,7 @@ has what perfci needs, and how the two environments differ.
 
 An environment is named by a Python interpreter or by a virtual environment's folder (`<folder>/bin/python`).
 Before anything is measured, `probe` starts that interpreter once with the side's worker environment (the shim
-of perfci/compare/revisions.py puts the *installed* perfci first on PYTHONPATH, so both sides run the same perfci)
+of perfci/ab/revisions.py puts the *installed* perfci first on PYTHONPATH, so both sides run the same perfci)
 and asks it for its Python version, the third-party modules perfci's workers import, and the runner fingerprint
 as that interpreter sees it (library versions, CUDA, driver). A missing module is one UsageError naming every
 missing module and the pip command that installs them, so nothing is measured with a half-working worker.

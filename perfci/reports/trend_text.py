@@ -9,8 +9,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from perfci.format.model import Direction
 from perfci.metrics.registry import ENERGY, LATENCY, family_of, metric_direction
-from perfci.model import Direction
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo

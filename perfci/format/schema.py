@@ -1,5 +1,5 @@
 """The results format: one JSON document per run, `{"schema": "perfci.results", "schema_version": 3, ...}`,
-defined by the model's `RunResult` (perfci/model.py) and read and written by perfci/codec.py.
+defined by the model's `RunResult` (perfci/format/model.py) and read and written by perfci/format/codec.py.
 
 Versions:
 
@@ -25,9 +25,9 @@ from typing import Any
 
 import msgspec
 
-from perfci.codec import DocumentFormat
 from perfci.errors import ResultsFormatError
-from perfci.model import RunResult
+from perfci.format.codec import DocumentFormat
+from perfci.format.model import RunResult
 
 SCHEMA_NAME = "perfci.results"
 SCHEMA_VERSION = 3

@@ -15,7 +15,7 @@ version. Everything else comes from that definition:
 
 Older versions are read through one table of steps: version N's document (plain JSON values) is brought to N+1
 by `migrations[N]`, in order, then checked as the current version. Their published schemas stay frozen in
-perfci/schemas/. A document that is not JSON, not this format, of an unknown version, or not valid is one
+perfci/format/schemas/. A document that is not JSON, not this format, of an unknown version, or not valid is one
 `ResultsFormatError` naming the file and the JSON path.
 """
 
@@ -36,8 +36,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union, get_args, g
 import msgspec
 
 from perfci.errors import ResultsFormatError
-from perfci.jsonfile import MAX_NESTING, UNPARSABLE, explain_unparsable, read_bytes, write_atomic
-from perfci.model import KnownKeys
+from perfci.format.jsonfile import MAX_NESTING, UNPARSABLE, explain_unparsable, read_bytes, write_atomic
+from perfci.format.model import KnownKeys
 
 T = TypeVar("T")
 Migration = Callable[[dict[str, Any]], dict[str, Any]]

@@ -1,7 +1,7 @@
 """Same-machine A/B of two revisions: lockstep pairs (or paired rounds), adaptive extra pairs, one verdict per case.
 
 Procedure (docs/compare.md explains why):
-1. Check out each revision (`perfci.compare.revisions`), optionally build it, list its cases in a subprocess
+1. Check out each revision (`perfci.ab.revisions`), optionally build it, list its cases in a subprocess
    that imports the revision's code.
 2. Look 1: `pairs` pairs. A pair is one base worker and one head worker, each measuring every active case
    (in a shuffled order); which of the two runs first is a fair coin per pair (seeded).
@@ -25,18 +25,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from perfci.compare.confirm import SETTLED_IF_BOUNDED, unsettled
+from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
+from perfci.ab.environments import changes_line, describe, environment_changes
+from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
-from perfci.compare.environments import changes_line, describe, environment_changes
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
-from perfci.compare.revisions import Side, build
 from perfci.engine.lockstep import run_lockstep_pair
 from perfci.engine.progress import LookDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, UsageError, WorkloadDefinitionError
+from perfci.format.model import (
+    CaseResult,
+    CaseSpec,
+    Comparison,
+    Direction,
+    GitInfo,
+    MetricComparison,
+    RunResult,
+    Verdict,
+)
+from perfci.format.schema import load_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
-from perfci.model import CaseResult, CaseSpec, Comparison, Direction, GitInfo, MetricComparison, RunResult, Verdict
-from perfci.schema import load_results
 
 _LIST_SCRIPT = """
 import json, sys

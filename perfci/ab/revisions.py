@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import perfci
-from perfci.compare.environments import Environment
+from perfci.ab.environments import Environment
 from perfci.errors import InfrastructureError, UsageError
 
 GIT_TIMEOUT_S = 120.0

@@ -1,0 +1,1 @@
+"""Same-machine A/B: revisions, environments, lockstep orchestration, confirmation."""

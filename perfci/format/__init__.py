@@ -1,0 +1,1 @@
+"""The formats: the model, the results and comparison documents, their codec and JSON Schemas."""
