@@ -22,10 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from estimators import expected_normal_range, job_components, rounds_for_spread
+
 from perfci.format.schema import load_results
 from perfci.metrics import reference_ratio
 from perfci.profilers.fingerprint import cpu_model
-from perfci.stats.components import expected_normal_range, job_components, rounds_for_spread
 
 BAR_INVOCATIONS = 5  # issue #3: the spread of 5 invocations' medians
 

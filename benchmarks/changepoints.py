@@ -37,7 +37,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
-from perfci.stats.changepoint import detect_change_points, mean_shift_points
+from estimators import mean_shift_points
+
+from perfci.stats.changepoint import detect_change_points
 
 PHI, SD, OUTLIER_RATE, OUTLIER = 0.9, 0.02, 0.02, 1.15
 SEED_SETS = {"tune": range(1000, 1010), "holdout": range(2000, 2010)}  # disjoint on purpose

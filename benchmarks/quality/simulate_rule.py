@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 import random
 import sys
+from pathlib import Path
 
 from perfci.stats.decision import decide
-from perfci.stats.logratio import paired_log_ratio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from estimators import paired_log_ratio
 
 SCHEDULE = (8, 6, 6)
 FACTORS = (1.0, 1.02, 1.03, 1.05, 1.10)

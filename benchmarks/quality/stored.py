@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import CASES, CONTEXT, Clock, machine, make_injected_repo, now, perfci, rows_of, save, sh, write_doc
-
-from perfci.stats.components import job_components
+from estimators import job_components
 
 NAME = os.environ.get("PERFCI_BENCH_NAME", "stored")
 KERNEL = os.environ.get("PERFCI_BENCH_KERNEL", "numpy")

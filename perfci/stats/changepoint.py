@@ -219,28 +219,3 @@ def detect_change_points(
         before, after = math.exp(sum(left) / len(left)), math.exp(sum(right) / len(right))
         out.append(ChangePoint(idx, before, after, after / before, p))
     return out
-
-
-def mean_shift_points(
-    values: Sequence[float], min_size: int = 3, alpha: float = 0.01, min_effect: float = 0.03
-) -> list[int]:
-    """The previous method, kept for comparison: binary segmentation with a two-sample t on the log means,
-    Bonferroni-corrected, every run treated as independent. Indexes of the change points."""
-    logs = [math.log(v) for v in values]
-    found: list[int] = []
-
-    def search(lo: int, hi: int) -> None:
-        segment = logs[lo:hi]
-        split = _mean_split(segment, min_size)
-        if split is None:
-            return
-        k, t = split
-        p = min(1.0, _t_sf2(t, len(segment) - 2) * (len(segment) - 2 * min_size + 1))
-        shift = sum(segment[k:]) / (len(segment) - k) - sum(segment[:k]) / k
-        if p < alpha and abs(math.exp(shift) - 1.0) >= min_effect:
-            found.append(lo + k)
-            search(lo, lo + k)
-            search(lo + k, hi)
-
-    search(0, len(logs))
-    return sorted(found)

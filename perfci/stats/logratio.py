@@ -135,21 +135,9 @@ def trimmed_mean_se(d: Sequence[float], trim: float) -> tuple[float, float, floa
     return mean, math.sqrt((n - 1) * var_w / (h * (h - 1))), float(h - 1)
 
 
-def paired_log_ratio(baseline: Sequence[float], candidate: Sequence[float], trim: float = 0.0) -> LogRatio:
-    """Paired estimate from per-pair values (baseline[i] and candidate[i] measured as one pair).
-
-    With `trim` > 0 the estimate is Yuen's trimmed mean of d (robust to the odd pair whose two rounds saw a
-    different machine state, e.g. a busy neighbour on the other hyperthread during one of them).
-    """
-    if len(baseline) != len(candidate):
-        raise ValueError("paired_log_ratio needs as many baseline as candidate values")
-    return paired_differences(
-        [b - a for a, b in zip(_logs(baseline, "baseline"), _logs(candidate, "candidate"), strict=True)], trim
-    )
-
-
 def paired_differences(d: Sequence[float], trim: float = 0.0) -> LogRatio:
-    """Paired estimate from the per-pair differences d_i = log(B_i / A_i) themselves (see `paired_log_ratio`)."""
+    """Paired estimate from the per-pair differences d_i = log(B_i / A_i), baseline and candidate of pair i
+    measured as one pair."""
     if not d or not all(math.isfinite(x) for x in d):
         raise ValueError("paired_differences needs finite differences")
     n = len(d)

@@ -5,6 +5,7 @@ fixture that perfci serves to users' tests."""
 
 from perfci.format.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
 from perfci.pytest_plugin.benchmark_fixture import ServedBenchmark
+from perfci.stats.components import JobTerm
 
 FingerprintKeys.os
 FingerprintKeys.machine
@@ -40,3 +41,6 @@ TelemetryKeys.cpu_steal
 DeviceTime.unstable  # a results-format field: written for readers of the file and the report
 ServedBenchmark.pedantic  # pytest-benchmark's fixture API, called by users' tests
 ServedBenchmark.weave
+DeviceTime.kernels  # results-format fields: written for readers of the file and the report
+DeviceTime.dropped_calls
+JobTerm.jobs  # written into `perfci history noise --format json` rows by asdict

@@ -1,4 +1,5 @@
-"""Variance components of jobs and rounds (perfci/stats/components.py): hand values and seeded simulations."""
+"""Variance components of jobs and rounds (perfci/stats/components.py, and the benchmarks' own in
+benchmarks/estimators.py): hand values and seeded simulations."""
 
 from __future__ import annotations
 
@@ -7,13 +8,8 @@ import random
 
 import pytest
 
-from perfci.stats.components import (
-    JobComponents,
-    expected_normal_range,
-    job_components,
-    job_term,
-    rounds_for_spread,
-)
+from benchmarks.estimators import JobComponents, expected_normal_range, job_components, rounds_for_spread
+from perfci.stats.components import job_term
 
 
 def test_hand_values() -> None:
