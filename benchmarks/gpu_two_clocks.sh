@@ -18,7 +18,7 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
 # The device image's packages ship without bytecode (and it sets PYTHONDONTWRITEBYTECODE): every fresh process
 # compiled the sources it imported, 9.5 s of a worker's start for torch + transformers (3,128 files;
-# benchmarks/lab/first_ab_probe.sh). `pip install` compiles bytecode when it installs; so does this, once, into
+# 4e69623:benchmarks/lab/first_ab_probe.sh). `pip install` compiles bytecode when it installs; so does this, once, into
 # the cache folder above, before anything is timed.
 if [ -z "${MODELS_ONLY:-}" ]; then
   t0=$(date +%s)

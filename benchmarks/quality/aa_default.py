@@ -4,7 +4,7 @@ at least 19 of 20 runs).
 Each run is one real `perfci ab HEAD HEAD --suite default` (two worktrees of the same commit, real torch workers,
 paired rounds, adaptive looks) in a throw-away git repo; every case of every run is an A/A comparison.
 Usage: python benchmarks/quality/aa_default.py [RUNS] [extra perfci ab options...]
-Writes benchmarks/quality/results/NAME.json and docs/quality/NAME.md (NAME: $PERFCI_BENCH_NAME, default aa_default).
+Writes .perfci/quality/NAME.json and docs/quality/NAME.md (NAME: $PERFCI_BENCH_NAME, default aa_default).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "quality"
-RESULTS = ROOT / "benchmarks" / "quality" / "results"
+RESULTS = ROOT / ".perfci" / "quality"  # raw rows stay out of the tree (.gitignore)
 
 # Two commits of one workload file. Work per call is `k` 32x32 matrix products (numpy, one BLAS thread): the
 # head revision multiplies k by the case's factor exactly (k = 100 -> 102, 103, 105, 110), so the slowdown is

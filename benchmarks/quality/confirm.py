@@ -7,7 +7,7 @@ re-measured by a same-machine A/B against the baseline's commit, whose verdicts 
 the same with v1 as the candidate too (every case unchanged). Records per case the final verdict and whether it came
 from the A/B, and per trial the exit code and the time taken.
 Usage: python benchmarks/quality/confirm.py [TRIALS]
-Writes benchmarks/quality/results/confirm.json and docs/quality/confirm.md.
+Writes .perfci/quality/confirm.json and docs/quality/confirm.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One trial = one real `perfci ab HEAD~1 HEAD` (subprocesses, worktrees, paired rounds, adaptive looks) in a temp
 repo whose head commit scales the work of four cases by 1.02/1.03/1.05/1.10 and leaves two untouched
 (see common.WORKLOAD). Usage: python benchmarks/quality/injected_ab.py [TRIALS] [extra perfci ab options...]
-Writes benchmarks/quality/results/NAME.json and docs/quality/NAME.md (NAME: $PERFCI_BENCH_NAME, default injected_ab).
+Writes .perfci/quality/NAME.json and docs/quality/NAME.md (NAME: $PERFCI_BENCH_NAME, default injected_ab).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Two steps, so that the path is not chosen on the runs that are reported:
 Usage: python benchmarks/quality/layout_aa.py --paths /tmp/a,/tmp/bbbbbbbbbbbbb --runs 4 --seed-base 1000
        python benchmarks/quality/layout_aa.py --paths /tmp/bbbbbbbbbbbbb --runs 20
 Prints one Markdown table per path (paste it into docs/measurement.md with the date); raw rows go to
-benchmarks/quality/results/layout-aa-<name>.json.
+.perfci/quality/layout-aa-<name>.json.
 """
 
 from __future__ import annotations
