@@ -29,6 +29,7 @@ from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.backends.ort import initializer_bytes
 from perfci.workloads.checks import Tolerance, check_against
 from perfci.workloads.onnx_variants import INT8_VARIANTS, TOLERANCES, VARIANTS, Feeds
+from perfci.workloads.ort_session import open_session, providers_for
 
 Dim = int | str | None
 ELEMENT_TYPES: Mapping[str, str] = {
@@ -101,7 +102,7 @@ class OnnxFile:
         import onnxruntime as ort
         import torch  # its thread count, which `--threads` sets, is ORT's too: torch and ORT cases get equal CPU
 
-        providers = onnx_variants.providers_for(ctx.device, ort.get_available_providers())
+        providers = providers_for(ctx.device, ort.get_available_providers())
         if isinstance(providers, str):
             ctx.skip(providers)
         specs = model_inputs(self.path)
@@ -116,7 +117,7 @@ class OnnxFile:
                 yield make_inputs(specs, batch, self.dims, ctx.seed + 1 + i)
 
         path = onnx_variants.variant_path(self.path, variant, calibration, key=f"b{batch}-s{ctx.seed}")
-        sess = onnx_variants.session(path, providers, threads)
+        sess = open_session(path, providers, threads)
         ctx.bytes = initializer_bytes(path) + sum(float(x.nbytes) for x in feeds.values())
         ctx.notes.update(
             {
@@ -138,7 +139,7 @@ class OnnxFile:
     def _check_against_fp32(
         self, ctx: WorkloadContext, variant: str, sess: Any, feeds: Feeds, providers: list[Any], threads: int
     ) -> None:
-        reference = onnx_variants.session(self.path, providers, threads).run(None, feeds)
+        reference = open_session(self.path, providers, threads).run(None, feeds)
         actual = sess.run(None, feeds)
         check_against(ctx, actual, reference, self.tolerances[variant], "fp32", what=f"{variant} output vs fp32")
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from perfci.workloads.checks import Tolerance
+from perfci.workloads.ort_session import open_session
 
 VARIANTS = ("fp32", "fp16", "int8-dynamic", "int8-static")
 INT8_VARIANTS = ("int8-dynamic", "int8-static")
@@ -116,33 +117,6 @@ def _reader(feeds: Iterator[Feeds]) -> Any:
     return Reader()
 
 
-def providers_for(device: str, available: list[str]) -> list[Any] | str:
-    """The execution providers for `device` (CPU always; TensorRT, then CUDA, for a CUDA device where this
-    onnxruntime build has them), or the reason there are none."""
-    if not device.startswith("cuda"):
-        return ["CPUExecutionProvider"]
-    if "CUDAExecutionProvider" not in available:
-        return f"onnxruntime has no CUDAExecutionProvider here (available: {', '.join(available)})"
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
-    chosen: list[Any] = [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
-    if "TensorrtExecutionProvider" in available:
-        chosen.insert(0, ("TensorrtExecutionProvider", {"device_id": index}))
-    return chosen
-
-
-def session(path: Path, providers: list[Any], threads: int, optimized_to: Path | None = None) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.log_severity_level = 3
-    if optimized_to is not None:
-        options.optimized_model_filepath = str(optimized_to)
-    return ort.InferenceSession(str(path), options, providers=providers)
-
-
 def cast_count(path: Path) -> int:
     import onnx
 
@@ -155,5 +129,5 @@ def runs_fp16_as_fp32(fp16_path: Path, providers: list[Any], threads: int) -> bo
     adjacent ones), and the case then times fp32 arithmetic plus conversions."""
     with tempfile.TemporaryDirectory(prefix="perfci-onnx-opt-") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
-        session(fp16_path, providers, threads, optimized_to=optimized)
+        open_session(fp16_path, providers, threads, optimized_to=optimized)
         return cast_count(optimized) != cast_count(fp16_path)

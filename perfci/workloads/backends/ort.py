@@ -22,8 +22,7 @@ from typing import Any
 
 from perfci.workloads.api import WorkloadContext
 from perfci.workloads.backends.base import INT8, Prepared, fp32_tolerance
-
-GRAPH_LEVELS = ("disabled", "basic", "extended", "all")
+from perfci.workloads.ort_session import GRAPH_LEVELS, open_session, providers_for
 
 
 def export_onnx(model: Any, example: Any, path: Path, ctx: WorkloadContext) -> None:
@@ -85,44 +84,28 @@ class OnnxRuntime:
         import onnxruntime as ort
         import torch
 
-        providers = self._providers(ctx, ort.get_available_providers())
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = torch.get_num_threads()
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = {
-            "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }[self.graph_opt]
-        options.log_severity_level = 3
+        providers = providers_for(ctx.device, ort.get_available_providers(), tensorrt=False)
+        if isinstance(providers, str):
+            ctx.skip(providers)
+        threads = torch.get_num_threads()
         with tempfile.TemporaryDirectory(prefix="perfci-onnx-") as tmp:
             path = Path(tmp) / "model.onnx"
             export_onnx(model, example, path, ctx)
             if self.int8:
                 path = quantize_int8(path)
             weights = initializer_bytes(path)
-            session = ort.InferenceSession(str(path), options, providers=providers)
+            session = open_session(path, providers, threads, self.graph_opt)
         ctx.notes.update(
             {
                 "ort.version": ort.__version__,
                 "ort.providers": session.get_providers(),
-                "ort.intra_op_num_threads": options.intra_op_num_threads,
+                "ort.intra_op_num_threads": threads,
                 "ort.graph_optimization_level": self.graph_opt,
                 "ort.int8": self.int8,
             }
         )
         call, output = self._bind(session, example, ctx)
         return Prepared(call, output, weights, INT8 if self.int8 else fp32_tolerance(ctx.device))
-
-    def _providers(self, ctx: WorkloadContext, available: list[str]) -> list[Any]:
-        if not ctx.device.startswith("cuda"):
-            return ["CPUExecutionProvider"]
-        if "CUDAExecutionProvider" not in available:
-            ctx.skip(f"onnxruntime has no CUDAExecutionProvider here (available: {', '.join(available)})")
-        index = int(ctx.device.split(":", 1)[1]) if ":" in ctx.device else 0
-        return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
 
     def _bind(self, session: Any, example: Any, ctx: WorkloadContext) -> tuple[Any, Any]:
         in_name, out_name = session.get_inputs()[0].name, session.get_outputs()[0].name
