@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, unblamed
+from perfci.compare.coverage import Scope, recorded_scope, require_common, settle_missing
 from perfci.compare.policy import BUSY_JOB_NOISE, DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
@@ -37,12 +39,13 @@ from perfci.metrics.registry import (
     metric_def,
     round_values,
 )
+from perfci.profilers.device_time import clock_aware
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import geometric_mean, median
 
-__all__ = ["LATENCY", "DecisionSettings", "check_comparable", "compare_case", "compare_runs"]
+__all__ = ["LATENCY", "DecisionSettings", "Scope", "check_comparable", "compare_case", "compare_runs"]
 
 
 def _value(case: CaseResult, metric: str = LATENCY) -> float | None:
@@ -197,6 +200,9 @@ def compare_case(
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
         theta = practical_threshold(settings, cand.id, mdef, host_set)
+        clocked = clock_aware(base.rounds, cand.rounds, bv, cv) if name == DEVICE_TIME else None
+        if clocked is not None:  # in cycles where the sides' SM clocks differ; throttled slices left out, said so
+            bv, cv = clocked.base, clocked.cand
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
             interleaved = paired and name in INTERLEAVED
@@ -208,6 +214,8 @@ def compare_case(
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
+            if clocked is not None and clocked.note:
+                row = replace(row, note="; ".join(n for n in (row.note, clocked.note) if n))
             rows.append(row)
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
@@ -251,26 +259,38 @@ def compare_runs(
     settings: DecisionSettings,
     labels: tuple[str, str] = ("", ""),
     paired: bool = False,
+    scope: Scope | None = None,
 ) -> Comparison:
+    """Every case and metric of the two runs decided. With no case in common: a usage error (coverage.py).
+    Baseline cases without a candidate are settled by `scope` (what the candidate left out on purpose, whether
+    missing cases are allowed; default: what the candidate's file records) through coverage.settle_missing."""
     # Two files of the same run (same run id and start: e.g. a results file and an edited copy of it) hold the
     # same worker processes round by round: pair them, and no cross-job noise applies.
     paired = paired or (baseline.run_id == candidate.run_id and baseline.started_at == candidate.started_at)
+    moved = moved_test_ids((c.id for c in baseline.cases), (c.id for c in candidate.cases))
+    require_common(baseline, candidate, labels, len(moved))
+    by_candidate = {cand_id: base_id for base_id, cand_id in moved.items()}
     rows: list[MetricComparison] = []
-    n_cases = sum(1 for c in candidate.cases if baseline.case(c.id) is not None)
-    for cand in candidate.cases:
-        base = baseline.case(cand.id)
+    pairs = [(baseline.case(by_candidate.get(c.id, c.id)), c) for c in candidate.cases]
+    n_cases = sum(1 for base, _ in pairs if base is not None)
+    for base, cand in pairs:
         if base is None:
             rows.append(MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand)))
         else:
             rows += compare_case(base, cand, settings, paired, n_cases)
     cand_ids = {c.id for c in candidate.cases}
     for base in baseline.cases:
-        if base.id not in cand_ids:
+        if base.id not in cand_ids and base.id not in moved:
             rows.append(MetricComparison(base.id, LATENCY, Verdict.MISSING, "s", _value(base), None))
     hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
     warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
-    return Comparison(
+    if moved:
+        warnings += (
+            f"{len(moved)} baseline case(s) matched under an earlier id of their pytest test (the file's path was "
+            f"relative to pytest's rootdir, e.g. {next(iter(moved))!r}); update the baseline to record the new ids",
+        )
+    comparison = Comparison(
         labels[0] or baseline.run_id,
         labels[1] or candidate.run_id,
         tuple(rows),
@@ -280,6 +300,8 @@ def compare_runs(
         candidate_run=run_side(candidate),
         settings=settings.as_dict(),
     )
+    recorded = recorded_scope(candidate)
+    return settle_missing(comparison, recorded.merged(scope) if scope is not None else recorded)
 
 
 def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) -> tuple[str, ...]:

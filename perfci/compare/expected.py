@@ -14,6 +14,14 @@ speed (or memory) for something else pass the gate, with a note.
 A `regression` (or `slower`) row that matches an entry and whose estimated change is within `max_change` keeps its
 verdict but gets `expected = reason`, and the gate passes it. A regression beyond `max_change` still fails, with a note.
 Remove the entry once the new numbers are the baseline.
+
+A case removed on purpose (it is in the baseline, not in the candidate: `missing`, which fails the gate) is
+declared with `removed = true` instead of `max_change`:
+
+    [[change]]
+    case = "default.old_kernel*"
+    removed = true
+    reason = "the old kernel is gone (#124)"
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from perfci.patterns import case_pattern
 
 EXPECTED_FILE = "perfci-expected.toml"
 _WORSE = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE)  # what can fail the gate (slower, grew: with fail_on)
+
 MAX_CHANGE = 1000.0  # the largest max_change read (a 100,000% worsening): anything beyond is a typo, or inf
 VERSION = 1
 
@@ -38,16 +47,19 @@ class ExpectedChange:
     metric: str
     max_change: float
     reason: str
+    removed: bool = False  # declares the removal of the matching cases (their `missing` rows pass)
 
     def covers(self, row: MetricComparison) -> bool:
+        if row.verdict is Verdict.MISSING:
+            return self.removed and case_pattern(self.case).matches(row.case_id)
         family = row.metric.split(".", 1)[0]
-        return self.metric in (row.metric, family) and case_pattern(self.case).matches(row.case_id)
+        return not self.removed and self.metric in (row.metric, family) and case_pattern(self.case).matches(row.case_id)
 
 
 def _entry(raw: object, where: str) -> ExpectedChange:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: each [[change]] must be a table.")
-    unknown = set(raw) - {"case", "metric", "max_change", "reason"}
+    unknown = set(raw) - {"case", "metric", "max_change", "reason", "removed"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}.")
     case, reason = raw.get("case"), raw.get("reason")
@@ -56,13 +68,20 @@ def _entry(raw: object, where: str) -> ExpectedChange:
         raise ConfigError(f"{where}: 'case' and 'metric' must be strings.")
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigError(f"{where}: 'reason' is required: say why the change is expected.")
+    removed = raw.get("removed", False)
+    if not isinstance(removed, bool):
+        raise ConfigError(f"{where}: 'removed' must be true or false.")
+    if removed:
+        if "max_change" in raw or "metric" in raw:
+            raise ConfigError(f"{where}: a removal ('removed = true') takes no 'max_change' or 'metric'.")
+        max_change = MAX_CHANGE
     if isinstance(max_change, bool) or not isinstance(max_change, int | float) or not 0 < max_change <= MAX_CHANGE:
         raise ConfigError(f"{where}: 'max_change' must be a positive fraction (0.10 = 10%).")
     try:
         case_pattern(case)
     except ValueError as exc:
         raise ConfigError(f"{where}: bad case pattern {case!r}: {exc}.") from None
-    return ExpectedChange(case, metric, float(max_change), reason.strip())
+    return ExpectedChange(case, metric, float(max_change), reason.strip(), removed)
 
 
 def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
@@ -102,11 +121,16 @@ def _worsening(row: MetricComparison) -> float | None:
 
 
 def apply_expected(comparison: Comparison, changes: tuple[ExpectedChange, ...]) -> Comparison:
-    """Mark regressions and slower rows covered by a declared expected change (see the module docstring)."""
+    """Mark regressions and slower rows covered by a declared expected change, and missing rows covered by a
+    declared removal (see the module docstring)."""
     if not changes:
         return comparison
     rows = []
     for row in comparison.rows:
+        if row.verdict is Verdict.MISSING:
+            removal = next((c for c in changes if c.covers(row)), None)
+            rows.append(replace(row, expected=removal.reason) if removal is not None and not row.expected else row)
+            continue
         entry = next((c for c in changes if c.covers(row)), None) if row.verdict in _WORSE else None
         worse = _worsening(row) if entry else None
         if entry is not None and worse is not None and worse <= entry.max_change:

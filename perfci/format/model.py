@@ -372,12 +372,14 @@ class Comparison:
 
     @property
     def failing(self) -> tuple[MetricComparison, ...]:
-        """Regressions not covered by a declared expected change: these fail the gate. `slower` (and `grew`) rows
-        fail it only when the settings say so (`fail_on = "slower"`, see `failing_on`)."""
+        """Regressions not covered by a declared expected change, and `missing` rows not allowed: these fail the
+        gate. `slower` (and `grew`) rows fail it only when the settings say so (`fail_on = "slower"`, see
+        `failing_on`)."""
         return self.failing_on(str(self.settings.get("fail_on", "regression")))
 
     def failing_on(self, fail_on: str = "regression") -> tuple[MetricComparison, ...]:
         """The rows that fail a gate set to `fail_on` ("regression", or "slower": also the certain changes for the
         worse below the threshold, `slower` rows and memory's `grew`)."""
         fails = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE) if fail_on == "slower" else (Verdict.REGRESSION,)
-        return tuple(r for r in self.rows if r.verdict in fails and not r.expected)
+        # a baseline case with no candidate fails too, unless allowed (`expected` says why: compare/coverage.py)
+        return tuple(r for r in self.rows if r.verdict in (*fails, Verdict.MISSING) and not r.expected)

@@ -1,7 +1,7 @@
 """pytest-benchmark's `benchmark` fixture, served by perfci under `--perfci-out` / `--perfci-compare`.
 
-Tests written for pytest-benchmark run unchanged and become perfci cases (id: the test's node id, with its
-parameters, `@cpu`):
+Tests written for pytest-benchmark run unchanged and become perfci cases (id: the test's id, with its
+parameters, `@cpu`; the test's id is its node id with the file relative to the project root, ids.py):
 
 - `benchmark(fn, *args, **kwargs)`: measured like `perf(fn)` (warm-up, calibrated iterations, several rounds);
   returns what `fn` returns, as pytest-benchmark does.
@@ -40,7 +40,9 @@ class ServedBenchmark:
 
     def __init__(self, state: PerfciSession, node: Any) -> None:
         self._state = state
-        self._nodeid: str = node.nodeid
+        from perfci.pytest_plugin.plugin import node_test_id
+
+        self._nodeid: str = node_test_id(state, node)
         marker = node.get_closest_marker("benchmark")
         self.group: str | None = marker.kwargs.get("group") if marker is not None else None
         self.extra_info: dict[str, Any] = {}

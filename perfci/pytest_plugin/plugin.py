@@ -1,7 +1,8 @@
 """pytest hooks of perfci's plugin (entry point `pytest11`: `perfci`).
 
 - `perf` fixture: `def test_x(perf): perf(fn)` measures `fn` in-process (measure.py) and records a case whose
-  id is the test's node id (`<node id>@cpu`; with `name=`, `<node id>::<name>@cpu`).
+  id is the test's id (`<test id>@cpu`; with `name=`, `<test id>::<name>@cpu`): its node id, but with the file's
+  path relative to the project root rather than pytest's rootdir, which moves with the command line (ids.py).
 - `--perfci-out DIR`: DIR/results.json, a perfci results file (`perfci compare`, `perfci report` read it).
 - `--perfci-compare BASELINE`: compares with a results file through `perfci.api.compare` (the rule, thresholds,
   expected changes and files of `perfci compare`); a regression makes the session exit 1, and the verdict table
@@ -77,6 +78,7 @@ class PerfciSession:
     job_noise: float | None
     disabled: bool
     rootpath: Path
+    root: Path  # the project root the case ids are relative to (ids.py)
     started_at: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
@@ -159,6 +161,7 @@ SESSION_KEY = pytest.StashKey[PerfciSession]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from perfci.pytest_plugin.ids import project_root
     from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings
 
     rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
@@ -181,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         job_noise=job_noise,
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
+        root=project_root(config.invocation_params.dir),
     )
     if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
         config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
@@ -299,7 +303,15 @@ def _checked_work(argument: str, value: object) -> float | None:
 @pytest.fixture
 def perf(request: pytest.FixtureRequest) -> Perf:
     """Measure a callable with perfci's timing: `perf(fn)` (see docs/pytest.md)."""
-    return Perf(request.config.stash[SESSION_KEY], request.node.nodeid)
+    state = request.config.stash[SESSION_KEY]
+    return Perf(state, node_test_id(state, request.node))
+
+
+def node_test_id(state: PerfciSession, node: Any) -> str:
+    """The test's id in case ids: its node id, with the file relative to the project root (ids.py)."""
+    from perfci.pytest_plugin.ids import stable_test_id
+
+    return stable_test_id(Path(node.path), node.nodeid, state.root)
 
 
 class BenchmarkTakeover:
