@@ -49,11 +49,16 @@ class _State:
     debug = False
 
 
+# stdout that is not a terminal (a CI log, a pipe): tables as wide as they need, so a case id stays on one line and
+# a grep of the log finds it with its verdict; a terminal gets the compact layout when narrow (reports/case_table.py)
+LOG_WIDTH = 10_000
+
+
 def consoles() -> tuple[Console, Console]:
     no_color = "NO_COLOR" in os.environ
     out = Console(no_color=no_color, soft_wrap=False)
-    if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
-        out = Console(no_color=no_color, soft_wrap=False, width=200)
+    if not out.is_terminal:
+        out = Console(no_color=no_color, soft_wrap=False, width=LOG_WIDTH)
     return out, Console(stderr=True, no_color=no_color)
 
 

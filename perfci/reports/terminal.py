@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
+from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts
@@ -27,42 +26,47 @@ VERDICT_STYLE = {
 }
 
 
-def run_table(run: RunResult) -> Table:
-    table = Table(title="perfci results", title_justify="left")
-    table.add_column("case", overflow="fold")
+RUN_COLUMNS = (
+    Column("median", "right"),
+    Column("95% interval"),
+    Column("noise (round CV)", "right"),
+    Column("rounds", "right"),
+    Column("memory (own)"),
+    Column("bandwidth"),
+)
+# what the compact layout of a narrow terminal leaves out first (case_table.py)
+RUN_DROP_ORDER = ("rounds", "95% interval", "noise (round CV)", "vs reference", "bandwidth", "memory (own)")
+
+
+def run_table(run: RunResult) -> CaseTable:
     with_ref = any(c.metric(VS_REFERENCE) for c in run.cases)  # only with --speed-reference
-    for col in ("median", "95% interval", "noise (round CV)", "rounds", "memory (own)", "bandwidth", "status"):
-        table.add_column(col)
-    if with_ref:
-        table.add_column("vs reference")
+    columns = (*RUN_COLUMNS, *((Column("vs reference"),) if with_ref else ()), Column("status"))
+    rows = []
     for c in run.cases:
         ref = c.metric(VS_REFERENCE)
-        ref_cell = [format_vs_reference(ref.value, ref.low, ref.high) if ref else "-"] if with_ref else []
+        ref_cell = [Text(format_vs_reference(ref.value, ref.low, ref.high) if ref else "-")] if with_ref else []
         if c.status is not CaseStatus.OK:
             msg = c.errors[0].message if c.errors else c.status.value
-            label = "[bold red]error[/]" if c.status is CaseStatus.ERROR else "[yellow]skipped[/]"
-            row = ("-", "-", "-", str(len(c.rounds)), "-", "-", f"{label}: {escape(msg)}")
-            table.add_row(Text(c.id), *row, *ref_cell)
+            label = Text("error", "bold red") if c.status is CaseStatus.ERROR else Text("skipped", "yellow")
+            dashes = [Text("-")] * 3 + [Text(str(len(c.rounds)))] + [Text("-")] * 2
+            rows.append(CaseRow(c.id, (*dashes, *ref_cell, label), Text(msg)))
             continue
         med = c.metric(LATENCY)
         cv = c.metric(ROUND_CV)
         bw = c.metric(BANDWIDTH)
         interval = f"{format_seconds(med.low)} .. {format_seconds(med.high)}" if med else "-"
-        table.add_row(
-            Text(c.id),
-            format_seconds(med.value if med else None),
-            interval,
-            f"{cv.value * 100:.1f}%" if cv else "-",
-            str(len(c.rounds)),
-            own_memory(c),
-            (format_value(bw.value, bw.unit) + (" [yellow]implausible[/]" if bw.note else "")) if bw else "-",
-            "ok" + (f": {escape(bw.note)}" if bw and bw.note else ""),
-            *ref_cell,
-        )
+        bandwidth = Text(format_value(bw.value, bw.unit) if bw else "-")
+        if bw and bw.note:
+            bandwidth.append(" implausible", "yellow")
+        cells = [format_seconds(med.value if med else None), interval, f"{cv.value * 100:.1f}%" if cv else "-"]
+        cells += [str(len(c.rounds)), own_memory(c)]
+        note = Text(bw.note) if bw and bw.note else None
+        rows.append(CaseRow(c.id, (*map(Text, cells), bandwidth, *ref_cell, Text("ok")), note))
     notes = burst_sustained_notes(run) + boost_notes(run)
-    if notes:  # below the table: a burst figure must not be read as what a long-running job sees
-        table.caption, table.caption_justify = Text("\n".join(f"note: {n}" for n in notes)), "left"
-    return table
+    # below the table: a burst figure must not be read as what a long-running job sees
+    caption = Text("\n".join(f"note: {n}" for n in notes)) if notes else None
+    return CaseTable(columns, tuple(rows), title="perfci results", caption=caption, drop_order=RUN_DROP_ORDER,
+                     note_around=(": ", ""))  # fmt: skip
 
 
 def own_memory(case: CaseResult) -> str:
@@ -84,41 +88,42 @@ SUMMARY_ABOVE = 50
 SUMMARY_OTHER_ROWS = 100
 
 
-def comparison_table(comparison: Comparison, limit: int | None = None, summary_above: int = SUMMARY_ABOVE) -> Table:
+COMPARISON_COLUMNS = (
+    Column("metric"),
+    Column("baseline", "right"),
+    Column("candidate", "right"),
+    Column("change", "right"),
+    Column("99% interval"),
+    Column("detects", "right"),
+    Column("verdict"),
+)
+COMPARISON_DROP_ORDER = ("detects", "99% interval", "baseline", "candidate")
+
+
+def comparison_table(comparison: Comparison, limit: int | None = None, summary_above: int = SUMMARY_ABOVE) -> CaseTable:
     """Most urgent rows first. Above `summary_above` rows, only the rows that are not `unchanged` are listed,
     and a caption counts every verdict. With `limit`, at most that many rows, and the caption counts the rest."""
     rows = sort_rows(comparison.rows)
     summarised = len(rows) > summary_above
     listed = _summary_rows(comparison, rows) if summarised else rows
     shown = listed if limit is None else listed[:limit]
-    table = Table(
-        title=f"{comparison.baseline_label} -> {comparison.candidate_label}",
-        title_justify="left",
-        caption=_caption(comparison, len(listed) - len(shown), len(rows) - len(listed) if summarised else None),
-        caption_justify="left",
-    )
-    table.add_column("case", overflow="fold")
-    for col in ("metric", "baseline", "candidate", "change", "99% interval", "detects", "verdict"):
-        table.add_column(col)
+    rows_out = []
     for row in shown:
         interval = (
             f"{format_ratio(row.ratio_low)} .. {format_ratio(row.ratio_high)}" if row.ratio_low is not None else "-"
         )
-        style = VERDICT_STYLE[row.verdict]
-        verdict = f"[{style}]{row.verdict.value}[/]" if style else row.verdict.value
-        if row.note:
-            verdict += f" ({escape(row.note)})"
-        table.add_row(
-            Text(row.case_id),
-            row.metric,
-            format_value(row.baseline, row.unit),
-            format_value(row.candidate, row.unit),
-            format_ratio(row.ratio),
-            interval,
-            format_mdc(row.mdc),
-            verdict,
-        )
-    return table
+        cells = [row.metric, format_value(row.baseline, row.unit), format_value(row.candidate, row.unit)]
+        cells += [format_ratio(row.ratio), interval, format_mdc(row.mdc)]
+        verdict = Text(row.verdict.value, VERDICT_STYLE[row.verdict])
+        rows_out.append(CaseRow(row.case_id, (*map(Text, cells), verdict), Text(row.note) if row.note else None))
+    caption = _caption(comparison, len(listed) - len(shown), len(rows) - len(listed) if summarised else None)
+    return CaseTable(
+        COMPARISON_COLUMNS,
+        tuple(rows_out),
+        title=f"{comparison.baseline_label} -> {comparison.candidate_label}",
+        caption=Text(caption) if caption else None,
+        drop_order=COMPARISON_DROP_ORDER,
+    )
 
 
 def _summary_rows(comparison: Comparison, rows: list[MetricComparison]) -> list[MetricComparison]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from rich.console import Console
 
-from perfci.format.model import Comparison, MetricComparison, Verdict
-from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, verdict_line
+from perfci.format.model import CaseResult, CaseSpec, Comparison, MetricComparison, RunResult, Verdict
+from perfci.metrics import case_metrics
+from perfci.reports.case_table import id_lines
+from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, run_table, verdict_line
 from tests.report_fixtures import suite_comparison
 
 
@@ -96,12 +99,110 @@ def test_many_rows_that_do_not_fail_are_capped_but_failing_ones_never() -> None:
 
 
 def test_the_run_table_shows_each_case_own_memory() -> None:
-    from rich.console import Console
-
-    from perfci.reports.terminal import run_table
     from tests.conftest import make_case, make_run
 
     console = Console(width=160, record=True)
     console.print(run_table(make_run([make_case("a", 1e-3)])))
     text = console.export_text()
     assert "memory (own)" in text and "host 977 KiB" in text
+
+
+# --- widths: ids and verdict words whole at any width (reports/case_table.py) ---
+
+LONG_IDS = (
+    "tests/bench/test_bench_style.py::test_fib_plain@cpu",
+    "tests/bench/test_bench_style.py::test_sort_numbers_large@cpu",
+)
+
+
+def _narrow_comparison() -> Comparison:
+    rows = (
+        MetricComparison(
+            LONG_IDS[0], "latency.median", Verdict.REGRESSION, "s", 1e-3, 1.25e-3, 1.25, 1.2, 1.3, mdc=0.03
+        ),
+        MetricComparison(
+            LONG_IDS[1], "latency.median", Verdict.INCONCLUSIVE, "s", 1e-3, 1.01e-3, 1.01, 0.8, 1.3, mdc=0.2
+        ),
+        MetricComparison(LONG_IDS[1], "memory.host", Verdict.UNCHANGED, "B", 2**20, 2**20, 1.0, 1.0, 1.0),
+        MetricComparison(LONG_IDS[0], "memory.host", Verdict.UNCHANGED, "B", 2**20, 2**20, 1.0, 1.0, 1.0),
+    )
+    return Comparison("baseline/results.json", "candidate/results.json", rows)
+
+
+def _at(width: int, renderable: object) -> str:
+    console = Console(width=width, record=True, force_terminal=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_ids_and_verdict_words_are_whole_at_any_width(width: int) -> None:
+    text = _at(width, comparison_table(_narrow_comparison()))
+    lines = text.splitlines()
+    assert "…" not in text
+    assert all(len(line.rstrip()) <= width for line in lines)
+    for case_id in LONG_IDS:  # each id whole on one line: a grep of the output finds it
+        assert any(case_id in line for line in lines), (case_id, text)
+    words = [w for line in lines for w in line.replace("│", " ").split()]
+    assert words.count("regression") == 1 and words.count("inconclusive") == 1 and words.count("unchanged") == 2
+    if width < 100:  # compact: the id on its own line, its rows under it; the ids are not repeated per row
+        assert lines.count(LONG_IDS[0]) == 2 and "─" not in text
+        regression = lines.index(LONG_IDS[0]) + 1
+        assert lines[regression].split()[0] == "latency.median" and lines[regression].split()[-1] == "regression"
+    else:  # wide: the rich table, one row per line
+        assert any(LONG_IDS[0] in line and "regression" in line for line in lines)
+
+
+def test_narrow_layout_names_the_columns_it_dropped_and_keeps_the_change() -> None:
+    text = _at(60, comparison_table(_narrow_comparison()))
+    assert "+25.0%" in text and "99% interval" not in text.splitlines()[2]
+    assert "not shown at this width: detects, 99% interval" in " ".join(text.split())
+    assert "not shown" not in _at(200, comparison_table(_narrow_comparison()))
+
+
+def test_an_id_longer_than_the_width_breaks_only_between_its_parts() -> None:
+    case_id = "benchmarks/very/deep/folder/test_module_with_a_long_name.py::test_one[size=4096,dtype=float32]@cpu"
+    lines = id_lines(case_id, 40)
+    assert "".join(lines) == case_id and all(len(line) <= 40 for line in lines)
+    assert lines[0].endswith("/") and any(line.startswith(("test_one", "[", "@")) for line in lines[1:])
+    assert id_lines("x" * 90, 40) == ["x" * 40, "x" * 40, "x" * 10]  # one word longer than the line: cut at it
+    text = _at(40, comparison_table(Comparison("a", "b", (MetricComparison(case_id, "latency.median",
+                                                                            Verdict.REGRESSION),))))  # fmt: skip
+    assert "test_module_with_a_long_name.py::" in text and "regression" in text.split()
+
+
+def test_a_note_gets_its_own_line_when_narrow_and_follows_the_verdict_when_wide() -> None:
+    note = "expected: the new allocator trades memory for speed (EXPECTED_CHANGES.md)"
+    row = MetricComparison(LONG_IDS[0], "latency.median", Verdict.IMPROVEMENT, "s", 1e-3, 8e-4, 0.8, note=note)
+    narrow = _at(80, comparison_table(Comparison("a", "b", (row,))))
+    assert "improvement" in narrow.split() and note in " ".join(narrow.split())
+    assert not any("improvement" in line and "expected" in line for line in narrow.splitlines())
+    assert f"improvement ({note})" in _at(300, comparison_table(Comparison("a", "b", (row,))))
+
+
+def _cases(*ids: str, bandwidth: bool = True) -> RunResult:
+    """A run of these case ids (pure Python when not `bandwidth`: no bytes moved, so no bandwidth)."""
+    from tests.conftest import make_case, make_run
+
+    cases = []
+    for case_id in ids:
+        c = make_case("x", 1e-3)
+        spec = CaseSpec(workload=case_id, params={}, device="cpu", source="tests")
+        nbytes = c.bytes if bandwidth else None
+        cases.append(CaseResult.of(spec, c.status, c.rounds, case_metrics(c.rounds, None, nbytes), (), None, nbytes))
+    return make_run(cases)
+
+
+def test_columns_empty_in_every_row_are_left_out() -> None:
+    text = _at(200, run_table(_cases("tests/test_x.py::test_parse_many_lines", bandwidth=False)))
+    assert "bandwidth" not in text and "memory (own)" in text and "status" in text
+    assert "bandwidth" in _at(200, run_table(_cases("tests/test_x.py::test_parse_many_lines")))
+    unchanged = MetricComparison(LONG_IDS[0], "latency.median", Verdict.UNCHANGED)  # no statistics: no "detects"
+    assert "detects" not in _at(200, comparison_table(Comparison("a", "b", (unchanged,))))
+
+
+def test_the_run_table_at_80_columns_keeps_ids_and_status_whole() -> None:
+    text = _at(80, run_table(_cases(*(i.removesuffix("@cpu") for i in LONG_IDS))))
+    lines = text.splitlines()
+    assert "…" not in text and all(case_id in lines for case_id in LONG_IDS)
+    assert [line.split()[-1] for line in lines if line.startswith("  ") and "ms" in line] == ["ok"] * 2

@@ -1,0 +1,74 @@
+"""`perfci compare` on a real 80-column pseudo-terminal, and into a pipe (a CI log): whole case ids and whole
+verdict words either way."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from perfci.format.schema import dump_results
+from tests.conftest import make_case, make_run
+
+pytestmark = pytest.mark.integration
+
+NAMES = ("tests/bench/test_bench_style.py::test_fib_plain", "tests/bench/test_bench_style.py::test_sort_numbers_large")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    base = [make_case(n, 1e-3, rounds=10, seed=1, noise=0.002) for n in NAMES]
+    cand = [make_case(n, 1e-3, rounds=10, seed=2, noise=0.002, scale=2.0 if n == NAMES[0] else 1.0) for n in NAMES]
+    dump_results(make_run(base), tmp_path / "base.json")
+    dump_results(make_run(cand), tmp_path / "cand.json")
+    return tmp_path / "base.json", tmp_path / "cand.json", [c.id for c in base]
+
+
+def _in_pty(args: list[str], columns: int) -> tuple[int, str]:
+    """Run `args` with stdout and stderr on a pseudo-terminal `columns` wide; (exit code, what it printed)."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "TERM")}
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=side, stderr=side, env={**env, "TERM": "xterm"})
+    os.close(side)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return proc.wait(timeout=120), ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n")
+
+
+def test_compare_on_an_80_column_terminal_keeps_ids_and_verdicts_whole(tmp_path: Path) -> None:
+    base, cand, ids = _files(tmp_path)
+    code, text = _in_pty([sys.executable, "-m", "perfci", "compare", str(base), str(cand)], 80)
+    assert code == 1, text
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert "…" not in text
+    assert all(len(line) <= 80 for line in lines if not line.startswith(("note:", "FAIL")))
+    regressed = lines.index(ids[0])  # the id whole, on its own line, its verdict on the row below
+    assert lines[regressed + 1].split()[0] == "latency.median" and lines[regressed + 1].split()[-1] == "regression"
+    assert ids[1] in lines and "inconclusive" in text.split()
+
+
+def test_compare_into_a_pipe_prints_each_row_on_one_line(tmp_path: Path) -> None:
+    base, cand, ids = _files(tmp_path)
+    env = {**os.environ, "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-m", "perfci", "compare", str(base), str(cand)], capture_output=True,
+                          text=True, env=env, timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert any(ids[0] in line and "regression" in line for line in proc.stdout.splitlines()), proc.stdout
+    assert "…" not in proc.stdout
