@@ -24,7 +24,7 @@ import numpy as np
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import ParamValue
-from perfci.workloads import onnx_variants
+from perfci.workloads import onnx_variants, surprises
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.backends.ort import initializer_bytes
 from perfci.workloads.checks import Tolerance, check_against
@@ -133,7 +133,12 @@ class OnnxFile:
             self._check_against_fp32(ctx, variant, sess, feeds, providers, threads)
         on_cpu = not ctx.device.startswith("cuda")
         if variant == "fp16" and on_cpu and onnx_variants.runs_fp16_as_fp32(path, providers, threads):
-            ctx.notes["onnx.fp16_note"] = FP16_ON_CPU
+            surprises.explain(ctx.notes, FP16_ON_CPU)
+        if variant == "int8-static":
+            surprises.explain(ctx.notes, surprises.random_calibration_note(onnx_variants.CALIBRATION_BATCHES))
+        fallback = surprises.provider_fallback_note(providers, sess.get_providers())
+        if fallback:
+            surprises.explain(ctx.notes, fallback)
         return _runner(sess, feeds, ctx.device)
 
     def _check_against_fp32(

@@ -21,6 +21,7 @@ from typing import Any
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import ParamValue
+from perfci.workloads import surprises
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.checks import Tolerance, check_against
 
@@ -112,7 +113,23 @@ class TorchModel:
         actual = _tensors(run())  # also compiles `compile` and warms every variant before timing
         tolerance = self.tolerances[variant]
         check_against(ctx, actual, reference, tolerance, "eager fp32", what=f"{variant} output vs eager")
+        _explain(ctx, torch, variant, run)
         return run
+
+
+def _explain(ctx: WorkloadContext, torch: Any, variant: str, run: Callable[[], object]) -> None:
+    """Notes that explain a surprising figure (workloads/surprises.py): reduced precision on a CPU without
+    native support; a compiled model that compiles again on its second call (then timed calls may too)."""
+    if variant in ("bf16", "fp16") and not ctx.device.startswith("cuda"):
+        note = surprises.reduced_precision_note(variant, surprises.cpu_flags())
+        if note:
+            surprises.explain(ctx.notes, note)
+    if variant == "compile":
+        before = surprises.compiled_graphs(torch)
+        run()
+        note = surprises.recompile_note(before, surprises.compiled_graphs(torch))
+        if note:
+            surprises.explain(ctx.notes, note)
 
 
 def _cpu_half(device: str, variant: str, **_: object) -> str | None:

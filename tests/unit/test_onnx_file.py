@@ -189,7 +189,9 @@ def test_setup_records_accuracy_against_fp32(tmp_path: Path, cache: Path, varian
     assert 0 < acc["rel_l2"] <= acc["tolerance"]["max_rel_l2"]
     assert acc["max_abs_diff"] > 0 and acc["max_rel_diff"] > 0
     assert ctx.notes["onnx.inputs"] == {"X": [3, 8]}
-    assert ("onnx.fp16_note" in ctx.notes) == (variant == "fp16")  # the CPU provider has no fp16 MatMul
+    explained = " ".join(ctx.notes.get("explain", []))
+    assert ("fp32 plus casts" in explained) == (variant == "fp16")  # the CPU provider has no fp16 MatMul
+    assert ("random inputs" in explained) == (variant == "int8-static")
 
 
 def test_setup_check_fails_beyond_the_tolerance_and_fp32_has_no_accuracy_entry(tmp_path: Path, cache: Path) -> None:

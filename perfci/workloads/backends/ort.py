@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfci.workloads import surprises
 from perfci.workloads.api import WorkloadContext
 from perfci.workloads.backends.base import INT8, Prepared, fp32_tolerance
 from perfci.workloads.ort_session import GRAPH_LEVELS, open_session, providers_for
@@ -104,6 +105,9 @@ class OnnxRuntime:
                 "ort.int8": self.int8,
             }
         )
+        fallback = surprises.provider_fallback_note(providers, session.get_providers())
+        if fallback:
+            surprises.explain(ctx.notes, fallback)
         call, output = self._bind(session, example, ctx)
         return Prepared(call, output, weights, INT8 if self.int8 else fp32_tolerance(ctx.device))
 

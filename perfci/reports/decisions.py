@@ -1,0 +1,374 @@
+"""Decision tables: the table a team chooses precision, batch and runtime by, one per model (or sweep).
+
+For every sweep of a run (reports/sweeps.py: one workload on one device whose cases differ in a parameter), one
+row per case: time per call (the median latency with its interval), time per item and items per second (a
+declared batch parameter divides the call), peak memory on the host and on the device, and the accuracy against
+the workload's reference (relative L2 error, with its tolerance). The **best configuration** is the row ranked
+first among those that measured, stayed within their accuracy tolerance and within `max_memory`: by time per
+item (`rank="time"`), or by peak memory (`rank="memory"`: the device's for a GPU case, else the host's). Notes
+that explain a surprise (reduced precision on a CPU without native support, int8 calibrated on random data, a
+provider that fell back to the CPU, a compiled variant that recompiled) come from the cases' own notes.
+
+Pure functions of the results: no I/O. Renderers: `markdown_lines` (summary.md), `text_lines` (the terminal,
+within 80 columns) and `html_rows` (the report's template).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from perfci.format.model import CaseResult, CaseStatus, RunResult
+from perfci.metrics.registry import LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.reports.sweeps import Sweep, find_sweeps
+from perfci.reports.units import format_bytes, format_seconds
+
+T = TypeVar("T")
+RANKS = ("time", "memory")
+ACCURACY_NOTE = "accuracy"  # where a workload's check records its accuracy (workloads/checks.py)
+EXPLAIN_NOTE = "explain"  # a workload's notes that explain a surprising figure (a list of sentences)
+MAX_TEXT_TABLES = 6  # at most this many tables in a terminal; summary.md and the report show them all
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """A case's accuracy against its reference: the relative L2 error, the worst absolute difference, and the
+    tolerance it was checked against (`limit`: the relative L2 bound, where the tolerance has one)."""
+
+    reference: str
+    rel_l2: float | None
+    max_abs: float | None
+    rule: str
+    limit: float | None
+
+    @property
+    def within(self) -> bool | None:
+        if self.limit is None or self.rel_l2 is None:
+            return None
+        return self.rel_l2 <= self.limit
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One row: a configuration (the parameters other than the batch), its batch, and what it costs."""
+
+    case_id: str
+    config: str
+    batch: int | None
+    per_call: float | None
+    per_call_low: float | None
+    per_call_high: float | None
+    host_bytes: float | None
+    device_bytes: float | None
+    accuracy: Accuracy | None
+    failed: str | None  # why the case cannot be chosen (an error, a tolerance not met), None when it can
+
+    @property
+    def per_item(self) -> float | None:
+        if self.per_call is None:
+            return None
+        return self.per_call / (self.batch or 1)
+
+    @property
+    def items_per_s(self) -> float | None:
+        per_item = self.per_item
+        return 1.0 / per_item if per_item else None
+
+
+@dataclass(frozen=True)
+class DecisionTable:
+    workload: str
+    device: str
+    rank: str  # "time" or "memory"
+    batch_param: str | None
+    rows: tuple[Choice, ...]
+    best: Choice | None
+    over_memory: tuple[str, ...]  # configurations left out by max_memory
+    notes: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload}@{self.device}"
+
+    def memory_of(self, row: Choice) -> float | None:
+        """The memory a row is ranked and limited by: the device's for a GPU case, else the host's."""
+        if self.device.startswith("cuda") and row.device_bytes is not None:
+            return row.device_bytes
+        return row.host_bytes
+
+
+def _notes(case: CaseResult) -> Mapping[str, Any]:
+    """The workload's notes of the case's last round that has any (set-up notes repeat in every round)."""
+    for r in reversed(case.rounds):
+        notes = (r.telemetry or {}).get("notes")
+        if isinstance(notes, Mapping):
+            return notes
+    return {}
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def accuracy_of(case: CaseResult) -> Accuracy | None:
+    """The accuracy recorded by the workload's check against its reference, or None where it has none."""
+    acc = _notes(case).get(ACCURACY_NOTE)
+    if not isinstance(acc, Mapping):
+        return None
+    tolerance = acc.get("tolerance")
+    tolerance = tolerance if isinstance(tolerance, Mapping) else {}
+    return Accuracy(
+        reference=str(acc.get("reference", "reference")),
+        rel_l2=_number(acc.get("rel_l2")),
+        max_abs=_number(acc.get("max_abs_diff")),
+        rule=str(tolerance.get("rule", "")),
+        limit=_number(tolerance.get("max_rel_l2")),
+    )
+
+
+def explanations(case: CaseResult) -> list[str]:
+    """The sentences a workload recorded to explain a surprising figure of this case."""
+    said = _notes(case).get(EXPLAIN_NOTE)
+    return [str(s) for s in said] if isinstance(said, list) else []
+
+
+def _config(case: CaseResult, batch: str | None, swept: tuple[str, ...]) -> str:
+    shown = [p for p in swept if p != batch] or [p for p in case.spec.params if p != batch]
+    values = [str(case.spec.params[p]) for p in shown if p in case.spec.params]
+    if len(values) == 1:
+        return values[0]
+    return ",".join(f"{p}={case.spec.params[p]}" for p in shown if p in case.spec.params) or "-"
+
+
+def _choice(case: CaseResult, sweep: Sweep) -> Choice:
+    latency = case.metric(LATENCY) if case.status is CaseStatus.OK else None
+    host, device = case.metric(MEMORY_HOST), case.metric(MEMORY_DEVICE)
+    accuracy = accuracy_of(case)
+    failed = None
+    if case.status is not CaseStatus.OK:
+        failed = case.errors[0].kind if case.errors else case.status.value
+    elif accuracy is not None and accuracy.within is False:
+        failed = "over tolerance"
+    elif latency is None:
+        failed = "not measured"
+    batch = case.spec.params.get(sweep.batch) if sweep.batch else None
+    return Choice(
+        case_id=case.id,
+        config=_config(case, sweep.batch, sweep.swept),
+        batch=batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
+        per_call=latency.value if latency else None,
+        per_call_low=latency.low if latency else None,
+        per_call_high=latency.high if latency else None,
+        host_bytes=host.value if host else None,
+        device_bytes=device.value if device else None,
+        accuracy=accuracy,
+        failed=failed,
+    )
+
+
+def _table(sweep: Sweep, rank: str, max_memory: float | None) -> DecisionTable:
+    rows = tuple(_choice(c, sweep) for c in sweep.cases)
+    draft = DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, None, (), ())
+    over = tuple(
+        r.case_id for r in rows if max_memory is not None and (m := draft.memory_of(r)) is not None and m > max_memory
+    )
+    candidates = [r for r in rows if r.failed is None and r.case_id not in over]
+
+    def score(r: Choice) -> float:
+        value = r.per_item if rank == "time" else draft.memory_of(r)
+        return value if value is not None else math.inf
+
+    ranked = sorted(candidates, key=score)  # stable: ties keep the run's order
+    best = ranked[0] if ranked and math.isfinite(score(ranked[0])) else None
+    notes = tuple(dict.fromkeys(f"{_config(c, sweep.batch, sweep.swept)}: {s}" for c in sweep.cases
+                                for s in explanations(c)))  # fmt: skip
+    return DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, best, over, notes)
+
+
+def decision_tables(run: RunResult | None, rank: str = "time", max_memory: float | None = None) -> list[DecisionTable]:
+    """One decision table per sweep of the run, in the order its workloads first appear."""
+    if rank not in RANKS:
+        raise ValueError(f"rank must be one of {', '.join(RANKS)}")
+    return [_table(s, rank, max_memory) for s in find_sweeps(run)] if run is not None else []
+
+
+def _rate(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def _accuracy_cell(a: Accuracy | None) -> str:
+    """The relative L2 error with its bound; a row with no accuracy in a table that has some is the reference."""
+    if a is None:
+        return "reference"
+    err = f"{a.rel_l2:.2g}" if a.rel_l2 is not None else "-"
+    return f"{err} (≤ {a.limit:.2g})" if a.limit is not None else err
+
+
+def _ranked_by(table: DecisionTable) -> str:
+    return "time per item" if table.rank == "time" else "peak memory"
+
+
+def best_line(table: DecisionTable) -> str:
+    """One sentence naming the best configuration and why, or why there is none."""
+    b = table.best
+    if b is None:
+        return f"best configuration: none (no configuration measured within its tolerance{_memory_words(table)})"
+    batch = f", batch {b.batch}" if b.batch is not None else ""
+    memory = table.memory_of(b)
+    cost = (
+        f"{format_seconds(b.per_item)} per item, {_rate(b.items_per_s)} items/s"
+        if table.rank == "time"
+        else f"{format_bytes(memory)} peak memory, {format_seconds(b.per_item)} per item"
+    )
+    within = " within its accuracy tolerance" if b.accuracy is not None and b.accuracy.limit is not None else ""
+    return f"best configuration by {_ranked_by(table)}{within}: {b.config}{batch} ({cost})"
+
+
+def _memory_words(table: DecisionTable) -> str:
+    return " and the memory limit" if table.over_memory else ""
+
+
+def _columns(table: DecisionTable) -> list[str]:
+    cols = ["configuration"]
+    cols += ["batch"] if table.batch_param else []
+    cols += ["per call", "per item", "items/s"] if table.batch_param else ["per call", "calls/s"]
+    cols += ["host memory"] if any(r.host_bytes is not None for r in table.rows) else []
+    cols += ["device memory"] if any(r.device_bytes is not None for r in table.rows) else []
+    cols += ["accuracy (rel. L2)"] if any(r.accuracy is not None for r in table.rows) else []
+    return cols
+
+
+def _cells(table: DecisionTable, r: Choice, cols: list[str]) -> list[str]:
+    values = {
+        "configuration": r.config + (" *" if table.best is r else ""),
+        "batch": str(r.batch) if r.batch is not None else "-",
+        "per call": format_seconds(r.per_call),
+        "per item": format_seconds(r.per_item),
+        "items/s": _rate(r.items_per_s),
+        "calls/s": _rate(r.items_per_s),
+        "host memory": format_bytes(r.host_bytes),
+        "device memory": format_bytes(r.device_bytes),
+        "accuracy (rel. L2)": _accuracy_cell(r.accuracy),
+    }
+    cells = [values[c] for c in cols]
+    if r.failed is not None:
+        cells[-1] = f"{cells[-1]}: {r.failed}" if "accuracy (rel. L2)" in cols else cells[-1]
+    return cells
+
+
+def _status_words(table: DecisionTable) -> list[str]:
+    words = []
+    failed = [f"{r.config}{f' batch {r.batch}' if r.batch is not None else ''} ({r.failed})" for r in table.rows
+              if r.failed is not None]  # fmt: skip
+    if failed:
+        words.append("not eligible: " + "; ".join(failed))
+    if table.over_memory:
+        words.append(f"left out above the memory limit: {len(table.over_memory)} configuration(s)")
+    return words
+
+
+def markdown_lines(tables: Iterable[DecisionTable], code: Any) -> list[str]:
+    """summary.md's section: one table per sweep, the best configuration, and the notes. `code` quotes text."""
+    lines: list[str] = []
+    for t in tables:
+        cols = _columns(t)
+        reference = next((r.accuracy.reference for r in t.rows if r.accuracy is not None), None)
+        against = f"; accuracy against {reference}" if reference else ""
+        lines += ["", f"#### Decision table: {code(t.key)} (ranked by {_ranked_by(t)}{against})", ""]
+        lines.append("| " + " | ".join(cols) + " |")
+        lines.append("| " + " | ".join("---" if i == 0 else "--:" for i in range(len(cols))) + " |")
+        for r in t.rows:
+            cells = _cells(t, r, cols)
+            lines.append("| " + " | ".join([code(cells[0]), *cells[1:]]) + " |")
+        lines.append("")
+        lines.append(f"**{best_line(t)}**")
+        lines += [f"\n> {w}" for w in _status_words(t)]
+        lines += [f"\n> note: {code(n, 300)}" for n in t.notes]
+    return lines
+
+
+def _fit(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+
+SHORT = {"configuration": "config", "host memory": "host mem", "device memory": "dev mem",
+         "accuracy (rel. L2)": "rel. L2 (tol)"}  # fmt: skip
+DROP_FIRST = ("calls/s", "items/s", "per call", "host memory")  # what a narrow terminal leaves out, in order
+
+
+def _without(seq: list[T], i: int) -> list[T]:
+    return seq[:i] + seq[i + 1 :]
+
+
+def text_lines(tables: list[DecisionTable], width: int = 80) -> list[str]:
+    """The terminal's section, every line within `width` columns: short headers, the least needed columns left
+    out where they do not fit (said below the table), and a configuration too long for its column printed on a
+    line of its own above its row, never cut."""
+    lines: list[str] = []
+    for t in tables[:MAX_TEXT_TABLES]:
+        cols = _columns(t)
+        rows = [_cells(t, r, cols) for r in t.rows]
+        heads = [SHORT.get(c, c) for c in cols]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+        dropped = []
+        for name in DROP_FIRST:
+            if 2 + sum(widths) + 2 * (len(cols) - 1) <= width or name not in cols or len(cols) <= 3:
+                continue
+            i = cols.index(name)
+            dropped.append(name)
+            cols, heads, widths = _without(cols, i), _without(heads, i), _without(widths, i)
+            rows = [_without(r, i) for r in rows]
+        first = max(len(heads[0]), min(widths[0], width - 2 - sum(widths[1:]) - 2 * (len(cols) - 1)))
+        widths[0] = first
+        lines += ["", f"decision table: {t.key} (ranked by {_ranked_by(t)})"]
+        lines.append("  " + _fit(heads, widths))
+        for cells in rows:
+            if len(cells[0]) > first:
+                lines.append("  " + cells[0])
+                cells = ["", *cells[1:]]
+            lines.append("  " + _fit(cells, widths))
+        lines += _wrap(best_line(t), width)
+        said = [f"not shown at this width: {', '.join(dropped)} (see summary.md)"] if dropped else []
+        for w in said + _status_words(t) + [f"note: {n}" for n in t.notes]:
+            lines += _wrap(w, width)
+    if len(tables) > MAX_TEXT_TABLES:
+        lines.append(f"… and {len(tables) - MAX_TEXT_TABLES} more decision table(s) in summary.md and report.html")
+    return lines
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Words onto lines of at most `width` columns (a word longer than a line stays whole on its own)."""
+    out: list[str] = []
+    line = ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*out, line] if line else out
+
+
+def html_tables(tables: Iterable[DecisionTable]) -> list[dict[str, Any]]:
+    """Plain data for the report's template (autoescaped there)."""
+    return [
+        {
+            "key": t.key,
+            "ranked_by": _ranked_by(t),
+            "columns": (cols := _columns(t)),
+            "rows": [{"cells": _cells(t, r, cols), "best": t.best is r, "failed": r.failed} for r in t.rows],
+            "best": best_line(t),
+            "status": _status_words(t),
+            "notes": list(t.notes),
+        }
+        for t in tables
+    ]
