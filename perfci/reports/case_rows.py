@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from perfci.format.model import CaseResult, CaseStatus, Comparison, GitInfo, RunResult
+from perfci.metrics.definition import MetricDef, MetricRegistry
 from perfci.metrics.registry import (
     BANDWIDTH,
     BANDWIDTH_PCT_PEAK,
@@ -25,7 +26,10 @@ from perfci.metrics.registry import (
     PEAK_RSS,
     ROUND_CV,
     VS_REFERENCE,
+    default_registry,
+    tolerance_of,
 )
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import expected_reason, format_mdc, sort_rows, verdict_rank
 
@@ -43,6 +47,7 @@ class ReportInput:
     candidate: RunResult | None
     comparison: Comparison | None = None
     baseline: RunResult | None = None
+    decisions: DecisionView = BY_TIME
 
     @cached_property
     def _index(self) -> tuple[dict[str, CaseResult], dict[str, CaseResult]]:
@@ -172,6 +177,23 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
             }
         )
     return sorted(rows, key=lambda r: r["rank"])
+
+
+def metric_columns(run: RunResult, registry: MetricRegistry | None = None) -> tuple[MetricDef, ...]:
+    """The metrics with a column of their own in run tables (`MetricDef.column`) that some case of `run` has."""
+    present = {m.name for c in run.cases for m in c.metrics}
+    return tuple(d for d in (registry or default_registry()).columns() if d.name in present)
+
+
+def metric_cell(case: CaseResult, definition: MetricDef) -> str:
+    """A case's value of a metric in its column, with the case's tolerance for it where it has one
+    ("0.0123 (tolerance 0.05)"); "-" where the case has no value."""
+    m = case.metric(definition.name)
+    if m is None:
+        return "-"
+    tolerance = tolerance_of(case, definition.name)
+    limit = f" (tolerance {format_value(tolerance, m.unit)})" if tolerance is not None else ""
+    return format_value(m.value, m.unit) + limit
 
 
 def fingerprint_summary(fp: dict[str, Any]) -> list[tuple[str, str]]:

@@ -33,6 +33,21 @@ MAX_TEXT_TABLES = 6  # at most this many tables in a terminal; summary.md and th
 
 
 @dataclass(frozen=True)
+class DecisionView:
+    """How decision tables rank their rows (`time` per item or peak `memory`) and which memory limit leaves rows
+    out (bytes; None: no limit): `--rank` and `--max-memory` of run, compare and report."""
+
+    rank: str = "time"
+    max_memory: float | None = None
+
+    def tables(self, run: RunResult | None) -> list[DecisionTable]:
+        return decision_tables(run, self.rank, self.max_memory)
+
+
+BY_TIME = DecisionView()  # the default view: by time per item, no memory limit
+
+
+@dataclass(frozen=True)
 class Accuracy:
     """A case's accuracy against its reference: the relative L2 error, the worst absolute difference, and the
     tolerance it was checked against (`limit`: the relative L2 bound, where the tolerance has one)."""

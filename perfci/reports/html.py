@@ -36,6 +36,7 @@ from perfci.reports.case_rows import (
 )
 from perfci.reports.charts import MAX_SAMPLES, chart_data
 from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
+from perfci.reports.decisions import BY_TIME, DecisionView, html_tables
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.verdicts import VERDICT_ORDER, headline, sensitivity, verdict_counts
 
@@ -160,6 +161,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "runtime_param": RUNTIME_PARAM,
         "runtimes": runtimes,
         "runtime_groups": groups,
+        "decisions": html_tables(inp.decisions.tables(run)),
         "charts": charts,
         "data": script_json(chart_data(inp) if charts else {"cases": []}),
         "plotly": Markup(js) if js else None,
@@ -175,15 +177,24 @@ def render_report(inp: ReportInput, charts: bool = True) -> str:
     return environment().get_template("report.html.j2").render(_context(inp, charts))
 
 
-def render_html(run: RunResult | None, comparison: Comparison | None, baseline: RunResult | None = None) -> str:
-    return render_report(ReportInput(run, comparison, baseline))
+def render_html(
+    run: RunResult | None,
+    comparison: Comparison | None,
+    baseline: RunResult | None = None,
+    decisions: DecisionView = BY_TIME,
+) -> str:
+    return render_report(ReportInput(run, comparison, baseline, decisions))
 
 
 def write_html(
-    path: Path, run: RunResult | None, comparison: Comparison | None, baseline: RunResult | None = None
+    path: Path,
+    run: RunResult | None,
+    comparison: Comparison | None,
+    baseline: RunResult | None = None,
+    decisions: DecisionView = BY_TIME,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run, comparison, baseline), "utf-8")
+    path.write_text(render_html(run, comparison, baseline, decisions), "utf-8")
 
 
 __all__ = ["VERDICT_ORDER", "ReportInput", "render_html", "render_report", "script_json", "write_html"]

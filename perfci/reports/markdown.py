@@ -24,9 +24,11 @@ from perfci.format.model import (
     RunResult,
     Verdict,
 )
+from perfci.metrics.definition import MetricDef
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
-from perfci.reports.case_rows import fingerprint_mismatches, side_fingerprint
+from perfci.reports.case_rows import fingerprint_mismatches, metric_cell, metric_columns, side_fingerprint
 from perfci.reports.clocks import clock_lines, launch_bound_lines
+from perfci.reports.decisions import BY_TIME, DecisionView, markdown_lines
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
@@ -77,14 +79,24 @@ def _row(r: MetricComparison) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _run_row(c: CaseResult) -> str:
-    """A measured case of a plain run: its median with its interval, and its own memory (the registry's)."""
+def _run_head(extra: tuple[MetricDef, ...]) -> str:
+    """The measured cases' table head: _RUN_HEAD and a column per metric with one of its own (`extra`)."""
+    if not extra:
+        return _RUN_HEAD
+    head, rule = _RUN_HEAD.split("\n")
+    return head + "".join(f" {d.column} |" for d in extra) + "\n" + rule + " --: |" * len(extra)
+
+
+def _run_row(c: CaseResult, extra: tuple[MetricDef, ...] = ()) -> str:
+    """A measured case of a plain run: its median with its interval, its own memory (the registry's), and its
+    values of the metrics with a column of their own (`extra`, with the case's tolerance where it has one)."""
     m = c.metric(LATENCY)
     unit = m.unit if m else "s"
     interval = f"{format_value(m.low, unit)} .. {format_value(m.high, unit)}" if m and m.low is not None else "-"
     memory = [c.metric(name) for name in (MEMORY_HOST, MEMORY_DEVICE)]
     cells = [code(c.id), format_value(m.value if m else None, unit), interval]
     cells += [format_value(x.value, x.unit) if x else "-" for x in memory]
+    cells += [metric_cell(c, d) for d in extra]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -116,6 +128,7 @@ def render_markdown(
     report: str = "report.html",
     max_rows: int = DEFAULT_MAX_ROWS,
     budget: int = DEFAULT_BUDGET,
+    decisions: DecisionView = BY_TIME,
 ) -> str:
     lines = [f"### perfci: {headline(comparison, run)}", ""]
     if comparison is not None:
@@ -158,8 +171,10 @@ def render_markdown(
             lines.extend(rows[:max_rows])
             if len(rows) > max_rows:
                 lines.append(f"\n… and {len(rows) - max_rows:,} more cases (see {report})")
-        measured = [_run_row(c) for c in run.cases if c.status is CaseStatus.OK]
-        _table(lines, measured, "measured cases", report, budget, max_rows, _RUN_HEAD)
+        extra = metric_columns(run)
+        measured = [_run_row(c, extra) for c in run.cases if c.status is CaseStatus.OK]
+        _table(lines, measured, "measured cases", report, budget, max_rows, _run_head(extra))
+    lines += markdown_lines(decisions.tables(run), code)
     lines += _implausible_lines(run, max_rows)
     lines += [f"\n> note: {code(c)}: {words}" for c, words in launch_bound_lines(run)[:max_rows]]
     lines += [f"\n> note: {code(n, 300)}" for n in burst_sustained_notes(run) + boost_notes(run)]
@@ -220,7 +235,11 @@ def _implausible_lines(run: RunResult | None, max_rows: int) -> list[str]:
 
 
 def write_markdown(
-    path: Path, run: RunResult | None, comparison: Comparison | None, baseline: RunResult | None = None
+    path: Path,
+    run: RunResult | None,
+    comparison: Comparison | None,
+    baseline: RunResult | None = None,
+    decisions: DecisionView = BY_TIME,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_markdown(run, comparison, baseline), "utf-8")
+    path.write_text(render_markdown(run, comparison, baseline, decisions=decisions), "utf-8")
