@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 # rich_markup_mode=None: help text is shown as written ("[default: 5]", "[tool.perfci]" are not markup)
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, rich_markup_mode=None, help="perfci: performance-regression gate."
-)
+    no_args_is_help=True, rich_markup_mode=None, help="perfci: performance-regression gate."
+)  # with typer's shell completion: --install-completion, --show-completion, and the _PERFCI_COMPLETE protocol
 baseline_app = typer.Typer(rich_markup_mode=None, help="Manage stored baselines.", no_args_is_help=True)
 history_app = typer.Typer(rich_markup_mode=None, help="History store.", no_args_is_help=True)
 import_app = typer.Typer(rich_markup_mode=None, help="Import results from other tools.", no_args_is_help=True)
@@ -144,8 +144,21 @@ def guard(fn: Callable[[], int]) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from perfci import __version__
+
+        typer.echo(f"perfci {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print perfci's version and exit.")
+    ] = False,
+) -> None:
     _State.debug = debug
 
 
