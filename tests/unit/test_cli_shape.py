@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 CLI = Path(__file__).parents[2] / "perfci" / "cli"
 MAX_LINES = 60
 # what would mean statistics or file-format logic in the CLI
@@ -73,3 +75,35 @@ def test_the_api_public_names_are_one_list() -> None:
     }
     assert typed == {(module, name) for name, module in api._WHERE.items()}
     assert all(getattr(api, name) is not None for name in api.__all__)
+
+
+def test_version_prints_the_version_and_exits_0() -> None:
+    from typer.testing import CliRunner
+
+    from perfci import __version__
+    from perfci.cli import load_commands
+
+    result = CliRunner().invoke(load_commands(["--version"]), ["--version"], prog_name="perfci")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"perfci {__version__}"
+
+
+def test_shell_completion_options_and_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--show-completion SHELL` prints a script that calls back with _PERFCI_COMPLETE; that protocol completes
+    command names (the typer app with every command registered)."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import load_commands
+
+    app = load_commands()
+    help_text = CliRunner().invoke(app, ["--help"], prog_name="perfci").output
+    assert "--install-completion" in help_text and "--show-completion" in help_text
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")  # the shell named, not detected
+    shown = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="perfci")
+    monkeypatch.delenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION")
+    assert shown.exit_code == 0 and "_PERFCI_COMPLETE=complete_bash" in shown.output, shown.output
+    env = {"_PERFCI_COMPLETE": "complete_bash", "COMP_WORDS": "perfci comp", "COMP_CWORD": "1"}
+    completed = CliRunner().invoke(app, [], prog_name="perfci", env=env)
+    assert completed.exit_code == 0 and completed.output.split() == ["compare"], completed.output
+    env = {"_PERFCI_COMPLETE": "complete_bash", "COMP_WORDS": "perfci compare --thre", "COMP_CWORD": "2"}
+    assert "--threshold" in CliRunner().invoke(app, [], prog_name="perfci", env=env).output.split()
