@@ -22,7 +22,7 @@ from perfci.cli.progress import PlainProgress
 from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.format.model import Comparison, RunResult
-from perfci.fractions import parse_fraction
+from perfci.reports.decisions import DecisionView, text_lines
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:
@@ -188,6 +188,20 @@ def print_json_text(out: Console, text: str) -> None:
         out.file.write(text + "\n")
 
 
+DECISION_LOG_WIDTH = 120  # a CI log's decision tables: wide enough for every column, configurations never cut
+
+
+def print_decisions(run: RunResult | None, view: DecisionView, fmt: OutputFormat) -> None:
+    """The decision tables of the run's models and sweeps, after its table (reports/decisions.py): within the
+    terminal's width, every column in a log."""
+    if fmt is OutputFormat.json or run is None:
+        return
+    out, _ = consoles()
+    width = out.width if out.is_terminal else DECISION_LOG_WIDTH
+    for line in text_lines(view.tables(run), width):
+        out.print(line, highlight=False, markup=False, overflow="ignore", crop=False)
+
+
 def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:
     out, err = consoles()
     if fmt is OutputFormat.json:
@@ -200,21 +214,6 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
     err.print(verdict_line(comparison, run), highlight=False)
 
 
-DbOpt = Annotated[
-    str | None,
-    typer.Option("--db", help="History store URL (default: $PERFCI_DB, else sqlite:///.perfci/history.db)."),
-]
-HistoryNoiseOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--history-noise/--no-history-noise",
-        help="Take each case's cross-job noise from the history store (--db): the runs since its last change "
-        "point (upper 90% bound; 'perfci history noise' shows it); cases with fewer than 10 keep the default "
-        "[default: the configuration's history_noise, else off].",
-    ),
-]
-
-
 def _shard(text: str | None) -> Shard | None:
     try:
         return parse_shard(text)
@@ -222,15 +221,6 @@ def _shard(text: str | None) -> Shard | None:
         raise typer.BadParameter(exc.message) from None
 
 
-GpuModeOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--gpu-mode",
-        help="How CUDA cases are timed: hot, cold, graph, sustained (back to back at the power and thermal "
-        "steady state) or sustained-cold (the same with the L2 flushed before each call; docs/measurement.md). "
-        "A workload's own choice wins [default: config, else hot].",
-    ),
-]
 ShardOpt = Annotated[
     Shard | None,
     typer.Option(
@@ -293,14 +283,6 @@ def progress_bar(
             bar.update(task, description=f"{prefix}{event.describe()}"[:70])
 
     return bar, update
-
-
-def fraction_option(text: str) -> float:
-    """A threshold option's value: `5%` or `0.05` (perfci/fractions.py); a bare number above 1 is refused."""
-    try:
-        return parse_fraction(text)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
 
 
 def note(text: str) -> None:

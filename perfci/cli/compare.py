@@ -25,19 +25,16 @@ from perfci.api.compare import (
     comparison_json,
 )
 from perfci.cli.app import (
-    DbOpt,
     DurationsOpt,
-    GpuModeOpt,
-    HistoryNoiseOpt,
     OutputFormat,
     ShardOpt,
     app,
     baseline_app,
     consoles,
     emit,
-    fraction_option,
     guard,
     note,
+    print_decisions,
     print_json,
     print_json_text,
     progress_bar,
@@ -46,27 +43,49 @@ from perfci.cli.app import (
     writable_folder,
 )
 from perfci.cli.exits import keep_until_exit
+from perfci.cli.options import (
+    AbBudgetOpt,
+    BasePythonOpt,
+    BuildOpt,
+    ConfigOpt,
+    DbOpt,
+    ExitZeroOpt,
+    ExtraOpt,
+    FailOnOpt,
+    FmtOpt,
+    GpuModeOpt,
+    HeadPythonOpt,
+    HistoryNoiseOpt,
+    JobNoiseOpt,
+    LooksOpt,
+    PairsOpt,
+    PathOpt,
+    PatternOpt,
+    RoundTimeOpt,
+    RunnerOpt,
+    SeedOpt,
+    SuiteOpt,
+    ThreadsOpt,
+    ThresholdOpt,
+    TimeoutOpt,
+    planned_pairs,
+)
 from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
-from perfci.compare.policy import AB_DEFAULTS
-from perfci.config import MAX_THREADS
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import LATENCY
+from perfci.options import AB_BUDGET, EXTRA, LOCK_CLOCKS, LOOKS, SEED
+from perfci.profilers.nvml import locked_sm_clocks
+from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:
     from perfci.api.ab import ABResult
 
-Thr = Annotated[
-    float | None, typer.Option(parser=fraction_option, help="Practical threshold for timed metrics: 3% or 0.03.")
-]
 Conf = Annotated[float, typer.Option(help="One-sided confidence per case and metric.")]
 Family = Annotated[str, typer.Option(help="Across cases: none (theta controls the family) or bonferroni.")]
 Catch = Annotated[
     float, typer.Option(help="Probability of flagging a change of exactly the threshold (0.5: estimate >= theta).")
-]
-JobNoise = Annotated[
-    float | None, typer.Option(help="Cross-job noise, sd of the log per-job shift [default: 0.10 CPU, 0.03 GPU].")
 ]
 StoreBaseline = Annotated[
     str | None,
@@ -81,39 +100,20 @@ Out = Annotated[Path | None, typer.Option(help="Write comparison.json, report.ht
 Html = Annotated[Path | None, typer.Option(help="Also write an HTML report here.")]
 Junit = Annotated[Path | None, typer.Option(help="Write JUnit XML here.")]
 Expected = Annotated[Path | None, typer.Option(help=f"Expected-changes file (default ./{EXPECTED_FILE}).")]
-ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")]
-FailOn = Annotated[
-    str | None,
-    typer.Option(
-        "--fail-on",
-        help="What fails the gate: 'regression' (default) or 'slower' (also established slowdowns below the "
-        "threshold, and memory that grew below it). Config: fail_on.",
-    ),
-]
-Fmt = Annotated[OutputFormat, typer.Option("--format")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]
-Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
 AllowMismatch = Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")]
 BaseRev = Annotated[
     str | None, typer.Argument(help="Base revision (commit, branch, tag); optional with --base/--head-python.")
 ]
-BasePython = Annotated[
-    Path | None,
-    typer.Option("--base-python", help="Interpreter or virtual environment folder of the base side's workers."),
+BaseImage = Annotated[
+    str | None,
+    typer.Option("--base-image", help="Container image the base side's workers run in (docs/containers.md)."),
 ]
-HeadPython = Annotated[
-    Path | None,
-    typer.Option("--head-python", help="Interpreter or virtual environment folder of the head side's workers."),
+HeadImage = Annotated[str | None, typer.Option("--head-image", help="Container image the head side's workers run in.")]
+ContainerRuntime = Annotated[
+    str,
+    typer.Option("--container-runtime", help="docker, podman, or the path of a runtime with docker's command line."),
 ]
 HeadRev = Annotated[str | None, typer.Argument(help="Head revision (default: the working tree as it is).")]
-PathOpt = Annotated[list[Path] | None, typer.Option("--path", help="Workload file or folder (repeatable).")]
-PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
-SuiteOpt = Annotated[list[str] | None, typer.Option("--suite", help="Built-in suite (repeatable).")]
-Pairs = Annotated[
-    int | None, typer.Option(min=2, help="Pairs in the first look [default: 4 when every case is on a GPU, else 8].")
-]
-Extra = Annotated[int, typer.Option(min=1, help="Pairs added per further look (undecided cases).")]
-Looks = Annotated[int, typer.Option(min=1, help="Looks in all (alpha is split over them).")]
 ABResumeOpt = Annotated[
     bool,
     typer.Option(
@@ -122,15 +122,10 @@ ABResumeOpt = Annotated[
         "fresh time budget.",
     ),
 ]
-Budget = Annotated[float, typer.Option(help="Time budget of the whole A/B, seconds.")]
-SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
-Threads = Annotated[int | None, typer.Option(min=0, max=MAX_THREADS, help="Threads per worker [default: 1].")]
+LockClocksOpt = Annotated[bool, typer.Option("--lock-clocks", help=LOCK_CLOCKS.help_text())]
 Cpus = Annotated[
     str | None, typer.Option("--cpus", help="CPUs both workers run on, e.g. 2-3 [default: the last --threads].")
 ]
-Timeout = Annotated[float | None, typer.Option(help="Per-case time-out in seconds.")]
-Seed = Annotated[int, typer.Option(help="Seed for pair order, round order and inputs.")]
-Build = Annotated[str | None, typer.Option("--build", help="Build command run in each checkout.")]
 
 
 def print_unsettled_hint(cases: list[str], remedy: str) -> None:
@@ -147,6 +142,7 @@ def print_outcome(comparison: Comparison, candidate: RunResult | None, written: 
         print_json_text(consoles()[0], comparison_json(comparison))  # the document's text, written by orjson
     else:
         emit(fmt, lambda: comparison_document(comparison), lambda: comparison_table(comparison))
+    print_decisions(candidate, BY_TIME, fmt)
     for w in comparison.warnings:
         note(f"warning: {w}")
     note(verdict_line(comparison, candidate))
@@ -179,11 +175,11 @@ def decision_options(
 def compare(
     baseline: Annotated[Path, typer.Argument(help="Baseline results file (or, alone, the candidate).")],
     candidate: Annotated[Path | None, typer.Argument(help="Candidate results file.")] = None,
-    runner: Runner = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
-    catch: Catch = 0.75, job_noise: JobNoise = None, history_noise: HistoryNoiseOpt = None, db: DbOpt = None,
+    runner: RunnerOpt = None, threshold: ThresholdOpt = None, confidence: Conf = 0.99, family: Family = "none",
+    catch: Catch = 0.75, job_noise: JobNoiseOpt = None, history_noise: HistoryNoiseOpt = None, db: DbOpt = None,
     metric: Metrics = None, allow_mismatch: AllowMismatch = False, out: Out = None, html: Html = None,
-    junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZero = False,
-    fmt: Fmt = OutputFormat.table, store_baseline: StoreBaseline = None, fail_on: FailOn = None,
+    junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZeroOpt = False,
+    fmt: FmtOpt = OutputFormat.table, store_baseline: StoreBaseline = None, fail_on: FailOnOpt = None,
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
@@ -214,19 +210,28 @@ def compare(
 @app.command("ab")
 def ab_command(
     base_rev: BaseRev = None, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
-    suites: SuiteOpt = None, pairs: Pairs = None, extra: Extra = AB_DEFAULTS.extra, looks: Looks = AB_DEFAULTS.looks,
-    budget: Budget = AB_DEFAULTS.budget_s,
-    sample_budget: SampleBudget = None, threads: Threads = None, cpus: Cpus = None, timeout: Timeout = None,
-    seed: Seed = 0, build: Build = None, threshold: Thr = None, confidence: Conf = 0.99, family: Family = "none",
+    suites: SuiteOpt = None, pairs: PairsOpt = None, extra: ExtraOpt = EXTRA.default, looks: LooksOpt = LOOKS.default,
+    budget: AbBudgetOpt = AB_BUDGET.default,
+    round_time: RoundTimeOpt = None, threads: ThreadsOpt = None, cpus: Cpus = None, timeout: TimeoutOpt = None,
+    seed: SeedOpt = SEED.default, build: BuildOpt = None, threshold: ThresholdOpt = None, confidence: Conf = 0.99,
+    family: Family = "none",
     catch: Catch = 0.75, metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
-    config: ConfigOpt = None, exit_zero: ExitZero = False, fmt: Fmt = OutputFormat.table, shard: ShardOpt = None,
-    gpu_mode: GpuModeOpt = None, base_python: BasePython = None, head_python: HeadPython = None,
-    fail_on: FailOn = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
+    config: ConfigOpt = None, exit_zero: ExitZeroOpt = False, fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None,
+    gpu_mode: GpuModeOpt = None, base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None,
+    fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
+    lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
+    container_runtime: ContainerRuntime = "docker",
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
+    from perfci.ab.containers import ImageSettings
     from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
 
+    images = (
+        None
+        if base_image is None and head_image is None
+        else ImageSettings(base_image or "", head_image or "", container_runtime)
+    )
     req = ABRequest(
         base_rev=base_rev,
         head_rev=head_rev,
@@ -235,7 +240,7 @@ def ab_command(
         extra=extra,
         looks=looks,
         budget_s=budget,
-        sample_budget_s=sample_budget,
+        sample_budget_s=round_time,
         threads=threads,
         cpus=cpus,
         timeout_s=timeout,
@@ -249,6 +254,7 @@ def ab_command(
         gpu_mode=gpu_mode,
         base_python=base_python,
         head_python=head_python,
+        images=images,
         resume=resume,
     )
 
@@ -256,9 +262,9 @@ def ab_command(
         settings = project_settings(config)
         sharded_req = replace(req, shard=sharded(shard, durations))
         bar, update = progress_bar(
-            "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=(pairs or 8) + extra * (looks - 1)
+            "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=planned_pairs(pairs, extra, looks)
         )
-        with bar:
+        with bar, locked_sm_clocks(lock_clocks, note):
             result = ab(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"))
         print_ab(result, fmt)
         return ExitCode.OK if exit_zero else result.exit_code()
@@ -271,7 +277,10 @@ def print_ab(result: ABResult, fmt: OutputFormat) -> None:
     meta = result.comparison.settings.get("ab", {})
     envs = meta.get("environments")
     if envs:
-        note(f"environments: base {envs['base']['python']} -> head {envs['head']['python']}")
+        base, head = (
+            f"image {envs[s]['image']}" if "image" in envs[s] else envs[s]["python"] for s in ("base", "head")
+        )
+        note(f"environments: base {base} -> head {head}")
         note(result.comparison.warnings[0])
     print_outcome(result.comparison, outcome.head, result.written, fmt)
     note(
@@ -284,7 +293,7 @@ def print_ab(result: ABResult, fmt: OutputFormat) -> None:
 def baseline_update(
     results: Annotated[Path | None, typer.Argument(help="Results file (default: the latest perfci run).")] = None,
     reason: Annotated[str, typer.Option(help="Why these numbers are the new reference (recorded).")] = "",
-    runner: Runner = None,
+    runner: RunnerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Accept results as the baseline of their runner class: writes baselines/<runner>.json."""
@@ -301,7 +310,7 @@ def baseline_update(
 def baseline_show(
     runner: Annotated[str | None, typer.Option(help="Runner class (default: this machine's).")] = None,
     config: ConfigOpt = None,
-    fmt: Fmt = OutputFormat.table,
+    fmt: FmtOpt = OutputFormat.table,
 ) -> None:
     """Show the stored baseline of a runner class: when, why, from which commit, and its cases."""
 

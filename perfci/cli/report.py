@@ -8,10 +8,13 @@ from typing import Annotated
 import typer
 
 from perfci.api.report import check_outputs, load_inputs, render
-from perfci.cli.app import app, consoles, fraction_option, guard
+from perfci.cli.app import OutputFormat, app, consoles, guard, print_decisions
+from perfci.cli.options import THRESHOLD, option
+from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
 TABLE_ROWS = 40  # rows of the terminal table; the HTML report has them all
+REPORT_THRESHOLD = 0.05  # two results files rendered again are compared at this threshold unless told
 
 
 @app.command()
@@ -37,8 +40,8 @@ def report(
         typer.Option(help="The Markdown summary's path ('-' for stdout) [default: summary.md beside the report]."),
     ] = None,
     threshold: Annotated[
-        float, typer.Option(parser=fraction_option, help="Practical threshold when comparing two files: 5% or 0.05.")
-    ] = 0.05,
+        float, option(THRESHOLD, help=f"{THRESHOLD.help}, when comparing two files [default: {REPORT_THRESHOLD:g}]")
+    ] = REPORT_THRESHOLD,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
 ) -> None:
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""
@@ -58,6 +61,7 @@ def report(
                 o.print(comparison_table(comparison, limit=TABLE_ROWS))
             elif cand is not None:
                 o.print(run_table(cand))
+            print_decisions(cand, BY_TIME, OutputFormat.table)
         err.print(verdict_line(comparison, cand), highlight=False, markup=False)
         err.print(f"report: {html}" + (f"\nsummary: {summary}" if str(summary) != "-" else ""))
         return 0

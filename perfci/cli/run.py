@@ -14,47 +14,52 @@ from perfci.api.run import CONFIRM_REMEDY, Planned, RunOutcome, RunRequest, fini
 from perfci.api.select import CaseChoice, case_row, nothing_selected, select_cases
 from perfci.api.shards import Shard, empty_shard_note, split, split_text
 from perfci.cli.app import (
-    DbOpt,
     DurationsOpt,
-    GpuModeOpt,
-    HistoryNoiseOpt,
     OutputFormat,
     ShardOpt,
     app,
     consoles,
     emit,
-    fraction_option,
     guard,
     note,
     print_comparison,
+    print_decisions,
     progress_bar,
     project_settings,
     sharded,
     writable_folder,
 )
-from perfci.cli.compare import FailOn, print_unsettled_hint
+from perfci.cli.compare import LockClocksOpt, print_unsettled_hint
+from perfci.cli.options import (
+    DEPRECATED_BUDGET,
+    ConfigOpt,
+    DbOpt,
+    DeprecatedBudgetOpt,
+    ExitZeroOpt,
+    FailOnOpt,
+    FmtOpt,
+    GpuModeOpt,
+    HistoryNoiseOpt,
+    PatternOpt,
+    RoundsOpt,
+    RoundTimeOpt,
+    RunnerOpt,
+    SeedOpt,
+    SuiteOpt,
+    ThreadsOpt,
+    ThresholdOpt,
+    TimeoutOpt,
+    option,
+)
 from perfci.compare.gate import ExitCode
-from perfci.config import MAX_THREADS
 from perfci.format.model import RunResult
+from perfci.options import MEMORY_LIMIT, SEED, SPEED_REFERENCE
 from perfci.profilers.fingerprint import fingerprint, runner_name
+from perfci.profilers.nvml import locked_sm_clocks
+from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import run_table, verdict_line
-from perfci.workloads.discovery import BUILTIN_SUITES
 
 Paths = Annotated[list[Path] | None, typer.Argument(help="Workload files or folders.")]
-PatternOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "-k",
-        help="Keep cases whose id contains this text, or matches it as a glob when it has * or ? "
-        "([ and ] are literal), or as a regular expression when it starts with 're:'. Repeatable (any matches).",
-    ),
-]
-SuiteOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--suite", help=f"Suite to run (built-in: {', '.join(BUILTIN_SUITES)}; or a suite= of yours). Repeatable."
-    ),
-]
 DeviceOpt = Annotated[
     list[str] | None,
     typer.Option("--device", help="Device to run on (cpu, cuda, cuda:1). Repeatable. Default: the ones present."),
@@ -63,49 +68,13 @@ CpusOpt = Annotated[
     str | None,
     typer.Option("--cpus", help="Pin the workers to these CPUs, e.g. 3 or 2-3 or 0,4-7 [default: not pinned]."),
 ]
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="Configuration file (default: perfci.toml or [tool.perfci] in pyproject.toml)."),
-]
-FmtOpt = Annotated[OutputFormat, typer.Option("--format")]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
-RoundsOpt = Annotated[int | None, typer.Option(min=2, help="Worker processes per case, at least 2 [default: 5].")]
-ThreadsOpt = Annotated[
-    int | None,
-    typer.Option(min=0, max=MAX_THREADS, help="torch/ORT threads per worker (0: the library's default) [default: 1]."),
-]
-SeedOpt = Annotated[int, typer.Option(help="Seed for inputs and round order.")]
-TimeoutOpt = Annotated[float | None, typer.Option(help="Per-case time-out in seconds [default: 120].")]
-BudgetOpt = Annotated[
-    float | None, typer.Option(help="Sampling time budget per case and round, seconds [default: 0.4].")
-]
-MemoryOpt = Annotated[
-    str | None,
-    typer.Option(help="Worker memory limit, e.g. 8GiB (default: $PERFCI_MEMORY_LIMIT, else half of RAM)."),
-]
-SpeedRefOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--speed-reference/--no-speed-reference",
-        help="Time a fixed torch matmul before each sample of CPU torch cases and report latency.vs_reference "
-        "(steadier across jobs on a shared CPU; docs/measurement.md) [default: off].",
-    ),
-]
+MemoryOpt = Annotated[str | None, option(MEMORY_LIMIT)]
+SpeedRefOpt = Annotated[bool | None, option(SPEED_REFERENCE)]
 BaselineOpt = Annotated[Path | None, typer.Option(help="Results file to compare with.")]
-RunnerOpt = Annotated[
-    str | None, typer.Option(help="Runner class (names baselines/<runner>.json) [default: $PERFCI_RUNNER, config].")
-]
-ThresholdOpt = Annotated[
-    float | None,
-    typer.Option(
-        parser=fraction_option,
-        help="Practical threshold for timed metrics: 5% or 0.05 (default: configuration, then built-in).",
-    ),
-]
 ConfirmOpt = Annotated[
     bool, typer.Option("--confirm", help="Re-measure flagged cases by A/B against the baseline's commit.")
 ]
-ExitZeroOpt = Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")]
 ResumeOpt = Annotated[
     bool,
     typer.Option(
@@ -129,17 +98,21 @@ def note_other_devices(choice: CaseChoice) -> None:
 def run(
     paths: Paths = None, patterns: PatternOpt = None, suites: SuiteOpt = None, devices: DeviceOpt = None,
     config: ConfigOpt = None, out: OutOpt = None, rounds: RoundsOpt = None, threads: ThreadsOpt = None,
-    cpus: CpusOpt = None, seed: SeedOpt = 0, timeout: TimeoutOpt = None, budget: BudgetOpt = None,
-    memory_limit: MemoryOpt = None, speed_reference: SpeedRefOpt = None, baseline: BaselineOpt = None,
+    cpus: CpusOpt = None, seed: SeedOpt = SEED.default, timeout: TimeoutOpt = None,
+    round_time: RoundTimeOpt = None, budget: DeprecatedBudgetOpt = None, memory_limit: MemoryOpt = None,
+    speed_reference: SpeedRefOpt = None, baseline: BaselineOpt = None,
     runner: RunnerOpt = None, threshold: ThresholdOpt = None, confirm: ConfirmOpt = False,
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
-    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOn = None,
-    resume: ResumeOpt = False, durations: DurationsOpt = None,
+    fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOnOpt = None,
+    resume: ResumeOpt = False, durations: DurationsOpt = None, lock_clocks: LockClocksOpt = False,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
+    if budget is not None:
+        note(DEPRECATED_BUDGET)
     request = RunRequest(
         paths=paths, patterns=patterns, suites=suites, devices=devices, out=out, rounds=rounds, threads=threads,
-        cpus=cpus, seed=seed, timeout_s=timeout, budget_s=budget, memory_limit=memory_limit,
+        cpus=cpus, seed=seed, timeout_s=timeout, budget_s=round_time if round_time is not None else budget,
+        memory_limit=memory_limit,
         speed_reference=speed_reference, baseline=baseline, runner=runner, threshold=threshold, confirm=confirm,
         history_noise=history_noise, db=db, shard=shard, gpu_mode=gpu_mode, fail_on=fail_on, resume=resume,
     )  # fmt: skip
@@ -154,7 +127,8 @@ def run(
         writable_folder(planned.out_dir, "--out")  # after the inputs are checked, before measuring
         if resume:
             note_resume(planned)
-        result = measure_with_progress(planned)
+        with locked_sm_clocks(lock_clocks, note):
+            result = measure_with_progress(planned)
         outcome = finish_run(settings, req, planned, result, settings.env, note)
         print_run(outcome, fmt)
         return ExitCode.OK if exit_zero else outcome.exit_code()
@@ -185,6 +159,7 @@ def measure_with_progress(planned: Planned) -> RunResult:
 def print_run(outcome: RunOutcome, fmt: OutputFormat) -> None:
     result, comparison = outcome.result, outcome.comparison
     emit(fmt, outcome.results_document, lambda: run_table(result))
+    print_decisions(result, BY_TIME, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)
         print_unsettled_hint(outcome.unsettled, CONFIRM_REMEDY)
