@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from perfci.ab.confirm import flagged_cases
 from perfci.api.settings import Settings
 from perfci.compare.baselines import load_baseline
+from perfci.compare.coverage import Scope, allow_missing
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
@@ -115,6 +116,17 @@ def unsettled_cases(comparison: Comparison, decision: DecisionSettings, method: 
     return flagged_cases(by_method, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
 
 
+def scope(allow: bool) -> Scope:
+    """The coverage rule's scope for a comparison of files: `--allow-missing` (what the candidate left out on
+    purpose is read from its file)."""
+    return Scope(allow_missing=allow)
+
+
+def with_allowed_missing(comparison: Comparison, allow: bool) -> Comparison:
+    """`--allow-missing` applied to a comparison decided without it (an A/B's looks, a rolling baseline)."""
+    return allow_missing(comparison) if allow else comparison
+
+
 def with_expected(comparison: Comparison, expected: Path | None) -> Comparison:
     """Apply the expected-changes file (`--expected`, else ./perfci-expected.toml when it exists)."""
     return apply_expected(comparison, load_expected(expected or Path(EXPECTED_FILE), expected is not None))
@@ -175,6 +187,7 @@ class CompareRequest:
     history_noise: bool | None = None
     db: str | None = None
     allow_mismatch: bool = False
+    allow_missing: bool = False  # baseline cases without a candidate pass (compare/coverage.py)
     expected: Path | None = None
     outputs: Outputs = field(default_factory=Outputs)
     store_baseline: str | None = None  # `--baseline store:BRANCH[:N]`: `baseline` is then the candidate
@@ -201,6 +214,7 @@ def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcom
     lookup = None if req.decision.job_noise is not None else HistoryNoise(store, name)
     decision = replace(decision, job_noise_lookup=lookup)
     compared, base = compare_rolling(window, cand, decision, str(req.baseline), req.allow_mismatch)
+    compared = with_allowed_missing(compared, req.allow_missing)
     comparison = with_expected(with_noise_note(compared, lookup), req.expected)
     written = write_outputs(req.outputs, comparison, cand, base)
     return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)
@@ -224,7 +238,7 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
     lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise)
     decision = replace(decision, job_noise_lookup=lookup)
     with collector_paused():  # the rows hold no cycles: collections would only scan them again (a tenth of a second)
-        compared = with_noise_note(compare_runs(base, cand, decision, labels), lookup)
+        compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
     comparison = with_expected(compared, req.expected)
     written = write_outputs(req.outputs, comparison, cand, base)
     return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci.api.compare import checked_fraction
+from perfci.api.compare import checked_fraction, with_expected
 from perfci.api.settings import Settings
 from perfci.api.shards import SHARD_KEY, shard_text_parts
 from perfci.compare.baselines import baseline_path
+from perfci.compare.coverage import Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.engine.runner import new_run_id
@@ -40,6 +41,7 @@ class MergeRequest:
     runner: str | None = None  # names baselines/<runner>.json (default: as for `perfci run`)
     baseline: Path | None = None  # compare with this results file instead
     threshold: float | None = None
+    allow_missing: bool = False  # baseline cases no shard measured pass (compare/coverage.py)
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,9 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     comparison = None
     if base is not None:
         decision = DecisionSettings(threshold=req.threshold, thresholds=dict(settings.cfg.thresholds))
-        comparison = compare_runs(base, merged, decision, (str(base_file), str(out)))
+        scope = Scope(allow_missing=req.allow_missing)
+        comparison = compare_runs(base, merged, decision, (str(base_file), str(out)), scope=scope)
+        comparison = with_expected(comparison, None)  # declared removals and expected changes, as `perfci run`
         dump_comparison(comparison, out / "comparison.json")
         written.append(out / "comparison.json")
     write_html(out / "report.html", merged, comparison, base)

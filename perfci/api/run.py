@@ -11,11 +11,12 @@ from typing import Any
 
 from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
-from perfci.api.select import CaseChoice, nothing_selected, select_cases
+from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import baseline_path
+from perfci.compare.coverage import LEFT_OUT_KEY, Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.history_noise import HistoryNoise
@@ -31,6 +32,7 @@ from perfci.profilers.timing import TimingSettings
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
+from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
 
@@ -64,6 +66,7 @@ class RunRequest:
     gpu_mode: str | None = None  # hot | cold | graph | sustained | sustained-cold (docs/measurement.md)
     fail_on: str | None = None  # --fail-on: regression | slower (None: configuration, then regression)
     resume: bool = False  # --resume: continue the interrupted results.json in `out` (perfci/engine/resume.py)
+    allow_missing: bool = False  # --allow-missing: baseline cases not measured pass (compare/coverage.py)
 
 
 def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
@@ -110,10 +113,12 @@ class Planned:
     workloads: str = ""  # content hash of the workload files (settings["workloads"], perfci/engine/resume.py)
     resume_from: RunResult | None = None  # --resume: the interrupted run in out_dir (None: measure from the start)
     shard: Shard | None = None  # --shard I/N: recorded in the results, so that `perfci merge` can check the set
+    left_out: Mapping[str, str] = field(default_factory=dict)  # baseline cases left out on purpose, and why
 
     def extra_settings(self) -> dict[str, Any]:
         """What the runner writes into the results' settings beside the run settings."""
-        return {WORKLOADS_KEY: self.workloads, **(self.shard.settings() if self.shard is not None else {})}
+        left_out = {LEFT_OUT_KEY: dict(self.left_out)} if self.left_out else {}
+        return {WORKLOADS_KEY: self.workloads, **(self.shard.settings() if self.shard is not None else {}), **left_out}
 
     def results_settings(self) -> dict[str, Any]:
         """What the results file's settings will hold, less `complete` and the resume notes."""
@@ -132,6 +137,27 @@ def _resumable(planned: Planned) -> RunResult | None:
     return partial
 
 
+def left_out_on_purpose(settings: Settings, req: RunRequest, choice: CaseChoice, baseline: RunResult) -> dict[str, str]:
+    """The baseline's cases this run leaves out on purpose, and why: deselected (`-k`, `--suite`, `--device`), a
+    device this runner lacks, or left out at discovery. Recorded in the results (`settings["left_out"]`), so that
+    no comparison counts them missing (compare/coverage.py); a case the workloads no longer define is missing."""
+    chosen = {s.id for s in choice.cases}
+    known = {s.id: reason for s, reason in choice.left_out}
+    wanted = Selection(patterns=compile_patterns(req.patterns), suites=tuple(settings.suites(req.suites)))
+    devices = Selection(devices=tuple(settings.devices(req.devices) or present_devices()))
+    out: dict[str, str] = {}
+    for case in baseline.cases:
+        if case.id in chosen:
+            continue
+        if case.id in known:
+            out[case.id] = known[case.id]
+        elif not wanted.keeps(case.spec):
+            out[case.id] = "deselected: -k or --suite"
+        elif not devices.keeps(case.spec):
+            out[case.id] = f"device {case.device} not selected or not on this runner"
+    return out
+
+
 def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
     choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices)
@@ -139,6 +165,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.",
                          hint="see what would run with 'perfci list' (add --all for the cases left out)")  # fmt: skip
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
+    full_choice = choice
     if req.shard is not None:
         held = req.shard.pick(s.id for s in choice.cases)  # none when there are more shards than cases
         choice = replace(choice, cases=[s for s in choice.cases if s.id in held])
@@ -158,7 +185,9 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         fail_on=settings.fail_on(req.fail_on),
     )
     out = req.out or default_run_out()
-    planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard)
+    left_out = left_out_on_purpose(settings, req, full_choice, baseline) if baseline is not None else {}
+    planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
+                      left_out=left_out)  # fmt: skip
     return replace(planned, resume_from=_resumable(planned)) if req.resume else planned
 
 
@@ -196,7 +225,8 @@ def finish_run(
     comparison, base, out_dir = None, planned.baseline, planned.out_dir
     if base is not None:
         labels = (str(planned.baseline_path), str(out_dir))
-        comparison = with_noise_note(compare_runs(base, result, planned.decision, labels), planned.noise)
+        scope = Scope(allow_missing=req.allow_missing)  # and what the run left out on purpose, in its settings
+        comparison = with_noise_note(compare_runs(base, result, planned.decision, labels, scope=scope), planned.noise)
         if req.confirm:
             sources = Sources(req.paths, req.suites)
             comparison = confirm_flagged(

@@ -39,7 +39,6 @@ from perfci.metrics.registry import (
     metric_def,
     round_values,
 )
-from perfci.profilers.device_time import clock_aware
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
@@ -200,9 +199,6 @@ def compare_case(
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
         theta = practical_threshold(settings, cand.id, mdef, host_set)
-        clocked = clock_aware(base.rounds, cand.rounds, bv, cv) if name == DEVICE_TIME else None
-        if clocked is not None:  # in cycles where the sides' SM clocks differ; throttled slices left out, said so
-            bv, cv = clocked.base, clocked.cand
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
             interleaved = paired and name in INTERLEAVED
@@ -214,8 +210,6 @@ def compare_case(
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
-            if clocked is not None and clocked.note:
-                row = replace(row, note="; ".join(n for n in (row.note, clocked.note) if n))
             rows.append(row)
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0

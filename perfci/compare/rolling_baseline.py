@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from statistics import geometric_mean
 
+from perfci.compare.coverage import recorded_scope, require_common, settle_missing
 from perfci.compare.decide import check_comparable
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
@@ -161,6 +162,7 @@ def _case_rows(base: RollingBaseline, cand: CaseResult, settings: DecisionSettin
     if cand.status is not CaseStatus.OK:
         verdict = Verdict.ERROR if cand.status is CaseStatus.ERROR else Verdict.MISSING
         message = cand.errors[0].message if cand.errors else cand.status.value
+        message = message if verdict is Verdict.ERROR else f"skipped: {message}"  # left out on purpose (coverage.py)
         return [MetricComparison(cand.id, LATENCY, verdict, "s", None, None, note=message)]
     rows: list[MetricComparison] = []
     alpha = settings.alpha(n)
@@ -187,6 +189,7 @@ def compare_rolling(
     check_comparable(as_run, candidate, allow_mismatch)
     stored = {case_id for case_id, _ in base.points}
     n = sum(1 for c in candidate.cases if c.id in stored)
+    require_common(as_run, candidate, (base.label, label), n)
     rows: list[MetricComparison] = []
     for cand in candidate.cases:
         if cand.id not in stored:
@@ -200,4 +203,4 @@ def compare_rolling(
         base.label, label, tuple(rows), (), mode="unpaired", baseline_run=run_side(as_run),
         candidate_run=run_side(candidate), settings=settings.as_dict(),
     )  # fmt: skip
-    return comparison, as_run
+    return settle_missing(comparison, recorded_scope(candidate)), as_run

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from perfci.pytest_plugin.measure import InProcessSettings
 
 RESULTS_FILE = "results.json"
+LEFT_OUT_KEY = "left_out"  # results settings: tests left out on purpose (perfci/compare/coverage.py)
 WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError)
 
 
@@ -65,6 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "another machine, or a VM whose speed swings, needs more]",
     )
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
+    group.addoption(
+        "--perfci-allow-missing",
+        action="store_true",
+        help="with --perfci-compare: baseline cases with no measurement here pass (by default they fail the session; "
+        "deselected and skipped tests are never counted missing)",
+    )
 
 
 @dataclass
@@ -79,6 +86,8 @@ class PerfciSession:
     disabled: bool
     rootpath: Path
     root: Path  # the project root the case ids are relative to (ids.py)
+    allow_missing: bool = False
+    left_out: dict[str, str] = field(default_factory=dict)  # test id -> deselected | skipped: why (not missing)
     started_at: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
@@ -115,6 +124,7 @@ class PerfciSession:
                 "rounds": self.settings.rounds,
                 "budget_s": self.settings.budget_s,
                 "complete": True,
+                **({LEFT_OUT_KEY: dict(self.left_out)} if self.left_out else {}),
             },
             cases=tuple(self.cases),
         )
@@ -149,6 +159,7 @@ class PerfciSession:
                 candidate=candidate,
                 decision=DecisionOptions(threshold=self.threshold, job_noise=self.job_noise),
                 outputs=Outputs(out=self.out),
+                allow_missing=self.allow_missing,
             )
             self.outcome = compare_files(settings, req)
         except PerfciError as exc:
@@ -185,6 +196,7 @@ def pytest_configure(config: pytest.Config) -> None:
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
         root=project_root(config.invocation_params.dir),
+        allow_missing=bool(config.getoption("perfci_allow_missing")),
     )
     if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
         config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
@@ -325,6 +337,26 @@ class BenchmarkTakeover:
         served = fixture_class()(request.config.stash[SESSION_KEY], request.node)
         yield served
         served.record()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Deselected tests (`-k`, `-m`) are left out on purpose: their baseline cases are not missing."""
+    for item in items:
+        state = item.config.stash.get(SESSION_KEY, None)
+        if state is not None:
+            state.left_out[node_test_id(state, item)] = "deselected"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Skipped tests are left out on purpose too: their baseline cases are not missing (a failed test's are)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and report.skipped and report.when in ("setup", "call"):
+        longrepr = report.longrepr
+        why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+        state.left_out[node_test_id(state, item)] = f"skipped: {why.removeprefix('Skipped: ')}"
 
 
 @pytest.hookimpl(tryfirst=True)
