@@ -36,6 +36,13 @@ if sys.version_info >= tuple(json.loads(sys.argv[1])):
     if not info["missing"]:
         from perfci.profilers.fingerprint import fingerprint
         info["fingerprint"] = fingerprint()
+        if json.loads(sys.argv[3]) and importlib.util.find_spec("torch") is not None:
+            import torch  # the CUDA toolkit and cuDNN torch was built with: what an image upgrade changes
+            v = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+            libs = info["fingerprint"].setdefault("libraries", {})
+            libs["torch.cuda"] = torch.version.cuda
+            libs["cudnn"] = v and "%d.%d.%d" % ((v // 10000, v // 100 % 100, v % 100) if v >= 90000
+                                                else (v // 1000, v // 100 % 10, v % 100))
         found = info["packages"] = {}
         for d in metadata.distributions():  # the first on sys.path is the one imported
             found.setdefault(str(d.metadata["Name"]).lower(), d.version)
@@ -52,10 +59,13 @@ class Environment:
     version: str
     fingerprint: dict[str, Any]
     packages: dict[str, str] = field(default_factory=dict)  # every installed distribution: name -> version
+    image: str | None = None  # the container image it runs in (perfci/ab/containers.py)
+    runtime: str | None = None  # that image's container runtime
 
     @property
     def label(self) -> str:
-        return f"{short_name(self.named)}, Python {self.version}"
+        where = f"image {self.image}" if self.image is not None else short_name(self.named)
+        return f"{where}, Python {self.version}"
 
 
 def short_name(named: str) -> str:
@@ -85,7 +95,20 @@ def probe(named: str | Path, option: str, env: dict[str, str], cwd: Path) -> Env
     """Start the interpreter once with the worker environment `env`; a usable environment's facts, else one
     UsageError naming what is missing and how to install it."""
     python = interpreter(named, option)
-    cmd = [python, "-c", _PROBE, json.dumps(MIN_PYTHON), json.dumps(sorted(WORKER_MODULES))]
+    pip = f"{shlex.quote(python)} -m pip install"
+    return probe_interpreter(
+        str(named), python, option, env, cwd, pip, f"install perfci's dependencies there: {pip} perfci"
+    )
+
+
+def probe_interpreter(
+    named: str, python: str, option: str, env: dict[str, str], cwd: Path, pip: str, hint: str, toolkit: bool = False
+) -> Environment:
+    """`probe` of the interpreter `python` (an executable or a stand-in for one: a container image's launcher,
+    perfci/ab/containers.py); `pip` is the command that installs a package there, `hint` what to do when perfci
+    cannot start there at all. With `toolkit`, the fingerprint's
+    libraries also name the CUDA toolkit and cuDNN that torch was built with (`torch.cuda`, `cudnn`)."""
+    cmd = [python, "-c", _PROBE, json.dumps(MIN_PYTHON), json.dumps(sorted(WORKER_MODULES)), json.dumps(toolkit)]
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -93,10 +116,7 @@ def probe(named: str | Path, option: str, env: dict[str, str], cwd: Path) -> Env
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("PERFCI_PROBE ")), None)
     if proc.returncode != 0 or line is None:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise UsageError(
-            f"{option} {named}: perfci cannot run in this environment: {tail}",
-            hint=f"install perfci's dependencies there: {shlex.quote(python)} -m pip install perfci",
-        )
+        raise UsageError(f"{option} {named}: perfci cannot run in this environment: {tail}", hint=hint)
     info: dict[str, Any] = json.loads(line[len("PERFCI_PROBE ") :])
     version = str(info.get("python", "?"))
     if "fingerprint" not in info and not info.get("missing"):
@@ -109,10 +129,10 @@ def probe(named: str | Path, option: str, env: dict[str, str], cwd: Path) -> Env
         needed = [WORKER_MODULES.get(m, m) for m in info["missing"]]
         raise UsageError(
             f"{option} {named}: the environment lacks {', '.join(needed)}, which perfci's workers import.",
-            hint=f"install: {shlex.quote(python)} -m pip install {' '.join(needed)}",
+            hint=f"install: {pip} {' '.join(needed)}",
         )
     packages = {str(k): str(v) for k, v in (info.get("packages") or {}).items()}
-    return Environment(str(named), python, version, dict(info["fingerprint"]), packages)
+    return Environment(named, python, version, dict(info["fingerprint"]), packages)
 
 
 def environment_changes(base: Environment, head: Environment) -> list[Change]:
@@ -134,8 +154,9 @@ def describe(base: Environment, head: Environment) -> dict[str, Any]:
 
     def side(e: Environment) -> dict[str, Any]:
         fp = e.fingerprint
-        return {"named": e.named, "python": e.python, "version": e.version, "libraries": fp.get("libraries", {}),
-                "cuda_driver": fp.get("cuda_driver"), "gpu_driver": fp.get("gpu_driver")}  # fmt: skip
+        facts = {"named": e.named, "python": e.python, "version": e.version, "libraries": fp.get("libraries", {}),
+                 "cuda_driver": fp.get("cuda_driver"), "gpu_driver": fp.get("gpu_driver")}  # fmt: skip
+        return facts if e.image is None else {**facts, "image": e.image, "runtime": e.runtime}
 
     return {"base": side(base), "head": side(head)}
 

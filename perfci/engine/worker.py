@@ -182,6 +182,11 @@ def _pin(job: Job) -> None:
         os.sched_setaffinity(0, set(job.cpu_affinity))
 
 
+# Set to the container's name for a worker in a container image (perfci/ab/container_launch.py, which spells it
+# too): the worker's parent is the runtime's there, and `<runtime> kill` stops it, not its parent's death.
+CONTAINER_VAR = "PERFCI_CONTAINER"
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """Ask Linux to SIGKILL this worker when the process that spawned it dies, even by SIGKILL (a CI runner
     killing the job), so that no worker keeps spinning in a workload call with nobody to time it out. If the
@@ -227,7 +232,8 @@ def main() -> None:
     sys.stdout = sys.stderr
     _preload()
     job = decode_job(sys.stdin.readline())
-    _die_with_parent(job.parent_pid)
+    if not os.environ.get(CONTAINER_VAR):  # in a container its parent is the runtime's (see CONTAINER_VAR)
+        _die_with_parent(job.parent_pid)
     if not job.lockstep:
         _pin(job)
     _emit(protocol, Ready())

@@ -1,0 +1,115 @@
+"""Container images in `perfci ab`: the runtime's command lines (docker and podman), names, kill, the launcher's
+spec, which variables a container gets, finding the runtime, and the image fingerprints' differences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfci.ab import container_launch
+from perfci.ab.container_launch import LaunchSpec, container_name, forwarded, gpu_flags, kill_args, run_args
+from perfci.ab.containers import find_runtime, flavour_of, mounts, source_folders
+from perfci.ab.environments import Environment, changes_line, environment_changes
+from perfci.engine import worker
+from perfci.errors import UsageError
+
+
+def spec(flavour: str = "docker", gpus: bool = True) -> LaunchSpec:
+    return LaunchSpec(
+        runtime=f"/usr/bin/{flavour}", flavour=flavour, image="reg/img:1", side="head", parent_pid=4242,
+        mounts=("/repo", "/tmp/perfci-x"), gpus=gpus,
+    )  # fmt: skip
+
+
+ENV = {"PATH": "/host/bin", "HOME": "/root", "VIRTUAL_ENV": "/v", "PYTHONPATH": "/tmp/perfci-x/shim:/repo",
+       "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1", "PERFCI_HEAP_PAD": "12", "CUDA_VISIBLE_DEVICES": "0"}  # fmt: skip
+
+
+def test_docker_run_line() -> None:
+    cmd = run_args(spec("docker"), "perfci-4242-head-7", "/repo", ENV, ["-m", "perfci.engine.worker"])
+    assert cmd[:8] == ["/usr/bin/docker", "run", "--rm", "-i", "--name", "perfci-4242-head-7", "-w", "/repo"]
+    assert cmd[8:12] == ["-v", "/repo:/repo", "-v", "/tmp/perfci-x:/tmp/perfci-x"]
+    assert cmd[-4:] == ["reg/img:1", "python3", "-m", "perfci.engine.worker"]
+    i = cmd.index("--gpus")
+    assert cmd[i : i + 4] == ["--gpus", "all", "--cap-add", "SYS_ADMIN"]
+    assert "--device" not in cmd
+
+
+def test_podman_takes_the_cdi_device() -> None:
+    cmd = run_args(spec("podman"), "n", "/repo", {}, [])
+    i = cmd.index("--device")
+    assert cmd[i : i + 4] == ["--device", "nvidia.com/gpu=all", "--cap-add", "SYS_ADMIN"]
+    assert "--gpus" not in cmd
+    assert gpu_flags("podman") != gpu_flags("docker")
+
+
+def test_no_gpu_flags_without_gpus() -> None:
+    cmd = run_args(spec(gpus=False), "n", "/repo", {}, [])
+    assert not {"--gpus", "--device", "--cap-add"} & set(cmd)
+
+
+def test_only_perfci_python_and_library_variables_reach_the_container() -> None:
+    cmd = run_args(spec(), "perfci-1-base-2", "/repo", ENV, [])
+    envs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-e"]
+    assert envs == [
+        "CUDA_VISIBLE_DEVICES=0", "OMP_NUM_THREADS=1", "PERFCI_HEAP_PAD=12", "PYTHONPATH=/tmp/perfci-x/shim:/repo",
+        "PYTHONSAFEPATH=1", "PERFCI_CONTAINER=perfci-1-base-2",
+    ]  # fmt: skip
+    assert "PATH" not in forwarded(ENV) and "HOME" not in forwarded(ENV) and "VIRTUAL_ENV" not in forwarded(ENV)
+
+
+def test_names_and_kill() -> None:
+    assert container_name(4242, "base", 17) == "perfci-4242-base-17"
+    assert kill_args("/usr/bin/podman", "perfci-4242-base-17") == ["/usr/bin/podman", "kill", "perfci-4242-base-17"]
+
+
+def test_the_worker_and_the_launcher_spell_the_container_variable_alike() -> None:
+    assert worker.CONTAINER_VAR == container_launch.CONTAINER_VAR
+
+
+def test_spec_round_trip() -> None:
+    s = spec("podman")
+    assert LaunchSpec.from_json(s.to_json()) == s
+
+
+def test_flavour_from_the_executable_name() -> None:
+    assert flavour_of("podman") == "podman"
+    assert flavour_of("/opt/bin/podman-remote") == "podman"
+    assert flavour_of("docker") == "docker"
+    assert flavour_of("/x/fake_container_runtime.py") == "docker"
+
+
+def test_missing_runtime_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--container-runtime docker: no such executable on PATH"):
+        find_runtime("docker", which=lambda name: None)
+    found = find_runtime("podman", which=lambda name: f"/usr/bin/{name}")
+    assert (found.command, found.flavour) == ("/usr/bin/podman", "podman")
+    with pytest.raises(UsageError, match="not executable"):
+        find_runtime("/nonexistent/runtime")
+
+
+def test_mounts_drop_folders_inside_others() -> None:
+    assert mounts([Path("/a/b/c"), Path("/a/b"), Path("/a/bc"), Path("/z")]) == ("/a/b", "/a/bc", "/z")
+
+
+def test_source_folders(tmp_path: Path) -> None:
+    wl = tmp_path / "wl.py"
+    wl.write_text("")
+    found = source_folders([str(wl), f"pytest:{tmp_path}", "module:perfci.workloads.builtin.default", "rel/x.py"])
+    assert found == [tmp_path, tmp_path]
+
+
+def env(libs: dict[str, str | None], image: str) -> Environment:
+    fp = {"python": "3.11.9", "cuda_driver": "12.4", "gpu_driver": "550.54", "libraries": libs}
+    return Environment(image, "/tmp/launcher", "3.11.9", fp, image=image, runtime="/usr/bin/docker")
+
+
+def test_image_changes_name_torch_cuda_cudnn_and_ort() -> None:
+    old = env({"torch": "2.5.1", "torch.cuda": "12.4", "cudnn": "9.1.0", "onnxruntime": "1.19.0"}, "app:old")
+    new = env({"torch": "2.6.0", "torch.cuda": "12.6", "cudnn": "9.5.1", "onnxruntime": "1.20.1"}, "app:new")
+    changes = environment_changes(old, new)
+    assert changes == [("cudnn", "9.1.0", "9.5.1"), ("onnxruntime", "1.19.0", "1.20.1"), ("torch", "2.5.1", "2.6.0"),
+                       ("torch.cuda", "12.4", "12.6")]  # fmt: skip
+    assert "torch 2.5.1 -> 2.6.0" in changes_line(changes)
+    assert old.label == "image app:old, Python 3.11.9"
