@@ -32,6 +32,7 @@ from perfci.compare.history_noise import NoiseEstimate
 from perfci.metrics.registry import FLOPS_PCT_PEAK, metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
+from perfci.reports.trend_counts import headline_counts, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.movers import DEFAULT_WINDOW, Mover, movers
 from perfci.store.trend import Fingerprints, Trend, environment_changes
@@ -186,7 +187,8 @@ def render_trend(
 ) -> str:  # fmt: skip
     env = environment_changes(fingerprints or {})
     rows = trend_rows(items, noise, env)
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("slower", "faster", "steady")}
+    n = headline_counts(trend_call(t) for t in items)  # the same counts as the terminal's and the Markdown's
+    counts = {"slower": n.worse, "faster": n.better, "steady": n.steady}  # the rows' status words
     runners = sorted({t.runner for t in items})
     worse, better = movers(items, window)
     units = {(t.runner, t.case_id): t.points[-1].unit for t in items if t.points}

@@ -16,6 +16,7 @@ from perfci.api.history import since_cutoff
 from perfci.cli import app
 from perfci.errors import UsageError
 from perfci.format.schema import dump_results
+from perfci.reports.trend_counts import Call, headline_counts, move_call, trend_call
 from perfci.reports.trend_text import trend_digest
 from perfci.stats.changepoint import detect_change_points
 from perfci.store.history import Point
@@ -41,7 +42,8 @@ def test_a_store_with_two_runs_gives_a_digest(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["trend", "--db", db, "--format", "markdown", "--since", "7d"])
     assert res.exit_code == 0, res.output
     text = res.stdout
-    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better")
+    # two runs cannot call a change: the headline counts it as its row says, too early to call
+    assert text.startswith("### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too soon")
     row = next(line for line in text.splitlines() if "t.a[n=8]@cpu" in line)
     assert "(slower)" in row and "+2" in row and "`c0ffee1`" in row and _utc(1)[:10] in row
     assert "too early to call" in row and "2 more run(s) needed" in row
@@ -103,3 +105,52 @@ def test_since_takes_spans_and_dates() -> None:
     assert since_cutoff("2026-11-01", now) == "2026-11-01T00:00:00Z"
     with pytest.raises(UsageError, match="7d, 12h or 4w"):
         since_cutoff("last tuesday", now)
+
+
+def _ingest(tmp_path: Path, db: str, scales: list[tuple[float, float]]) -> None:
+    for i, (a, b) in enumerate(scales):
+        path = tmp_path / f"r{i}.json"
+        run = make_run([make_case("a", 1e-3 * a, seed=i, noise=0.002), make_case("b", 1e-3 * b, seed=i, noise=0.002)])
+        days = len(scales) - i
+        run = replace(run, started_at=_utc(days), finished_at=_utc(days), git=replace(run.git, commit=f"c0ffee{i}"))
+        dump_results(run, path)
+        assert CliRunner().invoke(app, ["history", "ingest", str(path), "--db", db]).exit_code == 0
+
+
+def test_digest_terminal_and_page_headlines_count_what_their_rows_call(tmp_path: Path) -> None:
+    """4 runs, one case 30% slower and one 30% faster in the latest: too early for a change point, so every
+    headline counts 0 worse and 0 better, and the digest says both are too early to call, as its rows do."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    _ingest(tmp_path, db, [(1.0, 1.0), (1.0, 1.0), (1.0, 1.0), (1.3, 0.7)])
+    digest = CliRunner().invoke(app, ["trend", "--db", db, "--format", "markdown", "--since", "7d"])
+    assert digest.exit_code == 0, digest.output
+    head = digest.stdout.splitlines()[0]
+    assert head == "### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 2 too soon to call"
+    rows = [line for line in digest.stdout.splitlines() if "@cpu" in line]
+    assert len(rows) == 2 and all("to call: at least" in row for row in rows)
+    html = tmp_path / "trend.html"
+    table = CliRunner().invoke(app, ["trend", "--db", db, "--html", str(html)], terminal_width=300)
+    assert table.exit_code == 0, table.output
+    assert "2 case(s), 0 worse, 0 better, 2 steady" in " ".join(table.stdout.split())
+    assert "0 worse and 0 better since their last change point, 2 steady" in html.read_text()
+
+
+def test_headline_counts_come_from_the_row_calls() -> None:
+    days = [9, 8, 7.5, 6, 5, 4, 3, 2]
+    called = _trend([1.0] * 4 + [1.2] * 4, days, shifts=(4,), case="called@cpu")
+    recent = _trend([1.0] * 6 + [1.3] * 2, days, case="recent@cpu")
+    faster = _trend([1.0] * 6 + [0.7] * 2, days, case="faster@cpu")
+    moves, steady, quiet = window_moves([called, recent, faster], _utc(7), 0.03)
+    assert {m.case_id: move_call(m) for m in moves} == {
+        "called@cpu": Call.WORSE,
+        "recent@cpu": Call.UNCALLED,
+        "faster@cpu": Call.UNCALLED,
+    }
+    n = headline_counts(move_call(m) for m in moves)
+    assert (n.worse, n.better, n.steady, n.uncalled, n.total) == (1, 0, 0, 2, 3)
+    text = trend_digest(moves, steady, quiet, "7d", "latency.median")
+    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too soon")
+    assert sum("confirmed by the runs since" in line for line in text.splitlines()) == n.worse + n.better
+    assert sum("to call" in line for line in text.splitlines() if line.startswith("|")) == n.uncalled
+    cases = headline_counts(trend_call(t) for t in (called, recent, faster))  # by change points: the table's count
+    assert (cases.worse, cases.better, cases.steady, cases.uncalled) == (1, 0, 2, 0)
