@@ -47,7 +47,7 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Connection
 
 from perfci.format.schema import dump_results, load_results
-from perfci.metrics.registry import METRICS
+from perfci.metrics.registry import LATENCY, default_registry
 from perfci.store.history import HistoryStore
 from perfci.store.tables import runs
 from perfci.store.trend import trends
@@ -211,7 +211,7 @@ class Fleet:
 
     def write_run(self, conn: Connection, rng: random.Random, r: int, j: int) -> None:
         """Run `j` (day j) of runner `r`: each case's latency and 10 other metrics."""
-        others = [m for m in METRICS if m != "latency.median"][:10]
+        others = [m for m in default_registry() if m != LATENCY][:10]
         stamp = (START + timedelta(days=j, hours=r)).strftime("%Y-%m-%dT%H:%M:%SZ")  # one run a day
         pk = conn.execute(
             insert(runs).values(run_id=f"run-{j:04d}", runner=f"runner-{r}", commit=f"{j:07x}c0ffee",

@@ -17,7 +17,7 @@ from perfci.api.settings import Settings
 from perfci.compare.history_noise import estimate_noise
 from perfci.format.model import CaseError, CaseResult, CaseStatus, RunResult
 from perfci.format.schema import dump_results
-from perfci.metrics.registry import METRICS, round_values
+from perfci.metrics.registry import default_registry, round_values
 from perfci.store import tables
 from perfci.store.history import HistoryStore, RunFilter
 from perfci.store.trend import trends
@@ -86,7 +86,7 @@ def expected_rows(run: RunResult) -> list[Row]:
         if case.status is not CaseStatus.OK:
             continue
         for m in case.metrics:
-            definition = METRICS.get(m.name)
+            definition = default_registry().get(m.name)
             timed = definition is not None and definition.timed and definition.comparable
             logs = [math.log(v) for v in round_values(case, definition).values()] if timed and definition else []
             stats: tuple[Any, ...] = (None, None, None)
@@ -164,7 +164,7 @@ def check_round_statistics(store: HistoryStore, runs: list[RunResult]) -> None:
     series = store.series("cpu-test", beta_id, "latency.median")
     case = runs[0].case(beta_id)
     assert case is not None
-    logs = [math.log(v) for v in round_values(case, METRICS["latency.median"]).values()]
+    logs = [math.log(v) for v in round_values(case, default_registry()["latency.median"]).values()]
     assert series[0].rounds == 5
     assert series[0].log_mean == pytest.approx(statistics.fmean(logs), rel=1e-12)
     assert series[0].log_sd == pytest.approx(statistics.stdev(logs), rel=1e-9)

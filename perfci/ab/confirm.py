@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perfci.format.model import Comparison, Direction, MetricComparison, Verdict
-from perfci.metrics.registry import COMPARABLE, LATENCY, metric_def
+from perfci.metrics.registry import LATENCY, default_registry
 
 FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
 SETTLED_IF_BOUNDED = (Verdict.UNCHANGED, Verdict.SLOWER, Verdict.FASTER)  # settled when the worse edge is inside theta
@@ -39,7 +39,8 @@ def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float])
     ids = {
         r.case_id
         for r in comparison.rows
-        if r.metric in COMPARABLE and metric_def(r.metric).timed and unsettled(r, theta_of(r.case_id, r.metric))
+        if (d := default_registry().get(r.metric)) is not None and d.comparable and d.timed
+        and unsettled(r, theta_of(r.case_id, r.metric))
     }
     return sorted(ids)
 

@@ -12,7 +12,7 @@ from typing import Any
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
 from perfci.errors import UsageError
-from perfci.metrics.registry import COMPARABLE
+from perfci.metrics.registry import default_registry
 from perfci.patterns import CasePattern
 from perfci.reports.trend_html import write_trend_html
 from perfci.reports.trend_text import trend_digest, trend_markdown
@@ -178,8 +178,8 @@ def noise_estimates(
     settings: Settings, db: str | None, query: TrendQuery, min_runs: int = MIN_RUNS
 ) -> list[NoiseEstimate]:
     """`perfci history noise`: per case, the cross-job noise since its last change point."""
-    known = COMPARABLE.get(query.metric)
-    if known is not None and not known.timed:
+    known = default_registry().get(query.metric)
+    if known is not None and known.comparable and not known.timed:
         raise UsageError(
             f"{query.metric} is compared by a tolerance rule, not with a cross-job noise term.",
             hint="use a timed metric, e.g. --metric latency.median",

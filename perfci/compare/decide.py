@@ -12,7 +12,8 @@ The round (worker process) is the unit of replication: every statistic works on 
   * unpaired (two separate runs): Welch on log per-round values plus the cross-job term `job_noise`, because
     rounds of one job share that job's machine state; with the default job noise a stored-baseline comparison
     flags only large changes and calls smaller ones `inconclusive` (then `perfci run --confirm` or `perfci ab`).
-- Memory and other near-deterministic metrics: `tolerance_verdict` on per-round values.
+- Memory and other near-deterministic metrics: `tolerance_verdict` on per-round values; accuracy metrics (an
+  absolute threshold, metrics/definitions.py) with the threshold as the absolute slack and no relative part.
 Details, defaults and why: docs/compare.md.
 """
 
@@ -24,7 +25,7 @@ from dataclasses import replace
 from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, unblamed
 from perfci.compare.coverage import Scope, recorded_scope, require_common, settle_missing
-from perfci.compare.policy import BUSY_JOB_NOISE, DEFAULT_METRICS, DecisionSettings, job_noise, practical_threshold
+from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
 from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
@@ -36,9 +37,10 @@ from perfci.metrics.registry import (
     MetricDef,
     implausible,
     launch_bound,
-    metric_def,
     round_values,
+    tolerance_of,
 )
+from perfci.profilers.device_time import clock_aware
 from perfci.profilers.fingerprint_changes import fingerprint_differences
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.logratio import paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
@@ -159,15 +161,20 @@ def _tolerance_row(
         unit=mdef.unit,
         baseline=mb,
         candidate=mc,
-        ratio=mc / mb,
-        ratio_low=min(c) / max(b),
-        ratio_high=max(c) / min(b),
+        ratio=_ratio(mc, mb),
+        ratio_low=_ratio(min(c), max(b)),
+        ratio_high=_ratio(max(c), min(b)),
         threshold=theta,
         direction=mdef.direction,
         method="tolerance",
         n_baseline=len(b),
         n_candidate=len(c),
     )
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """a / b; None where b is 0 (an accuracy error of 0 on the baseline's side)."""
+    return a / b if b else None
 
 
 def compare_case(
@@ -190,7 +197,7 @@ def compare_case(
     sources = (device_sources(base), device_sources(cand))
     host_set = launch_bound(base) or launch_bound(cand)  # its latency follows the host: the host's threshold
     for name in settings.metrics:
-        mdef = metric_def(name)
+        mdef = settings.registry.comparable(name)
         if name in DEVICE_CLOCK and sources[0] != sources[1]:
             if sources[0] and sources[1]:
                 rows.append(_other_sources(cand.id, mdef, base, cand))
@@ -198,7 +205,11 @@ def compare_case(
         bv, cv = round_values(base, mdef), round_values(cand, mdef)
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
-        theta = practical_threshold(settings, cand.id, mdef, host_set)
+        tolerance = (tolerance_of(cand, name) or tolerance_of(base, name)) if mdef.threshold.absolute else None
+        theta = practical_threshold(settings, cand.id, mdef, host_set, tolerance)
+        clocked = clock_aware(base.rounds, cand.rounds, bv, cv) if name == DEVICE_TIME else None
+        if clocked is not None:  # in cycles where the sides' SM clocks differ; throttled slices left out, said so
+            bv, cv = clocked.base, clocked.cand
         if mdef.timed:
             steps = step_pairs(base, cand) if paired and name == LATENCY else None
             interleaved = paired and name in INTERLEAVED
@@ -210,7 +221,11 @@ def compare_case(
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
+            if clocked is not None and clocked.note:
+                row = replace(row, note="; ".join(n for n in (row.note, clocked.note) if n))
             rows.append(row)
+        elif mdef.threshold.absolute:  # theta is in the metric's unit: the slack, with no relative part
+            rows.append(replace(_tolerance_row(cand.id, mdef, bv, cv, 0.0, theta), threshold=theta))
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, bv, cv, theta, slack))
@@ -303,7 +318,7 @@ def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) ->
     present = {r.metric for r in rows}
     out = []
     for name in settings.metrics:
-        if name in DEFAULT_METRICS or name in present:
+        if name in settings.registry.compared_by_default() or name in present:
             continue
         why = " (it is measured only by runs made with --speed-reference)" if name == VS_REFERENCE else ""
         out.append(f"no case has {name} in both runs, so it was not compared{why}")

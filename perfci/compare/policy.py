@@ -11,10 +11,13 @@ Practical threshold theta for a case and metric, first found wins:
 1. `DecisionSettings.threshold` (the CLI's `--threshold`) for timed metrics;
 2. the configuration's `thresholds` (`{"kernels.*": {"latency": 0.03, "memory": 0.01}}`, exact metric name
    beats its family, later pattern beats earlier);
-3. defaults: timed metrics 3% on CPU, 1% on GPU cases (`@cuda...`); memory 1% (+ 1 MiB absolute slack). A
-   launch-bound GPU case's host-set figures (latency and what derives from it; not `device.time`, which is the
-   GPU's own clock, nor `host.overhead`, 5%) take the CPU's 3%: the host sets them, and in A/As of a launch-bound
-   ResNet-50 on an H200 the two sides differed by 0.8-1.0% in every pair of a run (docs/compare.md).
+3. the metric's definition (`MetricDef.threshold`, perfci/metrics/definitions.py): timed metrics 3% on CPU, 1%
+   on GPU cases (`@cuda...`); memory 1% (+ 1 MiB absolute slack); `host.overhead` 5%. A launch-bound GPU case's
+   host-set figures (latency and what derives from it; not `device.time`, which is the GPU's own clock) take the
+   CPU's 3%: the host sets them, and in A/As of a launch-bound ResNet-50 on an H200 the two sides differed by
+   0.8-1.0% in every pair of a run (docs/compare.md). Accuracy metrics have an absolute threshold: a tenth of
+   the case's tolerance for the metric (an error that grew by more than that is a regression, even inside the
+   tolerance).
 """
 
 from __future__ import annotations
@@ -24,17 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.config import configured_threshold
-from perfci.metrics.registry import DEFAULT_COMPARED, DEVICE_TIME, HOST_OVERHEAD, LATENCY, VS_REFERENCE, MetricDef
+from perfci.metrics.definition import MetricDef, MetricRegistry
+from perfci.metrics.registry import DEFAULT_COMPARED, LATENCY, VS_REFERENCE, default_registry
 from perfci.stats.decision import MIN_FRACTION
 
 DEFAULT_METRICS = DEFAULT_COMPARED
 FAIL_ON = ("regression", "slower")  # what may fail the gate: regressions only (default), or slower rows too
-CPU_THETA = 0.03
-GPU_THETA = 0.01
-MEMORY_THETA = 0.01
-# host.overhead (latency minus device time, CUDA cases): the host's share of a call moves with the process and the
-# machine far more than the kernels do, so its practical threshold is wider than a GPU latency's
-HOST_OVERHEAD_THETA = 0.05
 MEMORY_SLACK_BYTES = float(2**20)
 # Cross-job noise assumed for unpaired comparisons when not given: measured 0.11-0.13 between separate
 # invocations on a shared 2-core CI VM (docs/quality/stored.md); GPUs of one class are steadier.
@@ -95,6 +93,8 @@ class DecisionSettings:
     # fails on `regression` rows, or also on `slower` rows with fail_on = "slower"
     slower_min: float = MIN_FRACTION
     fail_on: str = "regression"
+    # the metrics known (definitions, thresholds, rules): the default registry unless a caller brings its own
+    registry: MetricRegistry = field(default_factory=default_registry, compare=False, repr=False)
 
     def alpha(self, n_cases: int = 1) -> float:
         a = (1.0 - self.confidence) / max(1, self.looks)
@@ -143,19 +143,18 @@ def job_noise(settings: DecisionSettings, case_id: str, metric: str = LATENCY, i
 
 
 def practical_threshold(
-    settings: DecisionSettings, case_id: str, metric: MetricDef, launch_bound: bool = False
+    settings: DecisionSettings,
+    case_id: str,
+    metric: MetricDef,
+    launch_bound: bool = False,
+    tolerance: float | None = None,
 ) -> float:
-    """theta for `metric` of `case_id`; `launch_bound`: the case's GPU was idle most of a call (its latency is
-    the host's)."""
+    """theta for `metric` of `case_id` (relative, or in the metric's unit for an absolute threshold);
+    `launch_bound`: the case's GPU was idle most of a call (its latency is the host's); `tolerance`: the case's
+    tolerance for the metric, where it records one (an absolute threshold is a share of it)."""
     if metric.timed and settings.threshold is not None:
         return settings.threshold
     configured = _configured(settings, case_id, metric.name)
     if configured is not None:
         return configured
-    if not metric.timed:
-        return MEMORY_THETA
-    if metric.name == HOST_OVERHEAD:
-        return HOST_OVERHEAD_THETA
-    if not is_gpu(case_id) or (launch_bound and metric.name != DEVICE_TIME):
-        return CPU_THETA
-    return GPU_THETA
+    return metric.threshold.default(is_gpu(case_id), launch_bound, tolerance)

@@ -11,7 +11,7 @@ under the tolerance rule (memory) compare the candidate's rounds with the N runs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import geometric_mean
 
 from perfci.compare.coverage import recorded_scope, require_common, settle_missing
@@ -29,7 +29,15 @@ from perfci.format.model import (
     RunResult,
     Verdict,
 )
-from perfci.metrics.registry import LATENCY, MetricDef, implausible, launch_bound, metric_def, round_values
+from perfci.metrics.registry import (
+    LATENCY,
+    MetricDef,
+    implausible,
+    launch_bound,
+    metric_def,
+    round_values,
+    tolerance_of,
+)
 from perfci.stats.decision import decide, min_detectable, tolerance_verdict
 from perfci.stats.rolling import rolling_log_ratio
 from perfci.store.history import HistoryStore, Point, RunInfo
@@ -153,7 +161,8 @@ def _tolerance_row(
     mb, mc = sorted(base)[len(base) // 2], sorted(cand)[len(cand) // 2]
     return MetricComparison(
         case_id=case_id, metric=mdef.name, verdict=Verdict(verdict), unit=mdef.unit, baseline=mb, candidate=mc,
-        ratio=mc / mb, ratio_low=min(cand) / max(base), ratio_high=max(cand) / min(base), threshold=theta,
+        ratio=mc / mb if mb else None, ratio_low=min(cand) / max(base) if max(base) else None,
+        ratio_high=max(cand) / min(base) if min(base) else None, threshold=theta,
         direction=mdef.direction, method="tolerance", n_baseline=len(base), n_candidate=len(cand),
     )  # fmt: skip
 
@@ -167,14 +176,18 @@ def _case_rows(base: RollingBaseline, cand: CaseResult, settings: DecisionSettin
     rows: list[MetricComparison] = []
     alpha = settings.alpha(n)
     for name in settings.metrics:
-        mdef = metric_def(name)
-        pts = [p for p in base.points.get((cand.id, name), []) if p.value > 0]
+        mdef = settings.registry.comparable(name)
+        zero_ok = mdef.threshold.absolute  # an accuracy error of 0 is a value
+        pts = [p for p in base.points.get((cand.id, name), []) if p.value > 0 or (zero_ok and p.value == 0)]
         cv = list(round_values(cand, mdef).values())
         if not pts or not cv or implausible(cand, name):
             continue
-        theta = practical_threshold(settings, cand.id, mdef, launch_bound(cand))
+        tolerance = tolerance_of(cand, name) if zero_ok else None
+        theta = practical_threshold(settings, cand.id, mdef, launch_bound(cand), tolerance)
         if mdef.timed:
             rows.append(_timed_row(cand.id, mdef, pts, cv, theta, alpha, settings))
+        elif zero_ok:  # an absolute threshold: the slack, with no relative part
+            rows.append(replace(_tolerance_row(cand.id, mdef, pts, cv, 0.0, theta), threshold=theta))
         else:
             slack = settings.memory_slack_bytes if mdef.unit == "B" else 0.0
             rows.append(_tolerance_row(cand.id, mdef, pts, cv, theta, slack))

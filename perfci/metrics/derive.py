@@ -1,5 +1,8 @@
-"""Derive a case's metrics from its raw rounds. Each metric carries unit and direction (from the registry) and
-an interval where one is known."""
+"""Derive a case's metrics from its raw rounds. Each metric carries unit and direction (from its definition) and
+an interval where one is known. The latency family, the device clock, work rates and memory marks have their own
+statistics here (`BESPOKE` definitions); every other metric's case value comes from its per-round values by the
+generic rule (`FROM_ROUNDS`): their median, with its 95% interval for a timed metric and the rounds' range for
+an untimed one."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 from perfci.format.model import Metric, Round
 from perfci.metrics import registry as reg
+from perfci.metrics.definition import MetricDef, MetricRegistry
 from perfci.metrics.registry import reference_ratio
 from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
 
@@ -18,10 +22,15 @@ PEAK_TOLERANCE = 0.10
 
 
 def metric(
-    name: str, value: float, low: float | None = None, high: float | None = None, confidence: float | None = None
+    name: str,
+    value: float,
+    low: float | None = None,
+    high: float | None = None,
+    confidence: float | None = None,
+    registry: MetricRegistry | None = None,
 ) -> Metric:
-    """A Metric whose unit and direction are the registry's."""
-    d = reg.METRICS[name]
+    """A Metric whose unit and direction are its definition's."""
+    d = (registry or reg.default_registry())[name]
     return Metric(name, d.unit, d.direction, value, low, high, confidence)
 
 
@@ -120,12 +129,17 @@ def mark_implausible(metrics: list[Metric], peak_gbps: float | None, declared: b
     return [replace(m, note=note) if m.name in names else m for m in metrics]
 
 
-def energy_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
-    per_call = [r.telemetry["energy_per_call_j"] for r in rounds if r.telemetry.get("energy_per_call_j")]
-    if not per_call:
+def from_rounds(rounds: tuple[Round, ...], definition: MetricDef) -> list[Metric]:
+    """The generic rule: the median of the per-round values (rounds without one left out), with its 95% interval
+    for a timed metric and the rounds' range for an untimed one."""
+    values = [v for r in rounds if (v := definition.values(r, None)) is not None]
+    if not values:
         return []
-    lo, hi = median_ci(per_call, CONFIDENCE)
-    return [metric(reg.ENERGY, median(per_call), lo, hi, CONFIDENCE)]
+    d = definition
+    if d.timed:
+        lo, hi = median_ci(values, CONFIDENCE)
+        return [Metric(d.name, d.unit, d.direction, median(values), lo, hi, CONFIDENCE)]
+    return [Metric(d.name, d.unit, d.direction, median(values), min(values), max(values))]
 
 
 def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
@@ -148,15 +162,21 @@ def memory_metrics(rounds: tuple[Round, ...]) -> list[Metric]:
 
 
 def case_metrics(
-    rounds: tuple[Round, ...], flops: float | None, nbytes: float | None, peaks: dict[str, Any] | None = None
+    rounds: tuple[Round, ...],
+    flops: float | None,
+    nbytes: float | None,
+    peaks: dict[str, Any] | None = None,
+    registry: MetricRegistry | None = None,
 ) -> tuple[Metric, ...]:
+    """Every metric of a case: the bespoke ones, then each of the registry's other metrics its rounds have."""
     if not rounds:
         return ()
+    generic = [m for d in (registry or reg.default_registry()).from_rounds() for m in from_rounds(rounds, d)]
     return tuple(
         latency_metrics(rounds)
         + reference_metrics(rounds)
         + device_metrics(rounds)
         + work_metrics(rounds, flops, nbytes, peaks)
         + memory_metrics(rounds)
-        + energy_metrics(rounds)
+        + generic
     )

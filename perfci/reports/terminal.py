@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 
 from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.metrics.definition import MetricRegistry
 from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
+from perfci.reports.case_rows import metric_cell, metric_columns
 from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
@@ -38,9 +40,11 @@ RUN_COLUMNS = (
 RUN_DROP_ORDER = ("rounds", "95% interval", "noise (round CV)", "vs reference", "bandwidth", "memory (own)")
 
 
-def run_table(run: RunResult) -> CaseTable:
+def run_table(run: RunResult, registry: MetricRegistry | None = None) -> CaseTable:
     with_ref = any(c.metric(VS_REFERENCE) for c in run.cases)  # only with --speed-reference
-    columns = (*RUN_COLUMNS, *((Column("vs reference"),) if with_ref else ()), Column("status"))
+    extra = metric_columns(run, registry)  # the metrics with a column of their own (accuracy...) the run has
+    columns = (*RUN_COLUMNS, *((Column("vs reference"),) if with_ref else ()), *(Column(d.column) for d in extra),
+               Column("status"))  # fmt: skip
     rows = []
     for c in run.cases:
         ref = c.metric(VS_REFERENCE)
@@ -49,7 +53,7 @@ def run_table(run: RunResult) -> CaseTable:
             msg = c.errors[0].message if c.errors else c.status.value
             label = Text("error", "bold red") if c.status is CaseStatus.ERROR else Text("skipped", "yellow")
             dashes = [Text("-")] * 3 + [Text(str(len(c.rounds)))] + [Text("-")] * 2
-            rows.append(CaseRow(c.id, (*dashes, *ref_cell, label), Text(msg)))
+            rows.append(CaseRow(c.id, (*dashes, *ref_cell, *[Text("-")] * len(extra), label), Text(msg)))
             continue
         med = c.metric(LATENCY)
         cv = c.metric(ROUND_CV)
@@ -61,11 +65,13 @@ def run_table(run: RunResult) -> CaseTable:
         cells = [format_seconds(med.value if med else None), interval, f"{cv.value * 100:.1f}%" if cv else "-"]
         cells += [str(len(c.rounds)), own_memory(c)]
         note = Text(bw.note) if bw and bw.note else None
-        rows.append(CaseRow(c.id, (*map(Text, cells), bandwidth, *ref_cell, Text("ok")), note))
+        own = [Text(metric_cell(c, d)) for d in extra]
+        rows.append(CaseRow(c.id, (*map(Text, cells), bandwidth, *ref_cell, *own, Text("ok")), note))
     notes = burst_sustained_notes(run) + boost_notes(run)
     # below the table: a burst figure must not be read as what a long-running job sees
     caption = Text("\n".join(f"note: {n}" for n in notes)) if notes else None
-    return CaseTable(columns, tuple(rows), title="perfci results", caption=caption, drop_order=RUN_DROP_ORDER,
+    drop = (*(d.column for d in extra), *RUN_DROP_ORDER)
+    return CaseTable(columns, tuple(rows), title="perfci results", caption=caption, drop_order=drop,
                      note_around=(": ", ""))  # fmt: skip
 
 

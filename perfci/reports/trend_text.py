@@ -9,10 +9,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from perfci.format.model import Direction
-from perfci.metrics.registry import ENERGY, LATENCY, family_of, metric_direction
+from perfci.metrics.definition import WORSE
+from perfci.metrics.registry import default_registry
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
-from perfci.reports.trend_counts import headline_counts, move_call, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
@@ -38,11 +37,12 @@ def _severity(t: Trend) -> tuple[int, float, str, str]:
 def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS) -> Table:
     """The terminal view, bounded for a fleet: the counts and movers in the title, then at most `max_rows` rows,
     worst first (all of them, in runner and case order, when they fit)."""
-    n = headline_counts(trend_call(t) for t in items)  # the same counts as the digest's and the page's
+    statuses = [t.status() for t in items]
     worse, better = movers(items, window)
     title = (
-        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady; "
-        f"in the latest {window} runs {len(worse)} regression(s), {len(better)} improvement(s)"
+        f"perfci trend: {len(items)} case(s), {statuses.count('slower')} worse, {statuses.count('faster')} better, "
+        f"{statuses.count('steady')} steady; in the latest {window} runs {len(worse)} regression(s), "
+        f"{len(better)} improvement(s)"
     )
     shown = items if len(items) <= max_rows else sorted(items, key=_severity)[:max_rows]
     caption = (
@@ -93,10 +93,11 @@ def trend_markdown(
         ((t, t.shifts[-1]) for t in items if t.status() == "slower"),
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
-    n = headline_counts(trend_call(t) for t in items)
+    better = sum(1 for t in items if t.status() == "faster")
     window = f"in the last {since}" if since else "since their last change point"
     lines = [
-        f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady ({len(items)} case(s))",
+        f"### perfci trend: {len(worse)} worse, {better} better {window}, "
+        f"{len(items) - len(worse) - better} steady ({len(items)} case(s))",
         "",
     ]
     if worse:
@@ -117,12 +118,10 @@ def trend_markdown(
 
 
 def _words(metric: str) -> tuple[str, str]:
-    """How a move of `metric` is said, worse then better: a time gets slower, a size grows, others get worse."""
-    if family_of(metric) == "memory":
-        return "grew", "shrank"
-    if metric_direction(metric) is Direction.LOWER and family_of(metric) in (family_of(LATENCY), ENERGY):
-        return "slower", "faster"
-    return "worse", "better"
+    """How a move of `metric` is said, worse then better (its definition's words: a time gets slower, a size
+    grows, others get worse)."""
+    d = default_registry().get(metric)
+    return d.moves if d is not None else WORSE
 
 
 def _when(utc: str) -> str:
@@ -148,11 +147,10 @@ def trend_digest(
     """`perfci trend --format markdown --since 7d`: what moved in the window, per case, in plain words for a lead:
     the change, the run's commit and date, and whether it is confirmed or too recent to call (with how many more
     runs it needs). Strings from the store are code spans; the rows are bounded (`max_rows`, then a count)."""
-    n = headline_counts(move_call(m) for m in moves)  # a change too early to call is counted as that, not as worse
-    early = n.uncalled
+    worse, better = (sum(1 for m in moves if m.worse is w) for w in (True, False))
+    early = sum(1 for m in moves if not m.called)
     lines = [
-        f"### perfci trend, the last {since}: {n.worse} change(s) for the worse, {n.better} for the better"
-        + n.uncalled_phrase(),
+        f"### perfci trend, the last {since}: {worse} change(s) for the worse, {better} for the better",
         "",
         f"{code(metric, 60)}: {steady} case(s) ran in the window without a change"
         + (f"; {quiet} case(s) did not run in it" if quiet else "")

@@ -32,6 +32,8 @@ def format_value(value: float | None, unit: str) -> str:
         return format_bytes(value)
     if unit == "FLOP/s":
         return f"{value / 1e9:.3g} GFLOP/s"
+    if not unit:  # a pure number (an accuracy figure)
+        return f"{value:.3g}"
     return f"{value:.4g} {unit}"
 
 

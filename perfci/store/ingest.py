@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError, ResultsFormatError
 from perfci.format.model import RunResult
+from perfci.metrics.definition import MetricRegistry
 from perfci.store.retries import lock_for_write
 from perfci.store.rows import ROW_COLUMNS, PreparedRun, Row, prepare_run
 from perfci.store.tables import measurements, runs
@@ -23,12 +24,15 @@ BATCH_ROWS = 5_000  # measurements per bulk insert (about one file of 500 cases)
 Item = tuple[RunResult | PreparedRun, str]  # a run to store, and its runner class
 
 
-def _batches(items: Iterable[Item], batch_rows: int) -> Iterator[list[tuple[PreparedRun, str]]]:
-    """The runs of `items` prepared, in batches of about `batch_rows` measurements, read lazily."""
+def _batches(
+    items: Iterable[Item], batch_rows: int, registry: MetricRegistry | None = None
+) -> Iterator[list[tuple[PreparedRun, str]]]:
+    """The runs of `items` prepared (with `registry`'s definitions), in batches of about `batch_rows`
+    measurements, read lazily."""
     batch: list[tuple[PreparedRun, str]] = []
     size = 0
     for run, runner in items:
-        prepared = run if isinstance(run, PreparedRun) else prepare_run(run)
+        prepared = run if isinstance(run, PreparedRun) else prepare_run(run, registry)
         batch.append((prepared, runner))
         size += len(prepared.rows)
         if size >= batch_rows:
@@ -38,7 +42,9 @@ def _batches(items: Iterable[Item], batch_rows: int) -> Iterator[list[tuple[Prep
         yield batch
 
 
-def ingest_many(engine: Engine, items: Iterable[Item], batch_rows: int = BATCH_ROWS) -> tuple[int, int]:
+def ingest_many(
+    engine: Engine, items: Iterable[Item], batch_rows: int = BATCH_ROWS, registry: MetricRegistry | None = None
+) -> tuple[int, int]:
     """Store runs read from `items` lazily (an iterator of any length: memory holds one batch of about
     `batch_rows` measurements), all in one transaction: a run that fails to load (an exception from `items`)
     leaves the store as it was. Runs already stored are skipped. (added, skipped)."""
@@ -46,7 +52,7 @@ def ingest_many(engine: Engine, items: Iterable[Item], batch_rows: int = BATCH_R
     try:
         with engine.begin() as conn:
             lock_for_write(conn)
-            for batch in _batches(items, batch_rows):
+            for batch in _batches(items, batch_rows, registry):
                 a = _insert_batch(conn, batch)
                 added, skipped = added + a, skipped + len(batch) - a
     except SQLAlchemyError as exc:

@@ -10,7 +10,8 @@ import sys
 from dataclasses import dataclass
 
 from perfci.format.model import CaseStatus, Direction, RunResult
-from perfci.metrics.registry import timed_round_values
+from perfci.metrics.definition import MetricRegistry
+from perfci.metrics.registry import default_registry
 
 # a `measurements` row as the store writes it: these columns, in this order (plain tuples, no ORM objects)
 ROW_COLUMNS = ("run", "case_id", "metric", "unit", "direction", "value", "low", "high", "rounds", "log_mean", "log_sd")
@@ -52,17 +53,18 @@ def _round_stats(values: list[float | None]) -> tuple[int | None, float | None, 
     return n, mean, math.sqrt(math.fsum([(x - mean) ** 2 for x in logs]) / (n - 1))
 
 
-def prepare_run(run: RunResult) -> PreparedRun:
-    """The rows of a run (ok cases only), with its metrics' round statistics."""
+def prepare_run(run: RunResult, registry: MetricRegistry | None = None) -> PreparedRun:
+    """The rows of a run (ok cases only): every metric a case has, with the round statistics of those whose
+    definition keeps them (`MetricDef.history_rounds`: the timed ones)."""
     rows: list[Row] = []
     refusal = None
     isfinite, ok, direction, intern = math.isfinite, CaseStatus.OK, _DIRECTION, sys.intern
+    known = registry or default_registry()
+    kept = {d.name: d for d in known.definitions if d.history_rounds}
     for c in run.cases:
         if c.status is not ok:
             continue
         case_id = c.id
-        # the per-round values of the case's timed metrics at once: one sort per round
-        timed = timed_round_values(c, {m.name for m in c.metrics})
         for m in c.metrics:
             value, low, high = m.value, m.low, m.high
             if not (isfinite(value) and (low is None or isfinite(low)) and (high is None or isfinite(high))):
@@ -78,8 +80,9 @@ def prepare_run(run: RunResult) -> PreparedRun:
             # one string object per metric name and unit: a file's rows go to the writing process by pickle,
             # which sends a string once per object (pickling and unpickling a file took 3.3 ms instead of 5.2)
             name = intern(m.name)
-            rows.append((case_id, name, intern(m.unit), direction[m.direction], float(value), low, high,
-                         *(_round_stats(timed[name]) if name in timed else _NO_ROUNDS)))  # fmt: skip
+            d = kept.get(name)
+            stats = _round_stats([d.values(r, c) for r in c.rounds]) if d is not None else _NO_ROUNDS
+            rows.append((case_id, name, intern(m.unit), direction[m.direction], float(value), low, high, *stats))
         if refusal:
             break
     git = run.git

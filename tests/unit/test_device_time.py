@@ -14,7 +14,8 @@ import pytest
 from perfci.ab.orchestrate import _to_continue
 from perfci.compare import decide
 from perfci.compare.decide import compare_runs
-from perfci.compare.policy import HOST_OVERHEAD_THETA, DecisionSettings, practical_threshold
+from perfci.compare.policy import DecisionSettings, practical_threshold
+from perfci.metrics.definitions import OVERHEAD
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, DeviceTime, Round, Verdict
 from perfci.metrics import case_metrics
 from perfci.metrics.registry import (
@@ -177,7 +178,7 @@ def test_a_launch_bound_aa_is_unchanged_on_device_time() -> None:
     assert rows[LATENCY].verdict is Verdict.INCONCLUSIVE  # the host's clock swings between processes
     assert rows[HOST_OVERHEAD].verdict is Verdict.INCONCLUSIVE
     own = practical_threshold(DecisionSettings(), base.id, metric_def(HOST_OVERHEAD))
-    assert own == HOST_OVERHEAD_THETA > practical_threshold(DecisionSettings(), base.id, metric_def(DEVICE_TIME))
+    assert own == OVERHEAD.relative > practical_threshold(DecisionSettings(), base.id, metric_def(DEVICE_TIME))
     # the A/B asks for no more pairs: the case is settled on its steady clock
     assert _to_continue(rows["_comparison"], DecisionSettings()) == []
     assert ("resnet50[batch=8]@cuda:0", "launch-bound: latency follows the host; device time is the stable figure") in [
@@ -275,7 +276,9 @@ def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.Mon
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
     monkeypatch.setattr(case_session, "profile_device", broken)
-    s: Any = SimpleNamespace(torch=object(), probe=None, sampler=SimpleNamespace(fn=lambda: None, iterations=10))
+    s: Any = SimpleNamespace(
+        torch=object(), probe=None, steady=False, sampler=SimpleNamespace(fn=lambda: None, iterations=10)
+    )
     telemetry: dict[str, Any] = {}
     assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")

@@ -16,7 +16,7 @@ from perfci.cli import app
 from perfci.errors import ResultsFormatError
 from perfci.format.model import CaseError, CaseResult, CaseStatus, Metric, RunResult
 from perfci.format.schema import dump_results
-from perfci.metrics.registry import COMPARABLE, round_values
+from perfci.metrics.registry import default_registry, round_values
 from perfci.store.history import HistoryStore, prepare_run
 from tests.store_cases import expected_rows, many_runs, stored_rows
 
@@ -38,7 +38,7 @@ def test_expected_rows_is_the_plain_definition() -> None:
     ok = [c for c in run.cases if c.status is CaseStatus.OK]
     assert len(rows) == sum(len(c.metrics) for c in ok) and len(ok) < len(run.cases)
     case = ok[0]
-    logs = [math.log(v) for v in round_values(case, COMPARABLE["latency.median"]).values()]
+    logs = [math.log(v) for v in round_values(case, default_registry()["latency.median"]).values()]
     (median,) = [r for r in rows if r[0] == case.id and r[1] == "latency.median"]
     assert median[7] == len(logs) == 5
     assert median[8] == pytest.approx(sum(logs) / 5, rel=1e-12)
