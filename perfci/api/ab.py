@@ -19,6 +19,7 @@ from perfci.api.compare import (
     Outputs,
     decision_settings,
     unsettled_cases,
+    with_allowed_missing,
     with_expected,
     write_outputs,
 )
@@ -120,6 +121,7 @@ class ABRequest:
     base_python: Path | None = None  # interpreter or venv folder of the base side's workers (default: this one)
     head_python: Path | None = None
     resume: bool = False  # continue the pairs an interrupted A/B left in `out` (which must be given)
+    allow_missing: bool = False  # a case only the base side has passes (compare/coverage.py)
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def ab(
     outcome = run_revisions(
         settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress, pythons
     )
-    comparison = with_expected(outcome.comparison, req.expected)
+    comparison = with_expected(with_allowed_missing(outcome.comparison, req.allow_missing), req.expected)
     if req.shard is not None:  # which cases this comparison holds, and how they were split
         comparison = replace(comparison, settings={**comparison.settings, **req.shard.settings()})
     written = write_outputs(Outputs(out=out_dir, junit=req.junit), comparison, outcome.head, outcome.base)

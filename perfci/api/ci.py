@@ -59,6 +59,7 @@ class CIRequest:
     # A/B of environments (docs/ci.md, "Gating library upgrades"): each side's interpreter or venv folder
     base_python: Path | None = None
     head_python: Path | None = None
+    allow_missing: bool = False  # baseline cases without a candidate pass (compare/coverage.py)
 
     @property
     def environments(self) -> bool:
@@ -163,13 +164,14 @@ def run_ci(
             shard=req.shard,
             base_python=req.base_python,
             head_python=req.head_python,
+            allow_missing=req.allow_missing,
         )
         result = ab(settings, ab_req, env, progress, check_out_dir)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
     run_req = RunRequest(
         paths=req.sources.paths, patterns=req.sources.patterns, suites=req.sources.suites, out=req.out,
         rounds=req.rounds, budget_s=req.sample_budget_s, runner=req.runner, threshold=req.threshold, db=req.db,
-        shard=req.shard,
+        shard=req.shard, allow_missing=req.allow_missing,
     )  # fmt: skip
     planned = plan_run(settings, run_req)
     if check_out_dir is not None:

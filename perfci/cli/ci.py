@@ -27,6 +27,7 @@ from perfci.cli.app import (
     sharded,
     writable_folder,
 )
+from perfci.cli.compare import AllowMissing
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.reports.terminal import verdict_line
@@ -78,6 +79,7 @@ def ci_command(
     sample_budget: SampleBudget = None, rounds: Rounds = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
     base_python: BasePython = None, head_python: HeadPython = None, durations: DurationsOpt = None,
+    allow_missing: AllowMissing = False,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
@@ -100,6 +102,7 @@ def ci_command(
         github_output=github_output,
         base_python=base_python,
         head_python=head_python,
+        allow_missing=allow_missing,
     )
 
     def body() -> int:
@@ -156,9 +159,10 @@ def merge_command(
     threshold: Thr = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
     config: ConfigOpt = None,
+    allow_missing: AllowMissing = False,
 ) -> None:
     """Join the results of a sharded run (perfci run --shard I/N) into one results.json, report and summary."""
-    req = MergeRequest(files, out, runner, baseline, threshold)
+    req = MergeRequest(files, out, runner, baseline, threshold, allow_missing=allow_missing)
 
     def body() -> int:
         writable_folder(out, "--out")

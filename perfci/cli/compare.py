@@ -101,6 +101,14 @@ Html = Annotated[Path | None, typer.Option(help="Also write an HTML report here.
 Junit = Annotated[Path | None, typer.Option(help="Write JUnit XML here.")]
 Expected = Annotated[Path | None, typer.Option(help=f"Expected-changes file (default ./{EXPECTED_FILE}).")]
 AllowMismatch = Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")]
+AllowMissing = Annotated[
+    bool,
+    typer.Option(
+        "--allow-missing",
+        help="Let baseline cases with no candidate pass (by default each is a failing `missing` row; cases left "
+        "out on purpose, deselected, skipped or in another shard, are never missing).",
+    ),
+]
 BaseRev = Annotated[
     str | None, typer.Argument(help="Base revision (commit, branch, tag); optional with --base/--head-python.")
 ]
@@ -180,6 +188,7 @@ def compare(
     metric: Metrics = None, allow_mismatch: AllowMismatch = False, out: Out = None, html: Html = None,
     junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZeroOpt = False,
     fmt: FmtOpt = OutputFormat.table, store_baseline: StoreBaseline = None, fail_on: FailOnOpt = None,
+    allow_missing: AllowMissing = False,
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
@@ -192,6 +201,7 @@ def compare(
         history_noise=history_noise,
         db=db,
         allow_mismatch=allow_mismatch,
+        allow_missing=allow_missing,
         expected=expected,
         outputs=Outputs(out=out, junit=junit, html=html),
         store_baseline=store_baseline,
@@ -220,6 +230,7 @@ def ab_command(
     gpu_mode: GpuModeOpt = None, base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None,
     fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
+    allow_missing: AllowMissing = False,
     container_runtime: ContainerRuntime = "docker",
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
@@ -256,6 +267,7 @@ def ab_command(
         head_python=head_python,
         images=images,
         resume=resume,
+        allow_missing=allow_missing,
     )
 
     def body() -> int:

@@ -29,7 +29,7 @@ from perfci.cli.app import (
     sharded,
     writable_folder,
 )
-from perfci.cli.compare import LockClocksOpt, print_unsettled_hint
+from perfci.cli.compare import AllowMissing, LockClocksOpt, print_unsettled_hint
 from perfci.cli.options import (
     DEPRECATED_BUDGET,
     ConfigOpt,
@@ -105,6 +105,7 @@ def run(
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
     fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOnOpt = None,
     resume: ResumeOpt = False, durations: DurationsOpt = None, lock_clocks: LockClocksOpt = False,
+    allow_missing: AllowMissing = False,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
     if budget is not None:
@@ -115,6 +116,7 @@ def run(
         memory_limit=memory_limit,
         speed_reference=speed_reference, baseline=baseline, runner=runner, threshold=threshold, confirm=confirm,
         history_noise=history_noise, db=db, shard=shard, gpu_mode=gpu_mode, fail_on=fail_on, resume=resume,
+        allow_missing=allow_missing,
     )  # fmt: skip
 
     def body() -> int:

@@ -31,9 +31,7 @@ from perfci.format.model import CaseStatus, Comparison, MetricComparison, RunRes
 LEFT_OUT_KEY = "left_out"  # results settings: {case id or pytest test id: why it was left out on purpose}
 SHARD_KEY = "shard"  # results settings of a sharded run: "I/N" (perfci/api/shards.py)
 ALLOWED = "missing allowed (--allow-missing)"
-MISSING_NOTE = (
-    "no candidate: removed or not run (allow with --allow-missing, or list the removal in perfci-expected.toml)"
-)
+MISSING_NOTE = "not in the candidate (--allow-missing, or a declared removal, lets it pass)"
 IN_OTHER_SHARD = "in another shard"
 
 
