@@ -8,6 +8,7 @@ folder and its project root (the closest folder above it with a `perfci.toml`, a
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.util
@@ -16,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
@@ -81,7 +82,7 @@ def load_source(source: str) -> ModuleType:
         # what the file prints goes to stderr: stdout carries `--format json` (a print broke the JSON,
         # and so did a write to file descriptor 1)
         with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
-            spec.loader.exec_module(module)
+            exec(_code_binding_workloads(path), module.__dict__)
     except SyntaxError as exc:
         del sys.modules[name]
         raise WorkloadDefinitionError(
@@ -98,6 +99,33 @@ def load_source(source: str) -> ModuleType:
             f"(at {Path(frame.filename).name}:{frame.lineno}).",
         ) from None
     return module
+
+
+UNBOUND_PREFIX = "_perfci_unbound_line_"
+
+
+def _code_binding_workloads(path: Path) -> CodeType:
+    """The workload file compiled, with each module-level expression that calls a `...workload(...)` factory
+    and drops its result bound to a name (`_perfci_unbound_line_<N>`): `perfci.model_workload(...)` written
+    without `name = ...` made a workload that nothing kept, so it was measured by no one and said nothing."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.Expr) and _calls_a_workload_factory(node.value):
+            target = ast.Name(id=f"{UNBOUND_PREFIX}{node.lineno}", ctx=ast.Store())
+            tree.body[i] = ast.copy_location(ast.Assign(targets=[target], value=node.value), node)
+    return compile(ast.fix_missing_locations(tree), str(path), "exec", dont_inherit=True)
+
+
+def _calls_a_workload_factory(node: ast.expr) -> bool:
+    """`workload(...)`, `perfci.model_workload(...)`, `perfci.workload(...)(fn)`: a call whose callee's name
+    (or, for a decorator called directly, its factory's name) ends with `workload`."""
+    while isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name.endswith("workload"):
+            return True
+        node = func
+    return False
 
 
 def _onnx_module(path: Path) -> ModuleType:
