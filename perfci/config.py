@@ -19,6 +19,7 @@ from typing import Any
 from perfci.cpus import MAX_CPU, parse_cpu_list
 from perfci.errors import ConfigError
 from perfci.fractions import parse_fraction
+from perfci.options import CASE_TIMEOUT, FAIL_ON, ROUND_TIME, ROUNDS, THREADS, THRESHOLD, Option, by_config_key
 from perfci.patterns import case_pattern
 
 CONFIG_FILE = "perfci.toml"
@@ -31,13 +32,14 @@ class Config:
     source: Path | None = None  # the file it came from; None when no configuration was found
     paths: tuple[Path, ...] = ()  # workload files or folders (relative paths resolved against the file's folder)
     suites: tuple[str, ...] = ()  # built-in or user suites to run by default
+    pytest: tuple[Path, ...] = ()  # pytest files or folders whose benchmark tests `perfci ab` and `ci` measure
     devices: tuple[str, ...] = ()  # devices to run on by default (empty: every device present on the runner)
     # case pattern (perfci.patterns: substring, glob or re:, e.g. "kernels.*") -> metric name or family ->
     # practical threshold as a fraction, e.g. {"kernels.*": {"latency": 0.03, "memory": 0.01}}
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     rounds: int | None = None
     case_timeout_s: float | None = None
-    budget_s: float | None = None  # per-round sampling budget
+    round_time_s: float | None = None  # sampling time per case and round (older key: budget_s)
     runner: str | None = None  # runner class name (names baselines/<runner>.json)
     build_command: str | None = None  # for `perfci ab`: how to make a checked-out revision importable
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
@@ -46,6 +48,7 @@ class Config:
     gpu_mode: str | None = None  # CUDA timing: hot | cold | graph | sustained | sustained-cold (cuda_timing)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
     fail_on: str | None = None  # what fails the gate: "regression" (default) or "slower" (also below-threshold)
+    threshold: float | None = None  # practical threshold of timed metrics, every case (beats `thresholds`)
 
 
 def configured_threshold(thresholds: Mapping[str, Mapping[str, float]], case_id: str, metric: str) -> float | None:
@@ -169,34 +172,17 @@ def _str_list(w: _Where, key: str, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _positive(w: _Where, key: str, value: object, integer: bool = False, allow_zero: bool = False) -> Any:
-    ok = _is_number(value) and (isinstance(value, int) if integer else True)
-    if not ok or (value < 0 if allow_zero else value <= 0):  # type: ignore[operator]
-        kind = "an integer" if integer else "a number"
-        sign = ">= 0" if allow_zero else "> 0"
-        raise w.error((key,), f"must be {kind} {sign}, got {value!r}.")
-    return value
-
-
-MAX_THREADS = 4_096  # threads per worker, far past any CPU count (9e18 overflowed torch; every case failed)
-
-
-def _threads(w: _Where, value: int) -> int:
-    if value > MAX_THREADS:
-        raise w.error(("threads",), f"must be at most {MAX_THREADS:,}, got {value!r}.")
-    return value
-
-
-def _flag(w: _Where, key: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise w.error((key,), f"must be true or false, got {value!r}.")
-    return value
-
-
-def _text(w: _Where, key: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise w.error((key,), f"must be a non-empty string, got {value!r}.")
-    return value
+def _option(w: _Where, key: str, option: Option, value: object) -> Any:
+    """A value held to its row of the options table (perfci/options.py): the same bounds as the flags'."""
+    if option.kind == "fraction" and (isinstance(value, str) or _is_number(value)):
+        try:
+            return parse_fraction(value)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise w.error((key,), f"{str(exc).rstrip('.')}.") from None
+    problem = option.problem(value)
+    if problem is not None:
+        raise w.error((key,), f"must be {option.bounds_text()}, got {value!r}.")
+    return float(value) if option.kind == "float" else value  # type: ignore[arg-type]
 
 
 def _cpus(w: _Where, value: object) -> tuple[int, ...]:
@@ -214,15 +200,15 @@ def _cpus(w: _Where, value: object) -> tuple[int, ...]:
     raise w.error(("cpus",), f'must be a CPU list like "2-3" or a list of CPU numbers, got {value!r}.')
 
 
-def _paths(w: _Where, value: object) -> tuple[Path, ...]:
+def _paths(w: _Where, value: object, key: str = "paths") -> tuple[Path, ...]:
     out = []
-    for i, raw in enumerate(_str_list(w, "paths", value)):
+    for i, raw in enumerate(_str_list(w, key, value)):
         if "\0" in raw:
-            raise w.error(("paths",), f"paths[{i}] {raw!r} holds a NUL character.")
+            raise w.error((key,), f"{key}[{i}] {raw!r} holds a NUL character.")
         p = Path(raw)
         p = p if p.is_absolute() else w.source.parent / p
         if not p.exists():
-            raise w.error(("paths",), f"paths[{i}] {raw!r} does not exist (looked for {p.resolve()}).")
+            raise w.error((key,), f"{key}[{i}] {raw!r} does not exist (looked for {p.resolve()}).")
         out.append(p)
     return tuple(out)
 
@@ -256,34 +242,38 @@ def _thresholds(w: _Where, value: object) -> dict[str, dict[str, float]]:
                 )
             if isinstance(frac, dict):
                 raise w.error((*key, metric), "is a table.", hint='quote a dotted metric name: "latency.median" = 0.02')
+            if not isinstance(frac, str) and not _is_number(frac):
+                raise w.error((*key, metric), f"must be {THRESHOLD.bounds_text()}, got {frac!r}.")
             try:
-                fraction = parse_fraction(frac) if isinstance(frac, str) or _is_number(frac) else math.nan
+                out.setdefault(pattern, {})[metric] = parse_fraction(frac)
             except ValueError as exc:
-                raise w.error((*key, metric), str(exc)) from None
-            if not 0 < fraction < 10:
-                raise w.error((*key, metric), f"must be a fraction > 0 (3% or 0.03), got {frac!r}.")
-            out.setdefault(pattern, {})[metric] = fraction
+                raise w.error((*key, metric), f"{str(exc).rstrip('.')}.") from None
         out.setdefault(pattern, {})
     return out
 
 
-_FIELDS: dict[str, Callable[[_Where, object], Any]] = {
+# keys read by their own function; every other key is held to its row of the options table
+_READERS: dict[str, Callable[[_Where, object], Any]] = {
     "paths": _paths,
+    "pytest": lambda w, v: _paths(w, v, "pytest"),
     "suites": lambda w, v: _str_list(w, "suites", v),
     "devices": _devices,
     "thresholds": _thresholds,
-    "rounds": lambda w, v: _positive(w, "rounds", v, integer=True),
-    "case_timeout_s": lambda w, v: float(_positive(w, "case_timeout_s", v)),
-    "budget_s": lambda w, v: float(_positive(w, "budget_s", v)),
-    "runner": lambda w, v: _text(w, "runner", v),
-    "build_command": lambda w, v: _text(w, "build_command", v),
-    "threads": lambda w, v: _threads(w, _positive(w, "threads", v, integer=True, allow_zero=True)),
     "cpus": _cpus,
-    "speed_reference": lambda w, v: _flag(w, "speed_reference", v),
-    "gpu_mode": lambda w, v: _text(w, "gpu_mode", v),
-    "history_noise": lambda w, v: _flag(w, "history_noise", v),
-    "fail_on": lambda w, v: _text(w, "fail_on", v),
 }
+# the options whose rows only check the kind (the valid GPU modes are known above the core, in the profilers)
+_CHECKED = {o.name for o in (ROUNDS, THREADS, CASE_TIMEOUT, ROUND_TIME, THRESHOLD, FAIL_ON)}
+
+
+def _read(w: _Where, key: str, value: object) -> tuple[str, Any]:
+    """A key's field of Config and its checked value."""
+    option = by_config_key()[key]
+    assert option.config is not None
+    if key in _READERS:
+        return option.config, _READERS[key](w, value)
+    if option.name in _CHECKED or option.kind in ("bool", "text"):
+        return option.config, _option(w, key, option, value)
+    return option.config, value
 
 
 def parse_config(
@@ -292,10 +282,11 @@ def parse_config(
     """Validate a parsed TOML table; ConfigError names the file, the line (when found) and the key."""
     w = _Where(source, text, prefix, frozenset(metric_keys))
     values: dict[str, Any] = {}
+    keys = by_config_key()
     for key, value in data.items():
-        if key not in _FIELDS:
-            close = difflib.get_close_matches(key, list(_FIELDS), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(_FIELDS))}"
+        if key not in keys:
+            close = difflib.get_close_matches(key, list(keys), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(keys))}"
             raise w.error((key,), "unknown key.", hint)
-        values[key] = _FIELDS[key](w, value)
+        field_name, values[field_name] = _read(w, key, value)
     return Config(source=source, **values)

@@ -34,6 +34,7 @@ from perfci.errors import UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
 from perfci.patterns import matches_any
+from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS
 from perfci.profilers.timing import TimingSettings
 from perfci.workloads.discovery import builtin_source, expand_paths
 
@@ -135,20 +136,27 @@ class ABResult:
         return gate(self.comparison, self.outcome.head)
 
 
-MAX_AB_BUDGET_S = 7 * 86400.0
-MAX_PAIRS = 10_000  # per look (first or further); MAX_LOOKS looks
-MAX_LOOKS = 100
 
 
 def _check_ab_limits(req: ABRequest) -> None:
     """Options checked before anything is checked out (`--budget nan` never stopped a look, and
     `--pairs 1000000000` ran on past its time budget, which is only read between looks)."""
-    if not 0.0 < req.budget_s <= MAX_AB_BUDGET_S:  # False for NaN
-        raise UsageError(f"--budget must be above 0 and at most {MAX_AB_BUDGET_S:g} s, not {req.budget_s!r}.")
-    for flag, value, high in (("--pairs", req.pairs, MAX_PAIRS), ("--extra", req.extra, MAX_PAIRS),
-                              ("--looks", req.looks, MAX_LOOKS)):  # fmt: skip
-        if value is not None and value > high:
-            raise UsageError(f"{flag} {value} is more than {high:,}.")
+    for option, value in ((AB_BUDGET, req.budget_s), (PAIRS, req.pairs), (EXTRA, req.extra), (LOOKS, req.looks)):
+        if value is not None and (problem := option.problem(value)) is not None:  # the bounds of the options table
+            raise UsageError(f"{option.flag}: {problem}.")
+
+
+def _check_images(req: ABRequest) -> None:
+    """Container images come in pairs, and a side runs either in an image or in an interpreter."""
+    if req.images is None:
+        return
+    if not req.images.base or not req.images.head:
+        raise UsageError(
+            "--base-image and --head-image go together.", hint="an A/A of one image names it twice (to check noise)"
+        )
+    if req.base_python is not None or req.head_python is not None:
+        raise UsageError("--base-image/--head-image and --base-python/--head-python cannot be combined.",
+                         hint="the interpreter in an image is its `python3`")  # fmt: skip
 
 
 def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
@@ -170,7 +178,7 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
         case_timeout_s=settings.case_timeout_s(req.timeout_s),
         timing=replace(
             TimingSettings(),
-            budget_s=settings.budget_s(req.sample_budget_s, TimingSettings().budget_s),
+            budget_s=settings.round_time_s(req.sample_budget_s),
             gpu_mode=settings.gpu_mode(req.gpu_mode),
             energy_window_s=energy_s,
         ),

@@ -55,15 +55,13 @@ class DecisionOptions:
     fail_on: str | None = None  # --fail-on (None: configuration, then "regression")
 
 
-MAX_FRACTION = 10.0  # --threshold and --job-noise: 1,000%, far past any use
-
-
 def checked_fraction(flag: str, value: float | None) -> float | None:
-    """`value` when it is None or a fraction from 0 to MAX_FRACTION; UsageError otherwise (a NaN
-    threshold turned a regression into a pass; -1 or 1e308 ended in a traceback)."""
-    if value is not None and not 0.0 <= value <= MAX_FRACTION:  # False for NaN
-        raise UsageError(f"{flag} must be a fraction from 0 to {MAX_FRACTION:g} (0.05 is 5%), not {value!r}.")
-    return value
+    """`value` when it is None or a fraction within the options table's bounds (perfci/fractions.py); UsageError
+    naming the flag otherwise."""
+    try:
+        return None if value is None else check_fraction(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}.") from None
 
 
 def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSettings:
@@ -73,7 +71,7 @@ def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSett
         raise UsageError("--confidence must lie between 0.5 and 1.")
     if not 0.5 <= opts.catch < 1.0:
         raise UsageError("--catch must lie in [0.5, 1).")
-    checked_fraction("--threshold", opts.threshold)
+    threshold = settings.threshold(checked_fraction("--threshold", opts.threshold))
     checked_fraction("--job-noise", opts.job_noise)
     for name in opts.metrics:
         try:
@@ -82,7 +80,7 @@ def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSett
             raise UsageError(f"--metric: {exc}.") from None
     return DecisionSettings(
         catch=opts.catch,
-        threshold=opts.threshold,
+        threshold=threshold,
         confidence=opts.confidence,
         family=opts.family,
         metrics=tuple(opts.metrics or DEFAULT_METRICS),

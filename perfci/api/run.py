@@ -71,7 +71,7 @@ class RunRequest:
 
 def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
     timing = TimingSettings(speed_reference=settings.speed_reference(req.speed_reference))
-    timing = replace(timing, budget_s=settings.budget_s(req.budget_s, timing.budget_s))
+    timing = replace(timing, budget_s=settings.round_time_s(req.budget_s))
     timing = replace(timing, gpu_mode=settings.gpu_mode(req.gpu_mode))
     out = RunSettings(
         rounds=settings.rounds(req.rounds),

@@ -2,7 +2,8 @@
 
 The CLI is the only reader of argv and of the process environment; it hands both here (`Settings(env, cfg)`),
 and every command asks this object, so that `run`, `compare`, `baseline update` and `history ingest` agree.
-The table of settings, their variables, keys and defaults is in docs/settings.md.
+Each setting's flag, variable, key, default and bounds is a row of the options table (perfci/options.py), shown in
+docs/settings.md; `Settings.resolve` is the one rule for the rows that have no method of their own.
 """
 
 from __future__ import annotations
@@ -15,32 +16,40 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from perfci.compare.baselines import check_runner_name
-from perfci.compare.policy import FAIL_ON
 from perfci.config import Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
 from perfci.metrics.registry import threshold_keys
+from perfci.options import (
+    CASE_TIMEOUT,
+    DB,
+    FAIL_ON,
+    GPU_MODE,
+    MEMORY_LIMIT,
+    ROUND_TIME,
+    ROUNDS,
+    RUNNER,
+    SPEED_REFERENCE,
+    THREADS,
+    THRESHOLD,
+    Option,
+    resolve,
+)
 from perfci.profilers.fingerprint import runner_name
 
 T = TypeVar("T")
 
-ENV_RUNNER = "PERFCI_RUNNER"
-ENV_DB = "PERFCI_DB"
-ENV_MEMORY_LIMIT = "PERFCI_MEMORY_LIMIT"
+ENV_RUNNER = RUNNER.env or ""
+ENV_DB = DB.env or ""
+ENV_MEMORY_LIMIT = MEMORY_LIMIT.env or ""
 # GitHub Actions' own variables, read by `perfci ci` (docs/ci.md)
 ENV_GITHUB_ACTIONS = "GITHUB_ACTIONS"
 ENV_GITHUB_EVENT_NAME = "GITHUB_EVENT_NAME"
 ENV_GITHUB_BASE_REF = "GITHUB_BASE_REF"
 ENV_GITHUB_EVENT_PATH = "GITHUB_EVENT_PATH"
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target", "merge_group")
-MAX_SAMPLE_BUDGET_S = 3600.0
 ENV_GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 ENV_GITHUB_OUTPUT = "GITHUB_OUTPUT"
-
-DEFAULT_ROUNDS = 5
-DEFAULT_THREADS = 1
-DEFAULT_CASE_TIMEOUT_S = 120.0
-DEFAULT_GPU_MODE = "hot"
 
 
 def load_project_config(path: Path | None = None, start: Path | None = None) -> Config:
@@ -115,30 +124,39 @@ class Settings:
         """`--memory-limit` > $PERFCI_MEMORY_LIMIT (default: the engine's, half of RAM)."""
         return flag if flag is not None else (self.env.get(ENV_MEMORY_LIMIT) or None)
 
+    def resolve(self, option: Option, flag: Any) -> Any:
+        """`flag` > the option's environment variable > its configuration key > its default, held to the
+        option's bounds whichever of them it came from (perfci/options.py); UsageError otherwise."""
+        configured = getattr(self.cfg, option.config) if option.config else None
+        try:
+            return resolve(option, flag, self.env, configured, self.cfg.source)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
     def rounds(self, flag: int | None) -> int:
-        return first(flag, self.cfg.rounds, DEFAULT_ROUNDS)
+        return int(self.resolve(ROUNDS, flag))
 
     def threads(self, flag: int | None) -> int:
-        return first(flag, self.cfg.threads, DEFAULT_THREADS)
+        return int(self.resolve(THREADS, flag))
 
     def case_timeout_s(self, flag: float | None) -> float:
-        return first(flag, self.cfg.case_timeout_s, DEFAULT_CASE_TIMEOUT_S)
+        return float(self.resolve(CASE_TIMEOUT, flag))
 
-    def budget_s(self, flag: float | None, default: float) -> float:
-        """The sampling budget per case and round (`run --budget`, `ab --sample-budget`, config `budget_s`)."""
-        value = first(flag, self.cfg.budget_s, default)
-        if not 0.0 < value <= MAX_SAMPLE_BUDGET_S:  # False for NaN (NaN and inf were taken)
-            raise UsageError(
-                f"the sampling budget must be above 0 and at most {MAX_SAMPLE_BUDGET_S:g} s, not {value!r}."
-            )
-        return value
+    def round_time_s(self, flag: float | None) -> float:
+        """The sampling time per case and round (`--round-time`, config `round_time_s`)."""
+        return float(self.resolve(ROUND_TIME, flag))
+
+    def threshold(self, flag: float | None) -> float | None:
+        """`--threshold` > config `threshold` > None (then the configured `thresholds`, then the built-in ones)."""
+        value = self.resolve(THRESHOLD, flag)
+        return None if value is None else float(value)
 
     def speed_reference(self, flag: bool | None) -> bool:
-        return first(flag, self.cfg.speed_reference, False)
+        return bool(first(flag, self.cfg.speed_reference, SPEED_REFERENCE.default))
 
     def gpu_mode(self, flag: str | None) -> str:
         """`--gpu-mode` > config `gpu_mode` > hot: how CUDA cases are timed (a workload's own choice still wins)."""
-        mode = first(flag, self.cfg.gpu_mode, DEFAULT_GPU_MODE)
+        mode: str = first(flag, self.cfg.gpu_mode, GPU_MODE.default)
         from perfci.profilers.cuda_timing import MODES as GPU_MODES  # here: the timing modules are not light
 
         if mode not in GPU_MODES:
@@ -149,10 +167,10 @@ class Settings:
     def fail_on(self, flag: str | None) -> str:
         """`--fail-on` > config `fail_on` > regression: what fails the gate ("slower": also the established
         slowdowns below the threshold)."""
-        value = first(flag, self.cfg.fail_on, FAIL_ON[0])
-        if value not in FAIL_ON:
+        value: str = first(flag, self.cfg.fail_on, FAIL_ON.default)
+        if value not in FAIL_ON.choices:
             where = "--fail-on" if flag is not None else f"{self.cfg.source}: key fail_on"
-            raise UsageError(f"{where}: unknown value {value!r}.", hint=f"use one of {', '.join(FAIL_ON)}")
+            raise UsageError(f"{where}: unknown value {value!r}.", hint=f"use one of {', '.join(FAIL_ON.choices)}")
         return value
 
     def devices(self, flag: list[str] | None) -> tuple[str, ...]:

@@ -13,13 +13,11 @@ from perfci.api.ab import Sources
 from perfci.api.ci import CIOutcome, CIRequest, plan_ci, publish, run_ci, workflow_annotations
 from perfci.api.merge import MergeRequest, merge
 from perfci.cli.app import (
-    DbOpt,
     DurationsOpt,
     ShardOpt,
     app,
     appendable_file,
     consoles,
-    fraction_option,
     guard,
     note,
     progress_bar,
@@ -28,8 +26,27 @@ from perfci.cli.app import (
     writable_folder,
 )
 from perfci.cli.compare import AllowMissing
+from perfci.cli.options import (
+    AbBudgetOpt,
+    BasePythonOpt,
+    ConfigOpt,
+    DbOpt,
+    ExitZeroOpt,
+    ExtraOpt,
+    HeadPythonOpt,
+    LooksOpt,
+    PairsOpt,
+    PathOpt,
+    PatternOpt,
+    RoundsOpt,
+    RoundTimeOpt,
+    RunnerOpt,
+    SuiteOpt,
+    ThresholdOpt,
+    planned_pairs,
+)
 from perfci.compare.gate import ExitCode
-from perfci.compare.policy import AB_DEFAULTS
+from perfci.options import AB_BUDGET, EXTRA, LOOKS
 from perfci.reports.terminal import verdict_line
 
 Mode = Annotated[
@@ -42,43 +59,22 @@ Mode = Annotated[
 Base = Annotated[
     str | None, typer.Option(help="A/B base revision [default: origin/$GITHUB_BASE_REF, else $GITHUB_BASE_REF].")
 ]
-PathOpt = Annotated[list[Path] | None, typer.Option("--path", help="Workload file or folder (repeatable).")]
-SuiteOpt = Annotated[list[str] | None, typer.Option("--suite", help="Suite (repeatable).")]
-PatternOpt = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (repeatable).")]
 Out = Annotated[Path, typer.Option(help="Output folder (results, report.html, summary.md).")]
-Runner = Annotated[str | None, typer.Option(help="Runner class (default: $PERFCI_RUNNER, config, derived).")]
-Thr = Annotated[
-    float | None, typer.Option(parser=fraction_option, help="Practical threshold for timed metrics: 5% or 0.05.")
-]
 ReportOnly = Annotated[bool, typer.Option("--report-only", help="Report and annotate, but always exit 0.")]
-Pairs = Annotated[
-    int | None, typer.Option(min=2, help="A/B: pairs in the first look [default: 4 if all cases are on a GPU, else 8].")
-]
-Extra = Annotated[int, typer.Option(min=1, help="A/B: pairs added per further look.")]
-Looks = Annotated[int, typer.Option(min=1, help="A/B: looks in all.")]
-Budget = Annotated[float, typer.Option(help="A/B: time budget of the whole A/B, seconds.")]
-SampleBudget = Annotated[float | None, typer.Option(help="Sampling budget per case and round, s.")]
-Rounds = Annotated[int | None, typer.Option(min=2, help="Baseline mode: rounds, at least 2 [default: 5].")]
 Summary = Annotated[Path | None, typer.Option(help="Append the Markdown summary here [default: $GITHUB_STEP_SUMMARY].")]
 Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts here [default: $GITHUB_OUTPUT].")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Configuration file.")]
-BasePython = Annotated[
-    Path | None, typer.Option("--base-python", help="A/B: interpreter or venv folder of the base side's workers.")
-]
-HeadPython = Annotated[
-    Path | None, typer.Option("--head-python", help="A/B: interpreter or venv folder of the head side's workers.")
-]
 
 
 @app.command("ci")
 def ci_command(
     mode: Mode = "auto", base: Base = None, paths: PathOpt = None, suites: SuiteOpt = None,
-    patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: Runner = None, threshold: Thr = None,
-    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: Pairs = None,
-    extra: Extra = AB_DEFAULTS.extra, looks: Looks = AB_DEFAULTS.looks, budget: Budget = AB_DEFAULTS.budget_s,
-    sample_budget: SampleBudget = None, rounds: Rounds = None,
+    patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: RunnerOpt = None,
+    threshold: ThresholdOpt = None,
+    db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: PairsOpt = None,
+    extra: ExtraOpt = EXTRA.default, looks: LooksOpt = LOOKS.default, budget: AbBudgetOpt = AB_BUDGET.default,
+    round_time: RoundTimeOpt = None, rounds: RoundsOpt = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
-    base_python: BasePython = None, head_python: HeadPython = None, durations: DurationsOpt = None,
+    base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None, durations: DurationsOpt = None,
     allow_missing: AllowMissing = False,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
@@ -96,7 +92,7 @@ def ci_command(
         extra=extra,
         looks=looks,
         budget_s=budget,
-        sample_budget_s=sample_budget,
+        sample_budget_s=round_time,
         rounds=rounds,
         step_summary=step_summary,
         github_output=github_output,
@@ -112,10 +108,10 @@ def ci_command(
         appendable_file(plan.where.step_summary, "--step-summary ($GITHUB_STEP_SUMMARY)")
         appendable_file(plan.where.output, "--github-output ($GITHUB_OUTPUT)")
         note(f"perfci ci: {describe(plan.mode, plan.base_rev, plan.ingest, req.environments)}")
-        planned_pairs = (pairs or 8) + extra * (looks - 1) if plan.mode == "ab" else None
+        planned = planned_pairs(pairs, extra, looks) if plan.mode == "ab" else None
         bar, update = progress_bar("starting", prefix="A/B " if plan.mode == "ab" else "",
                                    budget_s=budget if plan.mode == "ab" else None,
-                                   pairs_planned=planned_pairs)  # fmt: skip
+                                   pairs_planned=planned)  # fmt: skip
         with bar:
             outcome = run_ci(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"), plan)
         print_ci(outcome, report_only)
@@ -155,9 +151,9 @@ def merge_command(
     files: Annotated[list[Path], typer.Argument(help="Results files of the shards (results.json).")],
     out: Annotated[Path, typer.Option(help="Output folder for the merged results, report and summary.")],
     baseline: Annotated[Path | None, typer.Option(help="Results file to compare with.")] = None,
-    runner: Runner = None,
-    threshold: Thr = None,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Report only; always exit 0.")] = False,
+    runner: RunnerOpt = None,
+    threshold: ThresholdOpt = None,
+    exit_zero: ExitZeroOpt = False,
     config: ConfigOpt = None,
     allow_missing: AllowMissing = False,
 ) -> None:

@@ -25,7 +25,8 @@ from perfci.api.history import (
     since_cutoff,
     trend_view,
 )
-from perfci.cli.app import DbOpt, OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
+from perfci.cli.app import OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
+from perfci.cli.options import DbOpt
 from perfci.compare.history_noise import MIN_RUNS
 from perfci.metrics.registry import LATENCY
 from perfci.reports.noise import noise_json, noise_table

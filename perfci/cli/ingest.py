@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from perfci.api.ingest import ingest
-from perfci.cli.app import DbOpt, guard, history_app, note, project_settings
+from perfci.cli.app import guard, history_app, note, project_settings
+from perfci.cli.options import DbOpt
 
 
 @history_app.command("ingest")

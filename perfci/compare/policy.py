@@ -29,10 +29,12 @@ from typing import Any
 from perfci.config import configured_threshold
 from perfci.metrics.definition import MetricDef, MetricRegistry
 from perfci.metrics.registry import DEFAULT_COMPARED, LATENCY, VS_REFERENCE, default_registry
+from perfci.options import AB_BUDGET, EXTRA, LOOKS
+from perfci.options import FAIL_ON as FAIL_ON_OPTION
 from perfci.stats.decision import MIN_FRACTION
 
 DEFAULT_METRICS = DEFAULT_COMPARED
-FAIL_ON = ("regression", "slower")  # what may fail the gate: regressions only (default), or slower rows too
+FAIL_ON = FAIL_ON_OPTION.choices  # what may fail the gate: regressions only (default), or slower rows too
 MEMORY_SLACK_BYTES = float(2**20)
 # Cross-job noise assumed for unpaired comparisons when not given: measured 0.11-0.13 between separate
 # invocations on a shared 2-core CI VM (docs/quality/stored.md); GPUs of one class are steadier.
@@ -62,9 +64,9 @@ class ABPlan:
     `looks` in all (alpha is split evenly over them), and the wall-clock budget of the measuring (no new look
     starts when it would overrun). These defaults are every command's and request's (`AB_DEFAULTS`)."""
 
-    extra: int = 6
-    looks: int = 3
-    budget_s: float = 900.0
+    extra: int = EXTRA.default
+    looks: int = LOOKS.default
+    budget_s: float = AB_BUDGET.default
 
 
 AB_DEFAULTS = ABPlan()
@@ -92,7 +94,7 @@ class DecisionSettings:
     # `slower`/`faster` need an estimate of at least this share of theta (stats/decision.py); the gate
     # fails on `regression` rows, or also on `slower` rows with fail_on = "slower"
     slower_min: float = MIN_FRACTION
-    fail_on: str = "regression"
+    fail_on: str = FAIL_ON_OPTION.default
     # the metrics known (definitions, thresholds, rules): the default registry unless a caller brings its own
     registry: MetricRegistry = field(default_factory=default_registry, compare=False, repr=False)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from perfci.options import GPU_MODE, ROUND_TIME
 from perfci.stats.summary import relative_halfwidth
 
 Clock = Callable[[], float]
@@ -37,8 +38,8 @@ class TimingSettings:
     max_samples: int = 1000
     noise_target: float = 0.01  # stop when the median's relative CI half-width is below this
     confidence: float = 0.95
-    budget_s: float = 0.4  # time budget for sampling in one round (calibration and warm-up excluded)
-    gpu_mode: str = "hot"  # CUDA cases: hot | cold | graph | sustained | sustained-cold (see cuda_timing)
+    budget_s: float = ROUND_TIME.default  # sampling time of one round (calibration and warm-up excluded)
+    gpu_mode: str = GPU_MODE.default  # CUDA cases: hot | cold | graph | sustained | sustained-cold (see cuda_timing)
     device_clock: bool = True  # CUDA cases: profile a few calls after sampling for the device clock (kineto.py)
     steady_tol: float = 0.03  # calibration: a block is steady when not this much faster than the best before it
     steady_max_s: float = 0.5  # calibration: cap on the blocks spent reaching a steady state, then on the median's
@@ -56,7 +57,7 @@ class TimingSettings:
 
 # What each timing setting a workload may set (`timing={...}`) must be: its kind and its closed range. A value
 # outside it ended in a case error in every worker (a traceback), or in a case that never stopped sampling.
-_HOUR, _DAY = 3600.0, 86400.0
+_HOUR = 3600.0
 TIMING_RANGES: dict[str, tuple[type, float, float]] = {
     "warmup_s": (float, 0.0, _HOUR),
     "min_warmup_calls": (int, 0, 1e6),
@@ -67,7 +68,7 @@ TIMING_RANGES: dict[str, tuple[type, float, float]] = {
     "max_samples": (int, 1, 1e7),
     "noise_target": (float, 1e-6, 1.0),
     "confidence": (float, 0.5, 0.999999),
-    "budget_s": (float, 1e-6, _DAY),
+    "budget_s": (float, 1e-6, ROUND_TIME.high),  # the --round-time option's upper limit
     "steady_tol": (float, 0.0, 1.0),
     "steady_max_s": (float, 0.0, _HOUR),
     "calibration_blocks": (int, 1, 1000),

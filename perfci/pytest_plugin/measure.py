@@ -22,19 +22,20 @@ from typing import Any
 
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Round
 from perfci.metrics import case_metrics
+from perfci.options import ROUND_TIME, ROUNDS, THREADS
 from perfci.profilers.contention import ContentionWatch
 from perfci.profilers.timing import Clock, TimingSettings, calibrate, clock_block_timer, sample, timer_overhead, warm_up
 
-MIN_ROUNDS = 2  # the comparison needs two rounds a side to estimate the noise
+MIN_ROUNDS = int(ROUNDS.least())  # the comparison needs two rounds a side to estimate the noise
 
 
 @dataclass(frozen=True)
 class InProcessSettings:
     """How the `perf` fixture measures: `rounds` rounds, each sampling for up to `budget_s` seconds."""
 
-    rounds: int = 5
-    budget_s: float = 0.2
-    threads: int = 1  # torch's intra-op threads while measuring, as `perfci run --threads` (0: leave torch's own)
+    rounds: int = ROUNDS.default
+    budget_s: float = ROUND_TIME.plugin_default
+    threads: int = THREADS.default  # torch's intra-op threads while measuring, as `perfci run --threads` (0: own)
 
     def timing(self) -> TimingSettings:
         """Warm-up and calibration scaled to the budget, so a small budget keeps a test fast."""

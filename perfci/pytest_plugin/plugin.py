@@ -16,7 +16,6 @@ imports this module in every session of an environment where perfci is installed
 from __future__ import annotations
 
 import io
-import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from perfci.fractions import parse_fraction
+from perfci.pytest_plugin.flags import add_options, plugin_settings
 
 if TYPE_CHECKING:
     from perfci.api.compare import CompareOutcome
@@ -47,24 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="compare with a perfci results file; a regression fails the session (exit 1)",
     )
-    group.addoption("--perfci-rounds", metavar="N", type=int, default=5, help="in-process rounds per call (min 2)")
-    group.addoption("--perfci-budget", metavar="SECONDS", type=float, default=0.2, help="sampling budget of one round")
-    group.addoption(
-        "--perfci-threads",
-        metavar="N",
-        type=int,
-        default=1,
-        help="torch intra-op threads while measuring, as perfci run's --threads (0: torch's own)",
-    )
-    group.addoption("--perfci-threshold", metavar="F", type=str, default=None, help="practical threshold: 5%% or 0.05")
-    group.addoption(
-        "--perfci-job-noise",
-        metavar="F",
-        type=str,
-        default=None,
-        help="noise between two pytest sessions (sd of the log shift), 10%% or 0.10 [default: 5%%; a baseline from "
-        "another machine, or a VM whose speed swings, needs more]",
-    )
+    add_options(group)  # rounds, round time, threads, threshold, job noise, fail-on: the options table's (flags.py)
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
     group.addoption(
         "--perfci-allow-missing",
@@ -83,6 +65,7 @@ class PerfciSession:
     baseline: Path | None
     threshold: float | None
     job_noise: float | None
+    fail_on: str | None
     disabled: bool
     rootpath: Path
     root: Path  # the project root the case ids are relative to (ids.py)
@@ -157,7 +140,7 @@ class PerfciSession:
             req = CompareRequest(
                 baseline=self.baseline,
                 candidate=candidate,
-                decision=DecisionOptions(threshold=self.threshold, job_noise=self.job_noise),
+                decision=DecisionOptions(threshold=self.threshold, job_noise=self.job_noise, fail_on=self.fail_on),
                 outputs=Outputs(out=self.out),
                 allow_missing=self.allow_missing,
             )
@@ -173,26 +156,16 @@ SESSION_KEY = pytest.StashKey[PerfciSession]()
 
 def pytest_configure(config: pytest.Config) -> None:
     from perfci.pytest_plugin.ids import project_root
-    from perfci.pytest_plugin.measure import MIN_ROUNDS, InProcessSettings
-
-    rounds, budget = config.getoption("perfci_rounds"), config.getoption("perfci_budget")
-    threads = config.getoption("perfci_threads")
-    if threads < 0:
-        raise pytest.UsageError(f"--perfci-threads must be 0 (torch's own) or more, not {threads}")
-    if rounds < MIN_ROUNDS:
-        raise pytest.UsageError(f"--perfci-rounds must be at least {MIN_ROUNDS}, not {rounds}")
-    if not (math.isfinite(budget) and budget > 0):  # NaN and infinity passed `budget <= 0`
-        raise pytest.UsageError(f"--perfci-budget must be a finite number of seconds above 0, not {budget!r}")
-    # refused now, not after every test has run
-    threshold, job_noise = (_check_fraction(config.getoption(o), f"--{o.replace('_', '-')}") for o in FRACTIONS)
+    shared = plugin_settings(config)  # refused now, not after every test has run
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     baseline = Path(base).resolve() if base else None
     config.stash[SESSION_KEY] = state = PerfciSession(
-        settings=InProcessSettings(rounds=rounds, budget_s=budget, threads=threads),
+        settings=shared.measure,
         out=_checked_out(out, baseline) if out else None,
         baseline=baseline,
-        threshold=threshold,
-        job_noise=job_noise,
+        threshold=shared.threshold,
+        job_noise=shared.job_noise,
+        fail_on=shared.fail_on,
         disabled=bool(config.getoption("perfci_disable")),
         rootpath=config.rootpath,
         root=project_root(config.invocation_params.dir),
@@ -203,24 +176,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.out is not None or state.baseline is not None:
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
-
-
-FRACTIONS = ("perfci_threshold", "perfci_job_noise")
-
-
-def _check_fraction(raw: str | None, flag: str) -> float | None:
-    """A fraction option (`5%` or `0.05`, as on perfci's command line), or None when not given."""
-    from perfci.api.compare import checked_fraction
-    from perfci.errors import UsageError
-
-    if raw is None:
-        return None
-    try:
-        return checked_fraction(flag, parse_fraction(raw))
-    except ValueError as exc:
-        raise pytest.UsageError(f"{flag}: {exc}") from None
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
 
 
 def _checked_out(out: str, baseline: Path | None) -> Path:

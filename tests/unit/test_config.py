@@ -49,7 +49,7 @@ def test_full_perfci_toml(tmp_path: Path) -> None:
     assert cfg.paths == (tmp_path / "perf",)
     assert cfg.suites == ("kernels", "mine")
     assert cfg.devices == ("cpu", "cuda:1")
-    assert (cfg.rounds, cfg.case_timeout_s, cfg.budget_s, cfg.threads) == (7, 60.0, 0.25, 2)
+    assert (cfg.rounds, cfg.case_timeout_s, cfg.round_time_s, cfg.threads) == (7, 60.0, 0.25, 2)  # budget_s: round_time_s's old key
     assert (cfg.runner, cfg.build_command) == ("ci-cpu", "pip install -e .")
     assert cfg.cpus == (0, 2, 3)
     assert cfg.thresholds["kernels.*"] == {"latency": 0.03, "latency.p90": 0.1, "memory": 0.01}
@@ -93,10 +93,15 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
     [
         ('paths = ["perf"]\npathz = ["x"]\n', "perfci.toml:2: key pathz: unknown key"),
         ("rounds = 3\n[tresholds]\n", "perfci.toml:2: key tresholds: unknown key"),
-        ('rounds = "5"\n', "perfci.toml:1: key rounds: must be an integer > 0, got '5'"),
+        ('rounds = "5"\n', "perfci.toml:1: key rounds: must be an integer >= 2, got '5'"),
         ("rounds = true\n", "perfci.toml:1: key rounds: must be an integer"),
-        ("rounds = 0\n", "perfci.toml:1: key rounds: must be an integer > 0"),
-        ("budget_s = -1\n", "perfci.toml:1: key budget_s: must be a number > 0"),
+        ("rounds = 0\n", "perfci.toml:1: key rounds: must be an integer >= 2"),
+        ("rounds = 1\n", "perfci.toml:1: key rounds: must be an integer >= 2, got 1."),
+        ("budget_s = -1\n", "perfci.toml:1: key budget_s: must be a number > 0 and at most 3600 (seconds)"),
+        ("round_time_s = 3601\n", "perfci.toml:1: key round_time_s: must be a number > 0 and at most 3600"),
+        ("threads = 5000\n", "perfci.toml:1: key threads: must be an integer >= 0 and at most 4096"),
+        ('fail_on = "faster"\n', "perfci.toml:1: key fail_on: must be one of regression, slower, got 'faster'"),
+        ('threshold = "2000%"\n', "perfci.toml:1: key threshold: must be a fraction from 0 to 10 (3% or 0.03)"),
         ('paths = "perf"\n', "perfci.toml:1: key paths: must be a list of strings"),
         ('\n\npaths = ["perf", "nowhere"]\n', "perfci.toml:3: key paths: paths[1] 'nowhere' does not exist"),
         ('devices = ["GPU 0"]\n', "perfci.toml:1: key devices: 'GPU 0' is not a device name"),
@@ -110,7 +115,8 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
             '[thresholds]\n"*" = { latency = "five" }\n',
             "perfci.toml:2: key thresholds.'*'.latency: 'five' is not a fraction",
         ),
-        ('[thresholds]\n"*" = { latency = 0 }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
+        ('[thresholds]\n"*" = { latency = "2000%" }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
+        ('[thresholds]\n"*" = { latency = [1] }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
         ('[thresholds]\n"*" = 0.05\n', "perfci.toml:2: key thresholds.'*': must be a table"),
         ("thresholds = 0.05\n", "perfci.toml:1: key thresholds: must be a table"),
         ('paths = ["perf"\nrounds = 3\n', "perfci.toml: invalid TOML: Unclosed array (at line 2, column 1)"),
@@ -143,7 +149,7 @@ def test_pyproject_errors_use_the_tool_prefix_and_pyproject_lines(tmp_path: Path
     text = '[project]\nname = "x"\nrounds = 1\n\n[tool.perfci]\nsuites = ["kernels"]\nrounds = "many"\n'
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, "pyproject.toml", text))
-    assert str(info.value).endswith("pyproject.toml:7: key tool.perfci.rounds: must be an integer > 0, got 'many'.")
+    assert str(info.value).endswith("pyproject.toml:7: key tool.perfci.rounds: must be an integer >= 2, got 'many'.")
 
 
 def test_speed_reference_must_be_a_boolean(tmp_path: Path) -> None:

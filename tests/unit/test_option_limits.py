@@ -1,34 +1,51 @@
-"""Budgets and counts of `run` and `ab` are checked before anything runs (fuzzing: `--budget nan` was taken and
-never stopped a look; `--pairs 1000000000` ran past the time budget, which is read only between looks)."""
+"""Budgets and counts of `run` and `ab` are checked before anything runs, against the bounds of the options table
+(fuzzing: `--budget nan` was taken and never stopped a look; `--pairs 1000000000` ran past the time budget, which
+is read only between looks)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from perfci.api.ab import ABRequest, ab_settings
 from perfci.api.settings import Settings
+from perfci.config import Config
 from perfci.errors import UsageError
+from perfci.options import ROUND_TIME
 
 
-@pytest.mark.parametrize("budget", [math.nan, math.inf, 0.0, -1.0, 1e9])
-def test_a_sampling_budget_outside_its_range_is_refused(budget: float) -> None:
-    with pytest.raises(UsageError, match="the sampling budget must be above 0 and at most 3600 s"):
-        Settings({}).budget_s(budget, 0.4)
-    assert Settings({}).budget_s(None, 0.4) == 0.4 and Settings({}).budget_s(0.05, 0.4) == 0.05
+@pytest.mark.parametrize("round_time", [math.nan, math.inf, 0.0, -1.0, 3600.5, 1e9])
+def test_a_round_time_outside_its_range_is_refused(round_time: float) -> None:
+    with pytest.raises(UsageError, match=r"--round-time: must be a number > 0 and at most 3600 \(seconds\)"):
+        Settings({}).round_time_s(round_time)
+    assert Settings({}).round_time_s(None) == ROUND_TIME.default and Settings({}).round_time_s(0.05) == 0.05
+    assert Settings({}).round_time_s(3600.0) == 3600.0
+
+
+def test_the_same_bounds_hold_for_a_configured_value_and_name_the_file(tmp_path: Path) -> None:
+    """A Config made in Python (not read from a file) passes the same checks as a flag."""
+    cfg = Config(source=tmp_path / "perfci.toml", rounds=1, round_time_s=7200.0)
+    with pytest.raises(UsageError, match=r"perfci.toml: key rounds: must be an integer >= 2, not 1\."):
+        Settings({}, cfg).rounds(None)
+    with pytest.raises(UsageError, match="perfci.toml: key round_time_s: must be a number > 0 and at most 3600"):
+        Settings({}, cfg).round_time_s(None)
+    assert Settings({}, cfg).rounds(3) == 3  # the flag wins, and is checked alone
 
 
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"budget_s": math.nan}, "--budget must be above 0"),
-        ({"budget_s": -1.0}, "--budget must be above 0"),
-        ({"budget_s": math.inf}, "--budget must be above 0"),
-        ({"pairs": 1_000_000_000}, "--pairs 1000000000 is more than 10,000"),
-        ({"extra": 20_000}, "--extra 20000 is more than 10,000"),
-        ({"looks": 1_000}, "--looks 1000 is more than 100"),
-        ({"sample_budget_s": math.nan}, "the sampling budget must be above 0"),
+        ({"budget_s": math.nan}, "--budget: must be a number > 0 and at most 604800"),
+        ({"budget_s": -1.0}, "--budget: must be a number > 0"),
+        ({"budget_s": math.inf}, "--budget: must be a number > 0"),
+        ({"budget_s": 8 * 86_400.0}, "--budget: must be a number > 0 and at most 604800"),
+        ({"pairs": 1_000_000_000}, "--pairs: must be an integer >= 2 and at most 10000, not 1000000000"),
+        ({"pairs": 1}, "--pairs: must be an integer >= 2"),
+        ({"extra": 20_000}, "--extra: must be an integer >= 1 and at most 10000, not 20000"),
+        ({"looks": 1_000}, "--looks: must be an integer >= 1 and at most 100, not 1000"),
+        ({"sample_budget_s": math.nan}, "--round-time: must be a number > 0"),
     ],
 )
 def test_ab_options_outside_their_range_are_refused(change: dict[str, float], words: str) -> None:
