@@ -27,6 +27,7 @@ from typing import Any
 
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
+from perfci.ab.looks import device_settled, pairs_to_settle
 from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
@@ -153,23 +154,41 @@ def _theta(decision: DecisionSettings, row: MetricComparison) -> float:
 HOST_CLOCK = (*LATENCY_FAMILY, HOST_OVERHEAD)  # what follows the host in a CUDA case
 
 
-def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
-    """The cases that get more pairs: those with a row that `needs_more`, counting only each case's steady clock.
+def _unsettled_rows(comparison: Comparison, decision: DecisionSettings) -> list[MetricComparison]:
+    """The rows that ask for more pairs, counting only each case's steady clock.
 
     The stopping rule: an A/B stops when every case is settled on its steady clock, or when the looks or the
-    budget are spent. A CUDA case with a device clock is settled on `device.time`: its host-side rows
-    (`latency.*`, `host.overhead`) follow the host, whose speed differs between processes (2.2x seen for one
-    ResNet-50), so more pairs rarely settle them; they are decided on the pairs the device clock needed, and a
-    row still unsettled then is `inconclusive` (exit 0, as any inconclusive row). Other cases are settled on all
-    their timed rows."""
+    budget are spent. A CUDA case with a device clock is settled on `device.time`, when its interval lies wholly
+    on one side of each threshold (`ab/looks.device_settled`); its host-side rows (`latency.*`, `host.overhead`)
+    follow the host, whose speed differs between processes (2.2x seen for one ResNet-50), so more pairs rarely
+    settle them; they are decided on the pairs the device clock needed, and a row still unsettled then is
+    `inconclusive` (exit 0, as any inconclusive row). Other cases are settled on all their timed rows
+    (`needs_more`)."""
     with_device = {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
-    return sorted(
-        {
-            r.case_id
-            for r in comparison.rows
-            if not (r.case_id in with_device and r.metric in HOST_CLOCK) and needs_more(r, _theta(decision, r))
-        }
-    )
+    out = []
+    for r in comparison.rows:
+        if r.case_id in with_device and r.metric in HOST_CLOCK:
+            continue
+        steady = r.case_id in with_device and r.metric == DEVICE_TIME
+        theta = _theta(decision, r)
+        if (not device_settled(r, theta, decision.slower_min)) if steady else needs_more(r, theta):
+            out.append(r)
+    return out
+
+
+def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
+    """The cases that get more pairs (`_unsettled_rows`)."""
+    return sorted({r.case_id for r in _unsettled_rows(comparison, decision)})
+
+
+def next_look_pairs(comparison: Comparison, decision: DecisionSettings, pairs: int, extra: int) -> int:
+    """Pairs the next look adds: where only `device.time` rows are unsettled, the pairs their intervals are
+    projected to need to settle (the noise target, `ab/looks.pairs_to_settle`), the most over those rows;
+    otherwise `extra`."""
+    rows = _unsettled_rows(comparison, decision)
+    if not rows or any(r.metric != DEVICE_TIME for r in rows):
+        return extra
+    return max(pairs_to_settle(r, _theta(decision, r), pairs, extra, decision.slower_min) for r in rows)
 
 
 def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str | None:
@@ -327,18 +346,22 @@ def run_ab(
     decision = replace(settings.decision, looks=settings.looks)
     only: list[str] | None = None
     looks = 0
+    extra = settings.extra  # pairs of the next look (`next_look_pairs`)
+    sizes: list[int] = []  # pairs each look added
     comparison: Comparison | None = None
     measure_start = clock()
     analysis = 0.0
     try:
         while True:
-            n = max(0, first - resumed) if looks == 0 else settings.extra
+            n = max(0, first - resumed) if looks == 0 else extra
             paired.pairs(n, only, last_look=looks + 1 >= settings.looks)
+            sizes.append(n)
             looks += 1
             t0 = clock()
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
             comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
             only = _to_continue(comparison, decision)
+            extra = next_look_pairs(comparison, decision, paired.next_index, settings.extra)
             analysis += clock() - t0
             if progress is not None:
                 progress(LookDone(looks, len(specs_b) - len(only), len(specs_b)))
@@ -346,7 +369,7 @@ def run_ab(
                 break
             per_pair = (clock() - measure_start) / max(1, paired.next_index)
             share = len(only) / max(1, len(specs_b))
-            if clock() - start + per_pair * settings.extra * max(share, 0.25) > settings.budget_s:
+            if clock() - start + per_pair * extra * max(share, 0.25) > settings.budget_s:
                 comparison = replace(
                     comparison, warnings=(*comparison.warnings, "time budget reached: no further look")
                 )
@@ -360,6 +383,7 @@ def run_ab(
     meta = {
         "pairs_initial": first,
         "pairs_extra": settings.extra,
+        "look_pairs": sizes,  # pairs each look added (a look on device rows only adds what they need: ab/looks.py)
         "looks_planned": settings.looks,
         "looks_run": looks,
         "pairs_run": paired.next_index,

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfci.engine.protocol import Job, JobCase, Result
@@ -16,9 +16,25 @@ from perfci.profilers import memory
 from perfci.profilers.case_memory import case_memory, torch_for, warm_runtime
 from perfci.profilers.contention import ContentionWatch
 from perfci.profilers.cuda_timing import FLUSHING_MODES, SETTLING_MODES, cuda_timer
+from perfci.profilers.device_time import (
+    CLOCK_KEY,
+    LEFT_OUT_KEY,
+    MIN_STEADY_SAMPLES,
+    STEADY_CALLS_FACTOR,
+    STEADY_DEVICE,
+    STEADY_SAMPLE_SHARE,
+    THROTTLE_KEY,
+)
 from perfci.profilers.kineto import calls_for, profile_device
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
-from perfci.profilers.telemetry import NvmlProbe, apply_throttle_rule, energy_block, open_probe, summarize
+from perfci.profilers.telemetry import (
+    NvmlProbe,
+    apply_throttle_rule,
+    energy_block,
+    open_probe,
+    slice_throttle,
+    summarize,
+)
 from perfci.profilers.timing import (
     BlockTimer,
     Sampler,
@@ -66,6 +82,7 @@ class CaseSession:
     block_timer: BlockTimer | None = None  # the timer under the sampler's (sustained-cold: counts host-bound blocks)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     contention: ContentionWatch = field(default_factory=ContentionWatch)  # started when sampling starts
+    steady: bool = False  # the verdict rests on the device clock: more profiled calls, fewer latency samples
 
 
 def set_threads(threads: int) -> int:
@@ -126,6 +143,9 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     ctx = WorkloadContext(device=case.device, params=dict(case.params), seed=job.seed)
     mode = str(ctx.params.get("gpu_mode", settings.gpu_mode))
     cuda = _require_cuda() if ctx.device.startswith("cuda") else None
+    steady = cuda is not None and settings.device_clock and case.steady_clock == STEADY_DEVICE
+    if steady:  # the round plan of a case decided on its device clock (profilers/device_time.rests_on_device)
+        settings = steady_settings(settings)
     if cuda is not None:
         cuda.cuda.synchronize()
         cuda.cuda.reset_peak_memory_stats()
@@ -180,6 +200,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
         own_memory=own.telemetry(),
         sustained=settled,
         block_timer=timer,
+        steady=steady,
     )
     if settled is not None:
         busy = settings.sustain_window_s / 4
@@ -194,26 +215,58 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     return session
 
 
+SLICE_TRIES = 2  # a slice taken while the GPU was throttled (thermal or hardware slowdown) is taken again once
+
+
+def steady_settings(settings: TimingSettings) -> TimingSettings:
+    """A round of a case decided on its device clock takes fewer latency samples (its profiled slice takes
+    more calls instead, `_device_clock`)."""
+    least = max(
+        1, min(settings.min_samples, max(MIN_STEADY_SAMPLES, round(settings.min_samples * STEADY_SAMPLE_SHARE)))
+    )
+    return replace(settings, budget_s=settings.budget_s * STEADY_SAMPLE_SHARE, min_samples=least)
+
+
 def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[str, Any]) -> DeviceTime | None:
-    """The device clock from a profiled slice after every sample of the worker (profilers/kineto.py); where the
-    profiler cannot run, a note says why and the round has no device clock."""
+    """The device clock from a profiled slice after every sample of the worker (profilers/kineto.py), with the SM
+    clock and the clock-event (throttle) reasons read before and after it. A slice during a thermal or hardware
+    slowdown is taken again once; if that one is throttled too, the round's device clock is left out and the
+    telemetry says why (`device_clock_left_out`). Where the profiler cannot run, a note says why and the round
+    has no device clock."""
     per_call = sorted(samples)[len(samples) // 2] / s.sampler.iterations if samples else 0.0
-    clocks = [_sm_clock(s.probe)]
-    try:
-        device = profile_device(s.torch, s.sampler.fn, calls_for(per_call))
-        clocks.append(_sm_clock(s.probe))
-    except Exception as exc:
-        telemetry.setdefault("notes", {})["device_clock"] = f"not measured: {type(exc).__name__}: {exc}"[:300]
+    n = calls_for(per_call, STEADY_CALLS_FACTOR if s.steady else 1)
+    drop: list[str] = []
+    for _ in range(SLICE_TRIES):
+        before = _snapshot(s.probe)
+        try:
+            device = profile_device(s.torch, s.sampler.fn, n)
+        except Exception as exc:
+            telemetry.setdefault("notes", {})["device_clock"] = f"not measured: {type(exc).__name__}: {exc}"[:300]
+            return None
+        after = _snapshot(s.probe)
+        seen, drop = slice_throttle(before, after)
+        if not drop:
+            break
+    clocks = [_mhz(before), _mhz(after)]
+    if None not in clocks:
+        telemetry[CLOCK_KEY] = clocks  # the SM clock before and after the profiled calls
+    if seen:
+        telemetry[THROTTLE_KEY] = seen
+    if drop:
+        telemetry[LEFT_OUT_KEY] = f"the GPU was throttled around the profiled calls ({', '.join(drop)})"
+        telemetry.setdefault("notes", {})["device_clock"] = f"left out: {telemetry[LEFT_OUT_KEY]}"
         return None
     if device is None:
         telemetry.setdefault("notes", {})["device_clock"] = "not measured: the profiled calls ran nothing on the GPU"
-    elif None not in clocks:
-        telemetry["device_clock_sm_mhz"] = clocks  # the SM clock before and after the profiled calls
     return device
 
 
-def _sm_clock(probe: NvmlProbe | None) -> float | None:
-    value = probe.snapshot().get("sm_clock_mhz") if probe is not None else None
+def _snapshot(probe: NvmlProbe | None) -> dict[str, Any]:
+    return probe.snapshot() if probe is not None else {}
+
+
+def _mhz(snapshot: dict[str, Any]) -> float | None:
+    value = snapshot.get("sm_clock_mhz")
     return float(value) if isinstance(value, int | float) else None
 
 

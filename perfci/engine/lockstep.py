@@ -26,6 +26,7 @@ from perfci.engine.protocol import Done, Finish, Prepared, Sample, Sampled
 from perfci.engine.runner import Runner
 from perfci.engine.supervisor import WorkerLost, WorkerProcess
 from perfci.format.model import CaseSpec
+from perfci.profilers.device_time import MIN_STEADY_SAMPLES, STEADY_SAMPLE_SHARE
 
 # Untimed calls before each lockstep sample: the partner ran in between and evicted this case's data from the
 # caches; without them every sample pays the refill once, which dilutes the ratio of a slower revision towards
@@ -130,6 +131,9 @@ def _lockstep(
         spent = {c: [0.0, 0.0] for c in live}
         counts = dict.fromkeys(live, 0)
         budget, least, most = settings.timing.budget_s, settings.timing.min_samples, settings.timing.max_samples
+        share = {c: STEADY_SAMPLE_SHARE if base.steady_clock(c, lockstep=True) else 1.0 for c in live}
+        budgets = {c: budget * share[c] for c in live}  # a case decided on its device clock samples less latency
+        leasts = {c: max(MIN_STEADY_SAMPLES, round(least * share[c])) if share[c] < 1 else least for c in live}
         while live:
             order = list(live)
             rng.shuffle(order)
@@ -143,7 +147,7 @@ def _lockstep(
                         break
                 else:
                     counts[case_id] += 1
-            live = [c for c in live if counts[c] < most and (min(spent[c]) < budget or counts[c] < least)]
+            live = [c for c in live if counts[c] < most and (min(spent[c]) < budgets[c] or counts[c] < leasts[c])]
         t2 = clock()
         _add(phases, "sampling", t2 - t1)
         if prestart is not None:

@@ -54,13 +54,16 @@ class Message:
 
 @dataclass(frozen=True)
 class JobCase:
-    """One case of a job: where its workload is and how to call it."""
+    """One case of a job: where its workload is and how to call it. `steady_clock`: "device" when the case's
+    verdict rests on its device clock (earlier rounds found it, profilers/device_time.rests_on_device): the round
+    profiles more calls and takes fewer latency samples; "" otherwise."""
 
     id: str
     source: str
     workload: str
     params: dict[str, Any]
     device: str
+    steady_clock: str = ""
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker,
 from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.format.schema import dump_results
 from perfci.metrics import case_metrics
-from perfci.options import CASE_TIMEOUT, ROUNDS, SEED, THREADS
+from perfci.profilers.device_time import STEADY_DEVICE, rests_on_device
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
@@ -60,10 +60,10 @@ MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_thresh
 
 @dataclass(frozen=True)
 class RunSettings:
-    rounds: int = ROUNDS.default
-    seed: int = SEED.default
-    threads: int = THREADS.default
-    case_timeout_s: float = CASE_TIMEOUT.default
+    rounds: int = 5
+    seed: int = 0
+    threads: int = 1
+    case_timeout_s: float = 120.0
     memory_limit_bytes: int = field(default_factory=_default_memory_limit)
     timing: TimingSettings = field(default_factory=TimingSettings)
     cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
@@ -155,8 +155,15 @@ class _CaseState:
         return CaseResult.of(self.spec, status, rounds, metrics, tuple(self.errors), self.flops, self.bytes)
 
 
-def _job_case(spec: CaseSpec) -> JobCase:
-    return JobCase(id=spec.id, source=spec.source, workload=spec.workload, params=spec.params, device=spec.device)
+def _job_case(spec: CaseSpec, steady_clock: str = "") -> JobCase:
+    return JobCase(
+        id=spec.id,
+        source=spec.source,
+        workload=spec.workload,
+        params=spec.params,
+        device=spec.device,
+        steady_clock=steady_clock,
+    )
 
 
 def _round_order(specs: list[CaseSpec], seed: int, index: int) -> list[CaseSpec]:
@@ -238,7 +245,7 @@ class Runner:
         """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here. A
         spare started ahead for this pair (`prestart`) is used when there is one."""
         handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
-        job = replace(self._job(todo, index), cpu_affinity=self.lockstep_cpus())
+        job = replace(self._job(todo, index, lockstep=True), cpu_affinity=self.lockstep_cpus())
         spare = self._spares.pop((index, tag), None)
         self.started_ahead += spare is not None and spare.poll() is None
         log, env = self._lockstep_log(index, tag), self._lockstep_env(index, tag)
@@ -303,9 +310,16 @@ class Runner:
     def write_partial(self) -> None:
         self._write(final=False)
 
-    def _job(self, todo: list[CaseSpec], index: int) -> Job:
+    def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
+        """ "device" when the case's earlier rounds say its verdict rests on its device clock (a lockstep A/B
+        settles a CUDA case on it; a launch-bound case's latency follows the host): its later rounds profile more
+        calls and take fewer latency samples (profilers/device_time.rests_on_device); "" otherwise."""
+        state = self.states.get(case_id)
+        return STEADY_DEVICE if state is not None and rests_on_device(state.rounds, lockstep) else ""
+
+    def _job(self, todo: list[CaseSpec], index: int, lockstep: bool = False) -> Job:
         return Job(
-            cases=tuple(_job_case(s) for s in todo),
+            cases=tuple(_job_case(s, self.steady_clock(s.id, lockstep)) for s in todo),
             round_index=index,
             seed=self.settings.seed,
             threads=self.settings.threads,

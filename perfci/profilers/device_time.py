@@ -28,7 +28,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from perfci.format.model import DeviceTime, KernelTime
+from perfci.format.model import DeviceTime, KernelTime, Round
+from perfci.metrics.registry import LAUNCH_BOUND_BUSY
 
 TOP_KERNELS = 8  # activities kept per round for the per-kernel table
 CUPTI = "cupti"
@@ -137,3 +138,102 @@ def summarize(profiled: Sequence[Call], source: str = CUPTI) -> DeviceTime | Non
         unstable=len({len(c.activities) for c in kept}) > 1,
         top=tuple(top),
     )
+
+
+# --- the round plan: where a case's verdict rests on the device clock ---------------------------------------------
+
+STEADY_DEVICE = "device"  # JobCase.steady_clock: the case's verdict rests on its device clock
+STEADY_CALLS_FACTOR = 2  # such a round profiles this many times the calls (kineto.calls_for)
+STEADY_SAMPLE_SHARE = 0.5  # ... and spends this share of the latency sampling budget (and of min_samples)
+MIN_STEADY_SAMPLES = 5  # ... but takes at least this many latency samples (the host rows still need some)
+
+
+def rests_on_device(rounds: Sequence[Round], lockstep: bool) -> bool:
+    """Whether a case's later rounds should spend their time on the device clock: an earlier round had one, and
+    either the rounds are lockstep A/B pairs (an A/B settles a CUDA case on `device.time`, ab/orchestrate.py) or
+    the GPU was busy for less than half of a call (launch-bound: the latency follows the host)."""
+    busy = [
+        median(r.device.samples) / lat
+        for r in rounds
+        if r.device is not None and r.samples and (lat := median(r.per_call)) > 0
+    ]
+    if not busy:
+        return False
+    return lockstep or median(busy) < LAUNCH_BOUND_BUSY
+
+
+# --- the SM clock around a profiled slice -------------------------------------------------------------------------
+
+CLOCK_KEY = "device_clock_sm_mhz"  # Round.telemetry: the SM clock before and after the profiled calls (MHz)
+THROTTLE_KEY = "device_clock_throttle"  # ... the clock-event reasons seen then, other than the benign ones
+LEFT_OUT_KEY = "device_clock_left_out"  # ... why the round's device clock was left out (a throttled slice)
+CYCLES_TOLERANCE = 0.01  # sides whose slice clocks differ by more than this are compared in cycles
+
+
+def slice_clock(r: Round) -> float | None:
+    """The SM clock of the round's profiled slice: the mean of the readings before and after it; None without."""
+    values = r.telemetry.get(CLOCK_KEY)
+    if not isinstance(values, list | tuple) or not values:
+        return None
+    if not all(isinstance(v, int | float) and v > 0 for v in values):
+        return None
+    return sum(values) / len(values)
+
+
+def left_out(rounds: Iterable[Round]) -> list[str]:
+    """Why rounds' device clocks were left out (one entry per such round)."""
+    return [str(r.telemetry[LEFT_OUT_KEY]) for r in rounds if r.telemetry.get(LEFT_OUT_KEY)]
+
+
+@dataclass(frozen=True)
+class ClockAdjusted:
+    """Per-round device times to compare: as measured, or in cycles expressed at the reference clock."""
+
+    base: dict[int, float]
+    cand: dict[int, float]
+    note: str = ""
+
+
+def in_cycles(
+    base: dict[int, float],
+    cand: dict[int, float],
+    base_clock: dict[int, float | None],
+    cand_clock: dict[int, float | None],
+) -> ClockAdjusted:
+    """Device times per round (`base`, `cand`, by round index) compared in cycles (time x SM clock) when the two
+    sides' median slice clocks differ by more than CYCLES_TOLERANCE and every round has its clock: each value
+    becomes time x its clock / the baseline's median clock, so the figures stay seconds at the baseline's clock.
+    Otherwise the times as measured. Cycles assume the kernels scale with the SM clock (compute-bound); a
+    memory-bound kernel does not, which is why equal clocks are compared as times."""
+    clocks_b = [base_clock.get(i) for i in base]
+    clocks_c = [cand_clock.get(i) for i in cand]
+    if not clocks_b or not clocks_c or None in clocks_b or None in clocks_c:
+        return ClockAdjusted(base, cand)
+    ref_b = median([c for c in clocks_b if c is not None])
+    ref_c = median([c for c in clocks_c if c is not None])
+    if abs(ref_c / ref_b - 1.0) <= CYCLES_TOLERANCE:
+        return ClockAdjusted(base, cand)
+
+    def scaled(values: dict[int, float], clocks: dict[int, float | None]) -> dict[int, float]:
+        return {i: v * (clocks[i] or ref_b) / ref_b for i, v in values.items()}
+
+    note = f"compared in cycles (time x SM clock): baseline at {ref_b:,.0f} MHz, candidate at {ref_c:,.0f} MHz"
+    return ClockAdjusted(scaled(base, base_clock), scaled(cand, cand_clock), note)
+
+
+def clock_aware(
+    base_rounds: Sequence[Round], cand_rounds: Sequence[Round], base: dict[int, float], cand: dict[int, float]
+) -> ClockAdjusted:
+    """The two sides' per-round device times to compare (`in_cycles`), with a note that says how, and which
+    rounds were left out for a throttled slice (the worker leaves their device clock out: engine/case_session)."""
+    adjusted = in_cycles(
+        base, cand, {r.index: slice_clock(r) for r in base_rounds}, {r.index: slice_clock(r) for r in cand_rounds}
+    )
+    gone = len(left_out(base_rounds)), len(left_out(cand_rounds))
+    notes = [adjusted.note] if adjusted.note else []
+    if any(gone):
+        notes.append(
+            f"{gone[0]} baseline and {gone[1]} candidate round(s) left out: the GPU was throttled around their "
+            "profiled calls"
+        )
+    return ClockAdjusted(adjusted.base, adjusted.cand, "; ".join(notes))

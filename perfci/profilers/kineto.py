@@ -22,11 +22,14 @@ SLICE_S = 1.0  # the profiled calls' time, at most (beyond MIN_CALLS)
 WARM_CALLS = 2
 
 
-def calls_for(per_call_s: float) -> int:
-    """How many calls to profile for a call of `per_call_s`: as many as fit in SLICE_S, within the limits."""
+def calls_for(per_call_s: float, factor: int = 1) -> int:
+    """How many calls to profile for a call of `per_call_s`: as many as fit in SLICE_S, within the limits, each
+    of them `factor` times larger (a case whose verdict rests on the device clock profiles more: its round takes
+    fewer latency samples instead, engine/case_session.py)."""
+    low, high = MIN_CALLS * factor, MAX_CALLS * factor
     if per_call_s <= 0:
-        return MAX_CALLS
-    return max(MIN_CALLS, min(MAX_CALLS, int(SLICE_S / per_call_s)))
+        return high
+    return max(low, min(high, int(SLICE_S * factor / per_call_s)))
 
 
 def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp], list[Activity]]:

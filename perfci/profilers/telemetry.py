@@ -90,6 +90,16 @@ def throttle_flags(snapshots: Sequence[dict[str, Any]]) -> tuple[list[bool], lis
     return flagged, droppable
 
 
+def slice_throttle(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The clock-event reasons seen around a profiled slice (snapshots before and after it), other than the
+    benign ones, and those of them that leave the slice out (a thermal or hardware slowdown, `DROP`): a power
+    cap lowers the clock for as long as the load lasts, and the comparison in cycles allows for it
+    (profilers/device_time.in_cycles)."""
+    seen = set(before.get("throttle") or ()) | set(after.get("throttle") or ())
+    active = sorted(seen - BENIGN)
+    return active, [r for r in active if r in DROP]
+
+
 def apply_throttle_rule(
     samples: Sequence[float], snapshots: Sequence[dict[str, Any]], min_keep: int
 ) -> tuple[tuple[float, ...], int, int]:

@@ -4,6 +4,7 @@ a regression names the kernel that moved."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from statistics import median
@@ -23,9 +24,40 @@ def _change(row: MetricComparison) -> str:
     return f"{row.ratio - 1:+.1%} ({row.verdict.value})"
 
 
+def device_cases(comparison: Comparison) -> set[str]:
+    """The cases an A/B decides on their device clock: in a paired comparison, every case with a compared
+    `device.time` row (ab/orchestrate.py stops on it; the host rows follow the host)."""
+    if comparison.mode != "paired":
+        return set()
+    return {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
+
+
+def deciding_rows(comparison: Comparison) -> list[MetricComparison]:
+    """The rows whose sensitivity is the comparison's: every row, except that a case decided on its device
+    clock counts by its `device.time` row alone (its latency, host overhead and what derives from the latency
+    follow the host, and an A/B does not settle them)."""
+    steady = device_cases(comparison)
+    return [r for r in comparison.rows if r.case_id not in steady or r.metric == DEVICE_TIME]
+
+
+def _detects(row: MetricComparison) -> str:
+    mdc = row.mdc
+    if mdc is None or not math.isfinite(mdc):
+        return ""
+    shown = f"{mdc * 100:.2g}%" if mdc < 0.1 else f"{mdc * 100:.0f}%"
+    return f"; device time could detect {shown}"
+
+
 def clock_lines(comparison: Comparison) -> list[tuple[str, str]]:
     """(case id, words) for every case with a device-time row: "kernels +1.8% (regression), host overhead
-    unchanged"."""
+    unchanged; device time could detect 0.3%" and, for a case an A/B decides on its device clock with a host row
+    it could not settle, "host rows follow the host: not decided by this A/B"."""
+    steady = device_cases(comparison)
+    unsettled_host = {
+        r.case_id
+        for r in comparison.rows
+        if r.case_id in steady and r.metric != DEVICE_TIME and r.verdict is Verdict.INCONCLUSIVE
+    }
     rows: dict[str, dict[str, MetricComparison]] = defaultdict(dict)
     for r in comparison.rows:
         if r.metric in (DEVICE_TIME, HOST_OVERHEAD):
@@ -37,7 +69,10 @@ def clock_lines(comparison: Comparison) -> list[tuple[str, str]]:
             continue
         host = by_metric.get(HOST_OVERHEAD)
         host_words = f"host overhead {_change(host)}" if host else "host overhead not compared (GPU-bound calls)"
-        out.append((case_id, f"kernels {_change(device)}, {host_words}"))
+        words = f"kernels {_change(device)}, {host_words}{_detects(device)}"
+        if case_id in unsettled_host:
+            words += "; host rows follow the host: not decided by this A/B"
+        out.append((case_id, words))
     return sorted(out)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfci.format.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.reports.clocks import deciding_rows, device_cases
 
 # Most urgent first: this is the default order of every table of verdicts.
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -93,12 +94,19 @@ class Sensitivity:
     timed: int
     paired: bool
     least: MetricComparison  # the row with the largest minimum detectable change
+    by_device: int = 0  # CUDA cases counted by their device time alone (reports/clocks.deciding_rows)
 
     def sentence(self) -> str:
         what = "this A/B" if self.paired else "this comparison"
         rows = "case" if self.timed == 1 else "cases"
         n = f"{self.covered:,} of {self.timed:,} {rows}"
-        return f"{what} could detect changes of {format_mdc(self.mdc)} or more in {n}"
+        device = (
+            f" (device time for {self.by_device:,} CUDA case(s); their host rows follow the host and are not "
+            "decided by an A/B)"
+            if self.by_device
+            else ""
+        )
+        return f"{what} could detect changes of {format_mdc(self.mdc)} or more in {n}{device}"
 
 
 SENSITIVITY_SHARE = 0.9  # the sentence quotes the minimum detectable change that this share of timed rows reach
@@ -107,11 +115,12 @@ SENSITIVITY_SHARE = 0.9  # the sentence quotes the minimum detectable change tha
 def sensitivity(comparison: Comparison) -> Sensitivity | None:
     """The minimum detectable change that 90% of the timed rows (those with one) reach, or None without any.
     By default a case has one timed row (latency), so the sentence says "cases"."""
-    rows = [r for r in comparison.rows if r.mdc is not None and math.isfinite(r.mdc)]
+    rows = [r for r in deciding_rows(comparison) if r.mdc is not None and math.isfinite(r.mdc)]
     if not rows:
         return None
+    by_device = len({r.case_id for r in rows if r.case_id in device_cases(comparison)})
     ordered = sorted(rows, key=lambda r: r.mdc or 0.0)
     covered = max(1, math.ceil(SENSITIVITY_SHARE * len(ordered)))
     mdc = ordered[covered - 1].mdc or 0.0
     covered = sum(1 for r in ordered if (r.mdc or 0.0) <= mdc)
-    return Sensitivity(mdc, covered, len(ordered), comparison.mode == "paired", ordered[-1])
+    return Sensitivity(mdc, covered, len(ordered), comparison.mode == "paired", ordered[-1], by_device)

@@ -99,3 +99,102 @@ def test_energy_block_brackets_a_contiguous_run_of_calls() -> None:
     start, end, calls = energy_block(probe, run_block, 4, 0.5, lambda: now[0])
     assert blocks == [4] * 5 and calls == 20
     assert end["energy_mj"] - start["energy_mj"] == 900  # one read apart: nothing between them but the block
+
+
+class LockingNvml:
+    """A pynvml with `gpus` GPUs whose driver allows locking clocks on the first `allowed` of them (None: all);
+    it records every lock and reset."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, gpus: int = 2, allowed: int | None = None, base_mhz: int | None = 1365) -> None:
+        self.gpus, self.allowed, self.base_mhz = gpus, allowed, base_mhz
+        self.locked: dict[int, tuple[int, int]] = {}
+        self.log: list[str] = []
+
+    def nvmlInit(self) -> None:
+        self.log.append("init")
+
+    def nvmlShutdown(self) -> None:
+        self.log.append("shutdown")
+
+    def nvmlDeviceGetCount(self) -> int:
+        return self.gpus
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, h: int, clock: int) -> int:
+        if self.base_mhz is None:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+        return self.base_mhz
+
+    def nvmlDeviceGetMaxClockInfo(self, h: int, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceSetGpuLockedClocks(self, h: int, low: int, high: int) -> None:
+        if self.allowed is not None and h >= self.allowed:
+            raise RuntimeError("Insufficient Permissions")
+        self.locked[h] = (low, high)
+        self.log.append(f"lock {h} {low}")
+
+    def nvmlDeviceResetGpuLockedClocks(self, h: int) -> None:
+        self.locked.pop(h, None)
+        self.log.append(f"reset {h}")
+
+
+def test_lock_clocks_locks_every_gpu_at_its_base_clock_and_restores_them() -> None:
+    from perfci.profilers.nvml import locked_sm_clocks
+
+    nvml, said = LockingNvml(), []
+    with locked_sm_clocks(True, said.append, nvml) as lock:
+        assert nvml.locked == {0: (1365, 1365), 1: (1365, 1365)}
+        assert lock is not None and lock.words() == "SM clock locked at 1,365 MHz on 2 GPU(s)"
+    assert nvml.locked == {} and nvml.log[-3:] == ["reset 0", "reset 1", "shutdown"]
+    assert said == [
+        "note: SM clock locked at 1,365 MHz on 2 GPU(s) for this run; restored when it ends.",
+        "note: the GPU's clocks are back under the driver's control.",
+    ]
+    nvml = LockingNvml(gpus=1, base_mhz=None)  # no default applications clock: the maximum
+    with pytest.raises(KeyError), locked_sm_clocks(True, said.append, nvml):
+        assert nvml.locked == {0: (1980, 1980)}
+        raise KeyError("the run failed")
+    assert nvml.locked == {}  # restored when the run raises too
+
+
+def test_lock_clocks_refuses_in_one_line_and_changes_nothing() -> None:
+    from perfci.errors import UsageError
+    from perfci.profilers.nvml import locked_sm_clocks
+
+    nvml = LockingNvml(gpus=2, allowed=1)  # the second GPU refuses: the first is reset again
+    with pytest.raises(UsageError) as refused, locked_sm_clocks(True, print, nvml):
+        pytest.fail("the block ran with the clocks not locked")
+    assert str(refused.value).startswith("--lock-clocks: the driver refused to lock the SM clock (Insufficient ")
+    assert "\n" not in str(refused.value) and nvml.locked == {} and "reset 0" in nvml.log
+    with pytest.raises(UsageError, match="NVML found no GPU"), locked_sm_clocks(True, print, LockingNvml(gpus=0)):
+        pass
+    untouched = LockingNvml()
+    with locked_sm_clocks(False, print, untouched) as lock:
+        assert lock is None
+    assert untouched.log == []  # not asked: NVML is not even opened
+
+
+def test_the_cli_refuses_lock_clocks_where_nvml_cannot_lock(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`perfci run --lock-clocks` on a machine whose NVML cannot lock (here: a fake that refuses): exit 2, one
+    sentence and its hint, nothing measured."""
+    import functools
+
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+    from perfci.cli import run as run_cli
+    from perfci.profilers.nvml import locked_sm_clocks
+
+    refusing = LockingNvml(gpus=1, allowed=0)
+    monkeypatch.setattr(run_cli, "locked_sm_clocks", functools.partial(locked_sm_clocks, nvml=refusing))
+    (tmp_path / "w.py").write_text("import perfci\n\n@perfci.workload()\ndef f(ctx):\n    return lambda: None\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "w.py"), "--lock-clocks", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--lock-clocks: the driver refused to lock the SM clock (Insufficient Permissions)." in result.output
+    assert not (out / "results.json").exists() and refusing.locked == {}

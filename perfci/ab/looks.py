@@ -1,0 +1,71 @@
+"""When an A/B stops on a CUDA case's steady clock, and how many pairs its next look adds.
+
+A `device.time` row (docs/gpu.md, "Two clocks") is *settled* when its interval (the two-sided 1 - 2 alpha interval
+the row carries, alpha split over the planned looks) lies wholly on one side of each practical threshold: inside
+(-theta, +theta) (`unchanged`, `slower`, `faster`) or wholly past +theta or -theta (`regression`, `improvement`).
+Where the estimate is large enough to be named (at least `slower_min` of theta, stats/decision.py), zero is a
+boundary too: an interval of -0.1..+0.9% around a +0.4% estimate has not yet said whether the change is there,
+and more pairs name it `slower`. An `inconclusive` row is never settled. Unlike the latency rule
+(`orchestrate.needs_more`), an estimate that is merely near the threshold asks for nothing more once its
+interval says on which side of it the change lies: a +0.6% kernel change with the interval +0.4..+0.9% is
+`slower` and settled at a 1% threshold.
+
+How many pairs the next look adds when only device rows are unsettled: the noise target (nvbench stops a
+measurement once the relative standard deviation of its mean reaches a target; here the target is the distance
+from the estimate to the threshold the interval still straddles). An interval's half-width w at n pairs shrinks
+as sqrt(n), so it clears a boundary at distance d from the estimate after about n * (w / d)^2 pairs; the look
+adds that many more, at least `MIN_EXTRA` and at most the plan's `extra`. The t quantile also falls as pairs
+are added, so the projection errs on the side of more pairs. Alpha stays split evenly over the planned looks
+(Bonferroni holds whatever the size of each look).
+"""
+
+from __future__ import annotations
+
+import math
+
+from perfci.format.model import MetricComparison, Verdict
+from perfci.stats.decision import MIN_FRACTION
+
+MIN_EXTRA = 2  # the fewest pairs a look adds: one pair adds too little to move a Welch interval of a few pairs
+
+
+def _log_interval(row: MetricComparison) -> tuple[float, float] | None:
+    low, high = row.ratio_low, row.ratio_high
+    if row.ratio is None or low is None or high is None or low <= 0 or high <= 0:
+        return None
+    return math.log(low), math.log(high)
+
+
+def straddled(row: MetricComparison, theta: float, named: float = MIN_FRACTION) -> list[float]:
+    """The boundaries strictly inside the row's interval (log scale): +-log(1 + theta), and 0 where the estimate
+    is at least `named` x theta away from it; empty for a settled interval."""
+    interval = _log_interval(row)
+    if interval is None or row.ratio is None:
+        return []
+    low, high = interval
+    edge = math.log1p(theta)
+    zero = [0.0] if abs(math.log(row.ratio)) >= math.log1p(named * theta) else []
+    return [b for b in (-edge, *zero, edge) if low < b < high]
+
+
+def device_settled(row: MetricComparison, theta: float, named: float = MIN_FRACTION) -> bool:
+    """Whether a `device.time` row is settled at `theta` (module docstring)."""
+    if row.verdict is Verdict.INCONCLUSIVE or _log_interval(row) is None:
+        return False
+    return not straddled(row, theta, named)
+
+
+def pairs_to_settle(row: MetricComparison, theta: float, pairs: int, extra: int, named: float = MIN_FRACTION) -> int:
+    """More pairs that would settle `row` by the noise target (module docstring), within [MIN_EXTRA, extra]."""
+    interval = _log_interval(row)
+    if interval is None or row.ratio is None or pairs < 1:
+        return extra
+    low, high = interval
+    half = (high - low) / 2.0
+    estimate = math.log(row.ratio)
+    boundaries = straddled(row, theta, named) or [math.copysign(math.log1p(theta), estimate)]
+    distance = min(abs(estimate - b) for b in boundaries)
+    if distance <= half * 1e-3:  # the estimate sits on the threshold: no number of pairs is projected to settle it
+        return extra
+    needed = math.ceil(pairs * (half / distance) ** 2) - pairs
+    return max(MIN_EXTRA, min(extra, needed))

@@ -1,0 +1,248 @@
+"""Spending an A/B's time on the steady clock (ab/looks.py, ab/orchestrate.py), the round plan of a case decided
+on its device clock (profilers/device_time.py, engine/runner.py, engine/case_session.py), and what the reports
+say decided. CPU twins with seeded fake device clocks: CI has no GPU (docs/gpu.md has the GPU figures)."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from perfci.ab.looks import MIN_EXTRA, device_settled, pairs_to_settle
+from perfci.ab.orchestrate import _to_continue, needs_more, next_look_pairs
+from perfci.compare.decide import compare_runs
+from perfci.compare.policy import DecisionSettings
+from perfci.engine import case_session
+from perfci.engine.protocol import Job, JobCase, decode_job
+from perfci.engine.runner import Runner, RunSettings
+from perfci.format.model import (
+    CaseResult,
+    CaseSpec,
+    CaseStatus,
+    Comparison,
+    DeviceTime,
+    Direction,
+    MetricComparison,
+    Round,
+    Verdict,
+)
+from perfci.metrics import case_metrics
+from perfci.metrics.registry import DEVICE_TIME, LATENCY
+from perfci.profilers.device_time import STEADY_CALLS_FACTOR, STEADY_DEVICE, rests_on_device
+from perfci.profilers.kineto import calls_for
+from perfci.profilers.timing import TimingSettings
+from perfci.reports.clocks import clock_lines
+from perfci.reports.verdicts import sensitivity
+from tests.conftest import make_run
+
+CASE = "lm[batch=8]@cuda:0"
+
+
+def _row(ratio: float, low: float, high: float, verdict: Verdict) -> MetricComparison:
+    return MetricComparison(
+        CASE, DEVICE_TIME, verdict, "s", 1e-3, 1e-3 * ratio, ratio=ratio, ratio_low=low, ratio_high=high,
+        threshold=0.01, direction=Direction.LOWER, method="unpaired", mdc=0.004,
+    )  # fmt: skip
+
+
+def test_a_device_row_is_settled_when_its_interval_lies_on_one_side_of_each_threshold() -> None:
+    assert device_settled(_row(1.0, 0.996, 1.004, Verdict.UNCHANGED), 0.01)
+    assert device_settled(_row(1.0064, 1.0043, 1.0085, Verdict.SLOWER), 0.01)  # +0.4..+0.9%: below 1%
+    assert not device_settled(_row(1.0064, 1.0018, 1.011, Verdict.SLOWER), 0.01)  # may still be past 1%
+    assert device_settled(_row(1.016, 1.014, 1.0187, Verdict.REGRESSION), 0.01)  # wholly past 1%
+    assert not device_settled(_row(1.012, 1.009, 1.015, Verdict.REGRESSION), 0.01)  # may be only slower
+    assert device_settled(_row(0.985, 0.98, 0.989, Verdict.IMPROVEMENT), 0.01)
+    assert not device_settled(_row(1.0, 0.99, 1.01, Verdict.INCONCLUSIVE), 0.01)
+    assert not device_settled(replace(_row(1.0, 0.99, 1.01, Verdict.UNCHANGED), ratio_low=None), 0.01)
+    # the latency rule would ask for more pairs for the settled +0.64% (the estimate is past half the threshold)
+    assert needs_more(_row(1.0064, 1.0043, 1.0085, Verdict.SLOWER), 0.01)
+
+
+def test_the_next_look_adds_the_pairs_the_interval_is_projected_to_need() -> None:
+    # +0.64%, half-width 0.46% at 4 pairs: the 1% boundary is 0.36% away -> 4 * (0.46 / 0.36)^2 = 6.5 -> 3 more
+    row = _row(math.exp(0.0064), math.exp(0.0018), math.exp(0.011), Verdict.SLOWER)
+    assert pairs_to_settle(row, 0.01, pairs=4, extra=6) == 3
+    assert pairs_to_settle(row, 0.01, pairs=4, extra=2) == 2  # never more than the plan's extra
+    nearly = _row(math.exp(0.0064), math.exp(0.0062), math.exp(0.01001), Verdict.SLOWER)
+    assert pairs_to_settle(nearly, 0.01, pairs=4, extra=6) == MIN_EXTRA  # never fewer than MIN_EXTRA
+    on_edge = _row(math.exp(math.log1p(0.01)), 1.0, 1.02, Verdict.INCONCLUSIVE)
+    assert pairs_to_settle(on_edge, 0.01, pairs=4, extra=6) == 6  # the estimate on the threshold: all of extra
+
+
+def _round(i: int, device_s: float, latency_s: float, clock: float | None = None) -> Round:
+    telemetry: dict[str, Any] = {"device_clock_sm_mhz": [clock, clock]} if clock else {}
+    samples = tuple(latency_s * 10 * (1 + 0.001 * k) for k in range(10))
+    device = DeviceTime("cupti", tuple(device_s * (1 + 0.0002 * k) for k in range(-3, 4)), kernels=200)
+    return Round(i, 100 + i, 10, samples, 0.1, "lockstep", 1, telemetry=telemetry, device=device)
+
+
+def _case(values: list[float], latency_s: float | list[float] = 5e-3, clocks: list[float] | None = None) -> CaseResult:
+    lat = latency_s if isinstance(latency_s, list) else [latency_s] * len(values)
+    rounds = tuple(_round(i, v, lat[i], clocks[i] if clocks else None) for i, v in enumerate(values))
+    spec = CaseSpec(workload="lm", params={"batch": 8}, device="cuda:0")
+    return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, None, None))
+
+
+def _ab(effect: float, sd: float, seed: int, settings: DecisionSettings) -> tuple[Comparison, int]:
+    """A CPU twin of the look loop (ab/orchestrate.run_ab): 4 pairs, then the pairs `next_look_pairs` asks for,
+    up to `looks`; each round's device time drawn with `sd` process-to-process noise; the head `effect` slower."""
+    rng = random.Random(seed)
+    base: list[float] = []
+    head: list[float] = []
+    n, looks = 4, 0
+    while True:
+        base += [2e-3 * (1 + rng.gauss(0, sd)) for _ in range(n)]
+        head += [2e-3 * (1 + effect) * (1 + rng.gauss(0, sd)) for _ in range(n)]
+        looks += 1
+        cmp = compare_runs(make_run([_case(base)]), make_run([_case(head)]), settings, paired=True)
+        if not _to_continue(cmp, settings) or looks >= settings.looks:
+            return cmp, len(base)
+        n = next_look_pairs(cmp, settings, len(base), 6)
+
+
+def _device_row(cmp: Comparison) -> MetricComparison:
+    return next(r for r in cmp.rows if r.metric == DEVICE_TIME)
+
+
+def test_a_half_percent_kernel_change_is_named_in_a_handful_of_pairs() -> None:
+    """+0.6% summed kernel time with the H200's process-to-process spread (0.1% sd): named `slower` (a 1%
+    threshold) on 40 seeds, at the first look (4 pairs) in most and on 5.5 pairs on average, where the latency
+    rule ran every look (16 pairs); A/As end `unchanged` at the first look."""
+    settings = DecisionSettings(looks=3)
+    pairs, verdicts = [], []
+    for seed in range(40):
+        cmp, n = _ab(0.006, 0.001, seed, settings)
+        pairs.append(n)
+        verdicts.append(_device_row(cmp).verdict)
+    assert verdicts.count(Verdict.SLOWER) == 40, verdicts
+    assert max(pairs) <= 4 + 6 and sum(p == 4 for p in pairs) >= 25 and sum(pairs) / len(pairs) <= 5.5, pairs
+    for seed in range(40):
+        cmp, n = _ab(0.0, 0.001, 100 + seed, settings)
+        assert _device_row(cmp).verdict is Verdict.UNCHANGED and n == 4
+    # at a 0.5% threshold the same change is a regression
+    cmp, _ = _ab(0.006, 0.001, 7, DecisionSettings(looks=3, threshold=0.005))
+    assert _device_row(cmp).verdict is Verdict.REGRESSION
+
+
+def test_only_the_device_rows_size_the_next_look() -> None:
+    settings = DecisionSettings(looks=3)
+    noisy = _case([2e-3 * (1 + 0.004 * s) for s in (-1, 1, -1, 1)])
+    head = _case([2e-3 * 1.007 * (1 + 0.004 * s) for s in (1, -1, 1, -1)])
+    cmp = compare_runs(make_run([noisy]), make_run([head]), settings, paired=True)
+    assert _to_continue(cmp, settings) == [noisy.id]
+    assert MIN_EXTRA <= next_look_pairs(cmp, settings, 4, 6) <= 6
+    cpu = replace(cmp, rows=tuple(replace(r, metric=LATENCY) for r in cmp.rows if r.metric == DEVICE_TIME))
+    assert next_look_pairs(cpu, settings, 4, 6) == 6  # a latency row keeps the plan's extra
+
+
+def test_a_case_decided_on_its_device_clock_profiles_more_and_samples_less(tmp_path: Path) -> None:
+    launch_bound = [_round(0, 1e-3, 5e-3)]  # busy 0.2
+    gpu_bound = [_round(0, 4.9e-3, 5e-3)]
+    assert rests_on_device(gpu_bound, lockstep=True) and rests_on_device(launch_bound, lockstep=False)
+    assert not rests_on_device(gpu_bound, lockstep=False) and not rests_on_device([], lockstep=True)
+    assert not rests_on_device([replace(launch_bound[0], device=None)], lockstep=True)
+    runner = Runner(RunSettings(rounds=2, peaks_cache=None), tmp_path)
+    spec = CaseSpec(workload="lm", params={}, device="cuda:0", source="m.py")
+    runner.start([spec])
+    job = runner._job([spec], 0, lockstep=True)
+    assert job.cases[0].steady_clock == ""  # the first pair knows nothing yet
+    runner.states[spec.id].rounds.append(gpu_bound[0])
+    job = runner._job([spec], 1, lockstep=True)
+    assert job.cases[0].steady_clock == STEADY_DEVICE and runner._job([spec], 1).cases[0].steady_clock == ""
+    assert decode_job(job.encode()).cases[0].steady_clock == STEADY_DEVICE  # on the wire
+    assert decode_job(Job(cases=(JobCase("a", "a.py", "a", {}, "cpu"),), round_index=0).encode()).cases[0] == (
+        JobCase("a", "a.py", "a", {}, "cpu", "")
+    )
+    plain = TimingSettings()
+    steady = case_session.steady_settings(plain)
+    assert steady.budget_s == plain.budget_s / 2 and steady.min_samples == 5
+    assert case_session.steady_settings(replace(plain, min_samples=3)).min_samples == 3
+    assert calls_for(2e-3, STEADY_CALLS_FACTOR) == 2 * calls_for(2e-3) == 60
+
+
+class FakeProbe:
+    """NVML snapshots in turn: the SM clock and the clock-event reasons around each profiled slice."""
+
+    def __init__(self, readings: list[tuple[int, list[str]]]) -> None:
+        self.readings = list(readings)
+
+    def snapshot(self) -> dict[str, Any]:
+        mhz, reasons = self.readings.pop(0)
+        return {"sm_clock_mhz": mhz, "throttle": reasons}
+
+
+def _session(probe: FakeProbe, steady: bool = False) -> Any:
+    return SimpleNamespace(
+        torch=object(), probe=probe, steady=steady, sampler=SimpleNamespace(fn=lambda: None, iterations=10)
+    )
+
+
+def test_a_throttled_slice_is_taken_again_and_left_out_when_it_stays_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[int] = []
+
+    def profile(torch: Any, fn: Any, n: int) -> DeviceTime:
+        taken.append(n)
+        return DeviceTime("cupti", (1e-3,), 3)
+
+    monkeypatch.setattr(case_session, "profile_device", profile)
+    telemetry: dict[str, Any] = {}
+    probe = FakeProbe([(1980, []), (1410, ["hw_thermal_slowdown"]), (1980, ["sw_power_cap"]), (1965, [])])
+    assert case_session._device_clock(_session(probe), (2e-2,), telemetry) == DeviceTime("cupti", (1e-3,), 3)
+    assert telemetry["device_clock_sm_mhz"] == [1980.0, 1965.0] and telemetry["device_clock_throttle"] == [
+        "sw_power_cap"
+    ]
+    assert "device_clock_left_out" not in telemetry and taken == [30, 30]
+    telemetry = {}
+    hot = FakeProbe([(1980, ["hw_slowdown"]), (1980, []), (1700, []), (1700, ["hw_thermal_slowdown"])])
+    assert case_session._device_clock(_session(hot, steady=True), (2e-2,), telemetry) is None
+    assert telemetry["device_clock_left_out"] == "the GPU was throttled around the profiled calls (hw_thermal_slowdown)"
+    assert telemetry["notes"]["device_clock"].startswith("left out: the GPU was throttled")
+    assert taken[2:] == [60, 60]  # a case decided on its device clock profiles twice the calls
+    quiet: dict[str, Any] = {}  # no NVML: the slice is taken once and nothing is recorded about the clock
+    assert case_session._device_clock(_session(None), (2e-2,), quiet) is not None  # type: ignore[arg-type]
+    assert quiet == {}
+
+
+def test_sides_at_different_clocks_are_compared_in_cycles_and_left_out_rounds_are_named() -> None:
+    """The head ran its profiled calls at 1,782 MHz (10% below the base's 1,980): its kernels took 11.1% longer
+    in time, the same cycles. As time that is a regression; in cycles it is unchanged, and the row says so."""
+    rng = random.Random(3)
+    base_v = [2e-3 * (1 + rng.gauss(0, 0.001)) for _ in range(4)]
+    head_v = [2e-3 * 1980 / 1782 * (1 + rng.gauss(0, 0.001)) for _ in range(4)]
+    base = _case(base_v, clocks=[1980.0] * 4)
+    head = _case(head_v, clocks=[1782.0] * 4)
+    settings = DecisionSettings(looks=3)
+    row = _device_row(compare_runs(make_run([base]), make_run([head]), settings, paired=True))
+    assert row.verdict is Verdict.UNCHANGED and row.ratio == pytest.approx(1.0, abs=0.003)
+    assert "compared in cycles (time x SM clock): baseline at 1,980 MHz, candidate at 1,782 MHz" in row.note
+    timed = _device_row(compare_runs(make_run([base]), make_run([_case(head_v)]), settings, paired=True))
+    assert timed.verdict is Verdict.REGRESSION and "cycles" not in timed.note  # no clock on one side: times
+    same = _device_row(compare_runs(make_run([base]), make_run([_case(base_v, clocks=[1975.0] * 4)]), settings))
+    assert "cycles" not in same.note  # within 1%: compared as times (memory-bound kernels do not scale)
+    gone = replace(head.rounds[0], device=None, telemetry={"device_clock_left_out": "throttled"})
+    head_left = replace(head, rounds=(gone, *head.rounds[1:]))
+    note = _device_row(compare_runs(make_run([base]), make_run([head_left]), settings, paired=True)).note
+    assert "0 baseline and 1 candidate round(s) left out: the GPU was throttled" in note
+
+
+def test_the_summary_says_which_clock_decided_and_what_it_could_detect() -> None:
+    rng = random.Random(5)
+    host = [[8e-3 * (1 + rng.uniform(-0.4, 0.4)) for _ in range(4)] for _ in range(2)]  # the host swings
+    base = _case([2e-3 * (1 + rng.gauss(0, 0.001)) for _ in range(4)], latency_s=host[0])
+    head = _case([2e-3 * 1.006 * (1 + rng.gauss(0, 0.001)) for _ in range(4)], latency_s=host[1])
+    cmp = compare_runs(make_run([base]), make_run([head]), DecisionSettings(looks=3), paired=True)
+    device = _device_row(cmp)
+    sens = sensitivity(cmp)
+    assert sens is not None and sens.mdc == device.mdc and sens.by_device == 1
+    assert "device time for 1 CUDA case(s); their host rows follow the host" in sens.sentence()
+    (line,) = clock_lines(cmp)
+    assert line[1].startswith(f"kernels {device.ratio - 1:+.1%} (slower), host overhead ")  # type: ignore[operator]
+    assert f"; device time could detect {device.mdc * 100:.2g}%" in line[1]  # type: ignore[operator]
+    assert line[1].endswith("; host rows follow the host: not decided by this A/B")
+    unpaired = compare_runs(make_run([base]), make_run([head]), DecisionSettings())
+    assert sensitivity(unpaired) is not None and sensitivity(unpaired).by_device == 0  # type: ignore[union-attr]
