@@ -42,6 +42,7 @@ from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, Git
 from perfci.format.schema import dump_results
 from perfci.metrics import case_metrics
 from perfci.profilers.device_time import STEADY_DEVICE, rests_on_device
+from perfci.options import CASE_TIMEOUT, ROUNDS, SEED, THREADS
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
@@ -60,10 +61,10 @@ MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_thresh
 
 @dataclass(frozen=True)
 class RunSettings:
-    rounds: int = 5
-    seed: int = 0
-    threads: int = 1
-    case_timeout_s: float = 120.0
+    rounds: int = ROUNDS.default
+    seed: int = SEED.default
+    threads: int = THREADS.default
+    case_timeout_s: float = CASE_TIMEOUT.default
     memory_limit_bytes: int = field(default_factory=_default_memory_limit)
     timing: TimingSettings = field(default_factory=TimingSettings)
     cpu_affinity: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)

@@ -46,7 +46,7 @@ def test_the_rounds_default_is_written_once_in_perfci() -> None:
         for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line)
     ]
-    assert found == []
+    assert len(found) == 1 and found[0].startswith("perfci/options.py:"), f"write ROUNDS.default, not 5: {found}"
     assert ROUNDS.default == 5 and InProcessSettings().rounds == ROUNDS.default and MIN_ROUNDS == ROUNDS.low
 
 
