@@ -146,8 +146,11 @@ def run_ci(
     progress: ProgressFn | None = None,
     check_out_dir: Callable[[Path], None] | None = None,
     plan: CIPlan | None = None,
+    notify: Callable[[str], None] = lambda message: None,
 ) -> CIOutcome:
-    """Run the planned gate; write its files under `req.out`."""
+    """Run the planned gate; write its files under `req.out`. An A/B with nothing named measures the project's
+    conventional folders, its workloads and its pytest benchmarks (perfci.api.ab.choose_sources; `notify` is told
+    which), or stops with a usage error; a run keeps `perfci run`'s built-in default suite."""
     plan = plan or plan_ci(settings, req)
     decision = DecisionOptions(threshold=req.threshold)
     if plan.mode == "ab":
@@ -166,7 +169,7 @@ def run_ci(
             head_python=req.head_python,
             allow_missing=req.allow_missing,
         )
-        result = ab(settings, ab_req, env, progress, check_out_dir)
+        result = ab(settings, ab_req, env, progress, check_out_dir, notify)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
     run_req = RunRequest(
         paths=req.sources.paths, patterns=req.sources.patterns, suites=req.sources.suites, out=req.out,

@@ -38,6 +38,7 @@ from perfci.cli.options import (
     PairsOpt,
     PathOpt,
     PatternOpt,
+    PytestOpt,
     RoundsOpt,
     RoundTimeOpt,
     RunnerOpt,
@@ -75,13 +76,13 @@ def ci_command(
     round_time: RoundTimeOpt = None, rounds: RoundsOpt = None,
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
     base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None, durations: DurationsOpt = None,
-    allow_missing: AllowMissing = False,
+    allow_missing: AllowMissing = False, pytest: PytestOpt = None,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
         mode=mode,
         base=base,
-        sources=Sources(paths, suites, patterns),
+        sources=Sources(paths, suites, patterns, pytest),
         out=out,
         runner=runner,
         threshold=threshold,
@@ -113,7 +114,9 @@ def ci_command(
                                    budget_s=budget if plan.mode == "ab" else None,
                                    pairs_planned=planned)  # fmt: skip
         with bar:
-            outcome = run_ci(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"), plan)
+            outcome = run_ci(
+                settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"), plan, note
+            )
         print_ci(outcome, report_only)
         return ExitCode.OK if report_only else outcome.code
 

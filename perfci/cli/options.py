@@ -23,6 +23,7 @@ from perfci.options import (
     LOOKS,
     PAIRS,
     PATHS,
+    PYTEST,
     ROUND_TIME,
     ROUNDS,
     RUNNER,
@@ -84,6 +85,7 @@ ExtraOpt = Annotated[int, option(EXTRA)]
 LooksOpt = Annotated[int, option(LOOKS)]
 PathOpt = Annotated[list[Path] | None, option(PATHS, "--path", help="Workload file or folder (repeatable)")]
 SuiteOpt = Annotated[list[str] | None, option(SUITES, help="Suite, built-in or a suite= of yours (repeatable)")]
+PytestOpt = Annotated[list[Path] | None, option(PYTEST)]
 PatternOpt = Annotated[
     list[str] | None,
     typer.Option(

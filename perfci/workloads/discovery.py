@@ -26,6 +26,7 @@ from perfci.workloads.api import Workload
 BUILTIN_PACKAGE = "perfci.workloads.builtin"
 BUILTIN_SUITES = ("default", "kernels", "models", "onnx")
 MODULE_PREFIX = "module:"
+PYTEST_PREFIX = "pytest:"  # a pytest file or folder whose benchmark tests are cases
 
 
 def builtin_source(suite: str) -> str:
@@ -173,6 +174,10 @@ def workloads_in(module: ModuleType) -> list[Workload]:
 
 def find_workload(source: str, workload_id: str) -> Workload:
     """The workload `<stem>.<name>` from `source` (used by the worker process)."""
+    if source.startswith(PYTEST_PREFIX):  # a pytest test (workloads/pytest_cases.py)
+        from perfci.workloads.pytest_cases import pytest_workload
+
+        return pytest_workload(source, workload_id)
     name = workload_id.split(".", 1)[1] if "." in workload_id else workload_id
     for w in workloads_in(load_source(source)):
         if w.name == name:
@@ -201,6 +206,11 @@ def all_cases_from_sources(sources: list[str]) -> list[tuple[CaseSpec, str | Non
     """Every case with the reason its workload's skip predicate leaves it out (None: it runs)."""
     cases: list[tuple[CaseSpec, str | None]] = []
     for source in sources:
+        if source.startswith(PYTEST_PREFIX):  # pytest's benchmark and perf tests (workloads/pytest_cases.py)
+            from perfci.workloads.pytest_cases import list_pytest_cases
+
+            cases += [(spec, None) for spec in list_pytest_cases(source)]
+            continue
         stem = source_stem(source)
         for w in workloads_in(load_source(source)):
             cases += w.all_cases(stem, source)

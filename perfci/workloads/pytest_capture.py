@@ -1,0 +1,217 @@
+"""One pytest test run in this process, keeping the callable it measures (`perfci ab --pytest`, in the worker).
+
+The test runs once, in a pytest session of its own, with its `benchmark` and `perf` fixtures replaced by
+recorders: `benchmark(fn, *args)`, `benchmark.pedantic(target, ...)` and `perf(fn)` call what they are given
+once (the test gets its value, as pytest-benchmark returns it) and keep it. The worker then times the kept
+callable with the engine's own warm-up, calibration and sampling, like a workload's. The test's fixtures are
+torn down when the test ends, before the callable is timed: a callable that needs a fixture still open (a
+connection) fails, and its case is an `error` row.
+
+Later tests of the same file reuse the module pytest imported for the first (pytest's default import mode
+looks in `sys.modules`), so a worker's second session does not import the file again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfci.workloads.api import SkipCase
+
+# pytest's own options for a session run inside perfci: the project's `addopts` (`-n auto`, `--benchmark-*`) and
+# $PYTEST_ADDOPTS are left out; nothing is written into the checkout (the cache); asserts are not rewritten and
+# hypothesis's plugin is not loaded (on this 2-core machine they took a session's start from 0.2 s to 1.3 s; a test
+# using hypothesis's `@given` runs without the plugin)
+SESSION_OPTIONS = (
+    "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain", "-o", "addopts=",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a test handed to its measuring fixture: the callable, its declared work, and which fixture."""
+
+    fn: Callable[[], object]
+    how: str  # "benchmark" | "benchmark.pedantic" | "perf"
+    flops: float | None = None
+    nbytes: float | None = None
+
+
+class Recorder:
+    """The callables one test handed to its fixtures, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[Captured] = []
+
+    def keep(self, captured: Captured) -> object:
+        self.calls.append(captured)
+        return captured.fn()
+
+
+class CapturingBenchmark:
+    """pytest-benchmark's `benchmark` fixture as far as a test body uses it, recording instead of timing."""
+
+    def __init__(self, recorder: Recorder, node: Any) -> None:
+        self._recorder = recorder
+        marker = node.get_closest_marker("benchmark")
+        self.group: str | None = marker.kwargs.get("group") if marker is not None else None
+        self.extra_info: dict[str, Any] = {}
+        self.name: str = node.name
+        self.fullname: str = node.nodeid
+        callspec = getattr(node, "callspec", None)
+        self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
+        self.param: str | None = getattr(callspec, "id", None)
+        self.disabled = False
+        self.skipped = False  # pytest-benchmark's report hook sets it
+
+    @property
+    def enabled(self) -> bool:
+        return not self.disabled
+
+    def __call__(self, function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        call = functools.partial(function_to_benchmark, *args, **kwargs)
+        return self._recorder.keep(Captured(call, "benchmark"))
+
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
+        """The target is timed with its arguments; with a `setup`, each timed call runs the setup first (and the
+        teardown after), so both are in the time of both revisions."""
+        del rounds, warmup_rounds, iterations  # perfci calibrates the calls per sample and stops by its own rule
+        given_kwargs = kwargs or {}
+        if setup is None and teardown is None:
+            return self._recorder.keep(Captured(functools.partial(target, *args, **given_kwargs), "benchmark.pedantic"))
+
+        def call() -> Any:
+            made = setup() if setup is not None else None
+            a, k = (tuple(made[0]), dict(made[1])) if made else (args, given_kwargs)
+            value = target(*a, **k)
+            if teardown is not None:
+                teardown(*a, **k)
+            return value
+
+        return self._recorder.keep(Captured(call, "benchmark.pedantic"))
+
+    def weave(self, *_args: Any, **_kwargs: Any) -> None:
+        raise NotImplementedError("benchmark.weave (aspect weaving) cannot be measured by perfci ab")
+
+
+class CapturingPerf:
+    """perfci's `perf` fixture, recording instead of timing."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+
+    def __call__(
+        self,
+        fn: Callable[[], object],
+        *,
+        name: str | None = None,
+        flops: float | None = None,
+        bytes: float | None = None,
+    ) -> None:
+        del name  # one callable per test (see run_test)
+        self._recorder.keep(Captured(fn, "perf", flops, bytes))
+
+
+@functools.cache
+def _benchmark_class() -> type[CapturingBenchmark]:
+    """`CapturingBenchmark`, also an instance of pytest-benchmark's `BenchmarkFixture` when that is installed (its
+    report hook refuses any other `benchmark`)."""
+    try:
+        from pytest_benchmark.fixture import BenchmarkFixture
+    except ImportError:
+        return CapturingBenchmark
+    return type("CapturingBenchmark", (CapturingBenchmark, BenchmarkFixture), {})
+
+
+class _Fixtures:
+    """Registered at configure time, after every entry-point plugin, so these fixtures win."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    @pytest.fixture
+    def benchmark(self, request: pytest.FixtureRequest) -> CapturingBenchmark:
+        return _benchmark_class()(self.recorder, request.node)
+
+    @pytest.fixture
+    def perf(self) -> CapturingPerf:
+        return CapturingPerf(self.recorder)
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.recorder = Recorder()
+        self.reports: list[Any] = []
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.pluginmanager.register(_Fixtures(self.recorder), "perfci-ab-fixtures")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.reports.append(report)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.reports.append(report)
+
+
+@contextlib.contextmanager
+def quiet_session() -> Iterator[None]:
+    """pytest's output to stderr (stdout may carry a protocol), without $PYTEST_ADDOPTS."""
+    saved = os.environ.pop("PYTEST_ADDOPTS", None)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            os.environ["PYTEST_ADDOPTS"] = saved
+
+
+def _last_line(report: Any) -> str:
+    text = str(getattr(report, "longreprtext", "") or "").strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("E ")]
+    return (errors[-1][1:].strip() if errors else lines[-1] if lines else "no message")[:2000]
+
+
+def run_test(path: Path, rest: str) -> Captured:
+    """Run the test `path::rest` once; its one measured callable. Its failure, skip or lack of a measurement is
+    raised (the worker makes it this case's error)."""
+    session = _Session()
+    with quiet_session():
+        pytest.main([f"{path}::{rest}", *SESSION_OPTIONS], plugins=[session])
+    for report in session.reports:
+        if report.failed:
+            when = getattr(report, "when", "collect")
+            raise RuntimeError(f"the test failed ({when}): {_last_line(report)}")
+        if report.skipped and getattr(report, "when", "") in ("setup", "call"):
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+            raise SkipCase(str(reason).removeprefix("Skipped: "))
+    if not any(getattr(r, "when", "") == "call" for r in session.reports):
+        raise RuntimeError(f"pytest found no test {rest!r} in {path}")
+    calls = session.recorder.calls
+    if not calls:
+        raise RuntimeError("the test passed without calling benchmark(...), benchmark.pedantic(...) or perf(...)")
+    if len(calls) > 1:
+        raise RuntimeError(
+            f"the test measured {len(calls)} callables; perfci ab measures one a test: split it into several tests"
+        )
+    return calls[0]

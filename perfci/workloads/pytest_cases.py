@@ -1,0 +1,134 @@
+"""pytest tests as cases (`perfci ab --pytest PATH`): a test that uses pytest-benchmark's `benchmark` fixture or
+perfci's `perf` fixture is one case, measured in worker processes like a workload's.
+
+- A source `pytest:<path>` names a test file or a folder of them. Listing collects it with pytest in this process
+  (`pytest --collect-only`) and keeps the tests that request `benchmark` or `perf`.
+- A case's id is the test's node id with its file relative to the project root, then `@cpu`
+  (`bench/test_sort.py::test_sorted[1000]@cpu`), whatever pytest's rootdir: the project root is the closest
+  folder at or above the one perfci runs in (an A/B lists each side in its checkout's top folder) with a
+  `pyproject.toml`, `perfci.toml` or `.git`. Both revisions then give a test the same id, the id the pytest
+  plugin records for it.
+- In the worker the case's set-up runs the test once (workloads/pytest_capture.py) and returns the callable the
+  test measured; the engine warms it up, calibrates and samples it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.format.model import CaseSpec
+from perfci.workloads.api import Workload, WorkloadContext
+from perfci.workloads.discovery import PYTEST_PREFIX
+
+PYTEST_SUITE = "pytest"
+MEASURING_FIXTURES = ("benchmark", "perf")
+GROUP_TAG = "group:"
+ROOT_MARKERS = ("pyproject.toml", "perfci.toml", ".git")
+
+
+def is_pytest_source(source: str) -> bool:
+    return source.startswith(PYTEST_PREFIX)
+
+
+def pytest_source(path: Path) -> str:
+    return f"{PYTEST_PREFIX}{path}"
+
+
+def source_path(source: str) -> Path:
+    return Path(source[len(PYTEST_PREFIX) :])
+
+
+def project_root(start: Path) -> Path:
+    """The folder case ids are relative to: the closest folder at or above `start` (the folder the command runs
+    in) with a pyproject.toml, a perfci.toml or a .git, else `start`: the pytest plugin's rule, so a test has one
+    id in an A/B and in a pytest session."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return here
+
+
+def project_nodeid(path: Path, nodeid: str, root: Path) -> str:
+    """`<file relative to root>::<the rest of pytest's node id>` (pytest's node id is relative to its rootdir,
+    which moves with the command line; only the part after the file is kept)."""
+    _, sep, rest = nodeid.partition("::")
+    rel = Path(os.path.relpath(path.resolve(), root)).as_posix()
+    return f"{rel}{sep}{rest}" if sep else rel
+
+
+@dataclass
+class _Collector:
+    """Keeps the collected items that request a measuring fixture, and the collection errors."""
+
+    items: list[tuple[Path, str, tuple[str, ...]]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            text = str(getattr(report, "longreprtext", "") or "").strip().splitlines()
+            self.errors.append(f"{report.nodeid or 'collection'}: {text[-1] if text else 'error'}")
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        for item in session.items:
+            if not any(f in getattr(item, "fixturenames", ()) for f in MEASURING_FIXTURES):
+                continue
+            marker = item.get_closest_marker("benchmark")
+            group = marker.kwargs.get("group") if marker is not None else None
+            tags = (f"{GROUP_TAG}{group}",) if group else ()
+            self.items.append((Path(item.path), item.nodeid, tags))
+
+
+def list_pytest_cases(source: str) -> list[CaseSpec]:
+    """The measuring tests of a `pytest:<path>` source, as cases (one per test, on `cpu`)."""
+    import pytest
+
+    from perfci.workloads.pytest_capture import SESSION_OPTIONS, quiet_session
+
+    path = source_path(source)
+    if not path.exists():
+        raise WorkloadDefinitionError(f"{path}: no such pytest file or folder.")
+    collector = _Collector()
+    with quiet_session():
+        code = pytest.main([str(path), "--collect-only", *SESSION_OPTIONS], plugins=[collector])
+    if collector.errors:
+        raise WorkloadDefinitionError(
+            f"{path}: pytest could not collect the tests: {collector.errors[0]}",
+            hint="run `pytest --collect-only` on it to see the whole error",
+        )
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise WorkloadDefinitionError(f"{path}: pytest stopped collecting the tests (exit code {int(code)}).")
+    root = project_root(Path.cwd())
+    return [
+        CaseSpec(
+            workload=project_nodeid(file, nodeid, root),
+            params={},
+            device="cpu",
+            source=pytest_source(file.resolve()),
+            tags=tags,
+            suite=PYTEST_SUITE,
+        )
+        for file, nodeid, tags in collector.items
+    ]
+
+
+def pytest_workload(source: str, workload_id: str) -> Workload:
+    """The case `workload_id` of `source` as a workload whose set-up runs the test and returns what it measured."""
+    path = source_path(source)
+    if "::" not in workload_id:
+        raise WorkloadDefinitionError(f"{workload_id!r} is not a pytest node id (file::test).")
+    rest = workload_id.split("::", 1)[1]
+
+    def setup(ctx: WorkloadContext) -> Any:
+        from perfci.workloads.pytest_capture import run_test
+
+        captured = run_test(path, rest)
+        ctx.flops, ctx.bytes = captured.flops, captured.nbytes
+        ctx.notes["pytest"] = captured.how
+        return captured.fn
+
+    return Workload(name=workload_id, setup=setup, suite=PYTEST_SUITE)
