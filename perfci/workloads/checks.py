@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
+from perfci.metrics.rounds import ACCURACY_NOTES, TOLERANCES_NOTES
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -69,11 +72,17 @@ def assert_close(actual: Any, expected: Any, tolerance: Tolerance, what: str = "
 
 @dataclass(frozen=True)
 class Accuracy:
-    """How far a variant's outputs are from the fp32 model's, over all outputs (the worst of each)."""
+    """How far a variant's outputs are from the fp32 model's, over all outputs (the worst of each), and the bounds
+    the tolerance puts on the two figures that are metrics (`tolerance_bounds`)."""
 
     max_abs_diff: float
     max_rel_diff: float  # |a - e| / (|e| + 1e-3 max|e|): the floor keeps values near zero from dominating
     rel_l2: float  # ||a - e|| / ||e||, the measure the default tolerances are stated in
+    # the share of rows whose largest value is the reference's, where the one output is logits (2-d: rows of
+    # at least 2 classes); None otherwise
+    top1_agree: float | None = None
+    rel_l2_bound: float = 0.0  # the largest relative L2 error the tolerance allows (`tolerance_bounds`)
+    max_abs_bound: float = 0.0  # the largest absolute difference the tolerance allows
 
 
 def tolerance_record(tolerance: Tolerance) -> dict[str, Any]:
@@ -85,10 +94,32 @@ def tolerance_record(tolerance: Tolerance) -> dict[str, Any]:
     return {**numbers, "rule": tolerance.describe()}
 
 
-def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy:
+def tolerance_bounds(tolerance: Tolerance, e: np.ndarray[Any, Any]) -> tuple[float, float]:
+    """(relative L2 error, absolute difference) the tolerance allows for reference values `e`: a relative L2
+    bound as stated, and the absolute difference it implies (||a - e||_inf <= ||a - e||_2 <= bound * ||e||);
+    an element-wise rule's largest |a - e|, and the relative L2 error it implies (||atol + rtol |e||| / ||e||)."""
+    norm = max(float(np.linalg.norm(e)), 1e-30)
+    if tolerance.max_rel_l2 is not None:
+        return tolerance.max_rel_l2, tolerance.max_rel_l2 * norm
+    allowed = tolerance.atol + tolerance.rtol * np.abs(e)
+    return float(np.linalg.norm(allowed)) / norm, float(np.max(allowed))
+
+
+def top1_agreement(actual: Sequence[Any], reference: Sequence[Any]) -> float | None:
+    """The share of rows whose arg-max is the reference's, where the one output is logits (2-d, at least 2
+    columns); None otherwise (several outputs, hidden states, a regression head)."""
+    if len(actual) != 1 or len(reference) != 1:
+        return None
+    a, e = np.asarray(actual[0]), np.asarray(reference[0])
+    if e.ndim != 2 or e.shape[1] < 2 or a.shape != e.shape or e.shape[0] == 0:
+        return None
+    return float(np.mean(np.argmax(a, axis=1) == np.argmax(e, axis=1)))
+
+
+def compare_outputs(actual: Sequence[Any], reference: Sequence[Any], tolerance: Tolerance | None = None) -> Accuracy:
     if len(actual) != len(reference):
         raise AssertionError(f"{len(actual)} outputs where the fp32 model has {len(reference)}")
-    worst_abs = worst_rel = worst_l2 = 0.0
+    worst_abs = worst_rel = worst_l2 = bound_l2 = bound_abs = 0.0
     for a_raw, e_raw in zip(actual, reference, strict=True):
         a, e = np.asarray(a_raw, dtype=np.float64), np.asarray(e_raw, dtype=np.float64)
         if a.shape != e.shape:
@@ -100,20 +131,30 @@ def compare_outputs(actual: Sequence[Any], reference: Sequence[Any]) -> Accuracy
         worst_abs = max(worst_abs, float(np.max(diff)))
         worst_rel = max(worst_rel, float(np.max(diff / (np.abs(e) + 1e-3 * scale + 1e-30))))
         worst_l2 = max(worst_l2, float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30)))
-    return Accuracy(worst_abs, worst_rel, worst_l2)
+        if tolerance is not None:
+            b_l2, b_abs = tolerance_bounds(tolerance, e)
+            bound_l2, bound_abs = max(bound_l2, b_l2), max(bound_abs, b_abs)
+    top1 = top1_agreement(actual, reference)
+    return Accuracy(worst_abs, worst_rel, worst_l2, top1, bound_l2, bound_abs)
 
 
 def check_against(
     ctx: Any, actual: Sequence[Any], reference: Sequence[Any], tolerance: Tolerance, reference_name: str, what: str
 ) -> None:
     """A variant's outputs against the reference's on the same inputs: the tolerance and the worst differences go
-    into the case's notes under "accuracy" (each round's telemetry), and the case's check compares them."""
-    accuracy = compare_outputs(actual, reference)
-    ctx.notes["accuracy"] = {
+    into the case's notes under "accuracy" (each round's telemetry), where the accuracy metrics read them
+    (`accuracy.rel_l2`, `accuracy.max_abs`, and `accuracy.top1_agree` for logits; metrics/definitions.py), with
+    the bounds the tolerance puts on the first two under "tolerances"; the case's check compares them."""
+    accuracy = compare_outputs(actual, reference, tolerance)
+    record: dict[str, Any] = {
         "reference": reference_name,
         "tolerance": tolerance_record(tolerance),
         "max_abs_diff": accuracy.max_abs_diff,
         "max_rel_diff": accuracy.max_rel_diff,
         "rel_l2": accuracy.rel_l2,
     }
+    if accuracy.top1_agree is not None:
+        record["top1_agree"] = accuracy.top1_agree
+    ctx.notes[ACCURACY_NOTES] = record
+    ctx.notes[TOLERANCES_NOTES] = {ACCURACY_REL_L2: accuracy.rel_l2_bound, ACCURACY_MAX_ABS: accuracy.max_abs_bound}
     ctx.check_close(lambda: actual, reference, tolerance, what=what)

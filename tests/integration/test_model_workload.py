@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfci.errors import WorkloadDefinitionError
+from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2, ACCURACY_TOP1
 
 WORKLOADS = """
 import perfci
@@ -63,6 +64,21 @@ def test_each_variant_is_a_case_checked_against_eager(tmp_path: Path) -> None:
     assert 0 < bf16["rel_l2"] < 0.05
     layout = cases["models.cnn[variant=channels-last,batch=2]@cpu"]["rounds"][0]["telemetry"]["notes"]["accuracy"]
     assert layout["rel_l2"] < 1e-4
+    # every checked case has the accuracy metrics, the tolerances beside them, and the same figures in each round
+    # (a fresh worker process each, on seeded inputs: an A/A is exact)
+    for case_id in ok:
+        case = cases[case_id]
+        metrics = {m["name"]: m["value"] for m in case["metrics"]}
+        assert {ACCURACY_REL_L2, ACCURACY_MAX_ABS} <= set(metrics), case_id
+        assert (ACCURACY_TOP1 in metrics) == ("mlp" in case_id)  # the mlp's one 2-d output is logits
+        notes = [r["telemetry"]["notes"] for r in case["rounds"]]
+        assert set(notes[0]["tolerances"]) == {ACCURACY_REL_L2, ACCURACY_MAX_ABS}
+        assert len({json.dumps(n["accuracy"], sort_keys=True) for n in notes}) == 1
+        assert metrics[ACCURACY_REL_L2] == notes[0]["accuracy"]["rel_l2"]
+    assert (
+        cases["models.mlp[variant=bf16,batch=4]@cpu"]["rounds"][0]["telemetry"]["notes"]["tolerances"][ACCURACY_REL_L2]
+        == 0.05
+    )
     (failed,) = [c for c in cases.values() if c["status"] == "error"]
     assert failed["id"] == "models.strict[variant=bf16,batch=1]@cpu"
     assert failed["errors"][0]["kind"] == "check" and "bf16 output vs eager" in failed["errors"][0]["message"]
