@@ -49,3 +49,24 @@ def test_nvml_probe_reads_clocks_and_power() -> None:
     assert probe is not None
     snap = probe.snapshot()
     assert snap["sm_clock_mhz"] and snap["mem_clock_mhz"] and snap["power_w"]
+
+
+def test_a_profiled_slice_records_its_clock_and_a_steady_case_profiles_twice_the_calls() -> None:
+    """The device clock's slice on a real GPU (CPU twin: tests/unit/test_steady_clock.py): the SM clock before and
+    after it, no throttled slice on an idle GPU, and a case decided on its device clock profiling 2x the calls."""
+    from types import SimpleNamespace
+
+    from perfci.engine.case_session import _device_clock
+
+    fn, _ = _work()
+    for steady, calls in ((False, 30), (True, 60)):
+        s = SimpleNamespace(
+            torch=torch, probe=open_probe(0), steady=steady, sampler=SimpleNamespace(fn=fn, iterations=1)
+        )
+        telemetry: dict[str, object] = {}
+        device = _device_clock(s, (1e-4,), telemetry)  # type: ignore[arg-type]
+        assert device is not None and len(device.samples) + device.dropped_calls == calls
+        if s.probe is not None:
+            clocks = telemetry["device_clock_sm_mhz"]
+            assert isinstance(clocks, list) and all(100 < c < 4000 for c in clocks)
+            assert "device_clock_left_out" not in telemetry

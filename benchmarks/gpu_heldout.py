@@ -1,0 +1,134 @@
+"""Held-out models for the steady-clock bars (benchmarks/gpu_heldout.sh): an OPT-125m language model
+(transformers, built from its config, random weights, bf16, batch 8 x 128 tokens) and a ConvNeXt-Tiny (timm,
+random weights, bf16, batch 16 at 224x224), neither used to tune the device clock. The head adds `EXTRA` small
+elementwise kernels after the language model.
+
+    python3 benchmarks/gpu_heldout.py models N > models.py      # the models file, N extra kernels
+    python3 benchmarks/gpu_heldout.py calibrate TARGET          # N for a TARGET change (0.006: +0.6%)
+    python3 benchmarks/gpu_heldout.py truth MODELS_A MODELS_B K  # the true change: summed kernel time per call,
+                                                                 # K separate processes a side, 5 blocks each
+
+`calibrate` and `truth` read the summed CUPTI kernel time of a call through perfci's own profiled slice
+(profilers/kineto.profile_device), in processes of their own, outside any A/B.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+MODELS = """import perfci
+
+EXTRA_KERNELS = {extra}
+
+
+@perfci.workload(devices=["cuda"])
+def opt125m(ctx):
+    import torch
+    from transformers import OPTConfig, OPTModel
+
+    torch.manual_seed(ctx.seed)
+    model = OPTModel(OPTConfig()).to(ctx.device, torch.bfloat16).eval()
+    ids = torch.randint(0, 50000, (8, 128), device=ctx.device)
+    pad = torch.ones(64 * 1024, device=ctx.device, dtype=torch.bfloat16)
+
+    def call():
+        with torch.inference_mode():
+            y = model(input_ids=ids).last_hidden_state
+            for _ in range(EXTRA_KERNELS):  # the head: small elementwise kernels after the model
+                pad.mul_(1.0)
+            return y
+
+    return call
+
+
+@perfci.workload(devices=["cuda"])
+def convnext_tiny(ctx):
+    import timm
+    import torch
+
+    torch.manual_seed(ctx.seed)
+    model = timm.create_model("convnext_tiny", pretrained=False).to(ctx.device, torch.bfloat16).eval()
+    x = torch.randn(16, 3, 224, 224, device=ctx.device, dtype=torch.bfloat16)
+
+    def call():
+        with torch.inference_mode():
+            return model(x)
+
+    return call
+"""
+
+PROBE = """
+import importlib.util, json, sys, statistics
+import torch
+from perfci.profilers.kineto import profile_device
+from perfci.workloads.api import WorkloadContext
+spec = importlib.util.spec_from_file_location("models", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+fn = mod.opt125m(WorkloadContext(device="cuda", params={}, seed=0))
+for _ in range(20):
+    fn()
+blocks = []
+for _ in range(int(sys.argv[2])):
+    d = profile_device(torch, fn, 20)
+    blocks.append(statistics.median(d.samples))
+print("PROBE " + json.dumps(blocks))
+"""
+
+
+def models(extra: int) -> str:
+    return MODELS.format(extra=extra)
+
+
+def _probe(models_file: Path, blocks: int) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(models_file), str(blocks)], capture_output=True, text=True)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("PROBE ")), None)
+    if line is None:
+        raise SystemExit(f"probe failed: {out.stderr.strip().splitlines()[-1:]}")
+    values: list[float] = json.loads(line[len("PROBE ") :])
+    return values
+
+
+def calibrate(target: float, folder: Path) -> int:
+    """Extra kernels for a `target` change of the language model's summed kernel time per call."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base, probe = folder / "base.py", folder / "probe.py"
+    base.write_text(models(0))
+    probe.write_text(models(64))
+    t0, t64 = statistics.median(_probe(base, 3)), statistics.median(_probe(probe, 3))
+    per_kernel = (t64 - t0) / 64
+    n = max(1, round(target * t0 / per_kernel)) if per_kernel > 0 else 8
+    print(f"base {t0 * 1e6:,.1f} us, one extra kernel {per_kernel * 1e6:.2f} us: {n} kernels", file=sys.stderr)
+    return n
+
+
+def truth(a: Path, b: Path, processes: int) -> None:
+    """The true change: per side, `processes` separate processes of 5 blocks of 20 profiled calls, alternated."""
+    sides: dict[str, list[list[float]]] = {"base": [], "head": []}
+    for _ in range(processes):
+        sides["base"].append(_probe(a, 5))
+        sides["head"].append(_probe(b, 5))
+    med = {k: statistics.median(statistics.median(p) for p in v) for k, v in sides.items()}
+    for k, v in sides.items():
+        per = [statistics.median(p) for p in v]
+        within = max(max(p) / min(p) - 1 for p in v)
+        print(
+            f"{k}: {med[k] * 1e6:,.1f} us per call; processes {min(per) * 1e6:,.1f}-{max(per) * 1e6:,.1f} us "
+            f"(spread {max(per) / min(per) - 1:.2%}); blocks within a process within {within:.2%}"
+        )
+    print(f"true change (summed kernel time per call): {med['head'] / med['base'] - 1:+.2%}")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "models":
+        print(models(int(sys.argv[2])), end="")
+    elif cmd == "calibrate":
+        print(calibrate(float(sys.argv[2]), Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/heldout-cal")))
+    elif cmd == "truth":
+        truth(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+    else:
+        raise SystemExit(__doc__)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The steady-clock bars on held-out models (benchmarks/gpu_heldout.py: OPT-125m and ConvNeXt-Tiny, random weights,
+# bf16; neither used to tune the device clock), `perfci ab` with default options, in a throwaway repository:
+#   aa-1, aa-2: A/A: exit 0, every device.time row unchanged, <= 60 s each;
+#   head:       the head adds N small kernels after OPT-125m, N calibrated for +0.6% summed kernel time per call
+#               (the true change is measured afterwards in separate processes): named slower (or regression at a
+#               0.5% threshold) in <= 90 s, ConvNeXt unchanged.
+# Prints per run what benchmarks/two_clocks_table.py prints, then the true change.
+# Never passes --lock-clocks: a shared device's clock settings are left as they are.
+# Usage (device machine, repository root): benchmarks/gpu_heldout.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2)
+set -uo pipefail
+OUTDIR=${1:-gpu-heldout}
+SEED=${2:-1}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+source benchmarks/device_env.sh
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
+t0=$(date +%s)  # bytecode compiled before timing, as pip install does (benchmarks/gpu_two_clocks.sh says why)
+python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+  ${PYTHONPATH//:/ } >/dev/null 2>&1
+echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s"
+python3 -c "import torch, timm, transformers, perfci.engine.worker, perfci.cli" || exit 3
+
+N=$(python3 benchmarks/gpu_heldout.py calibrate 0.006 "$OUTDIR/calibration") || exit 3
+echo "head: $N extra kernels after OPT-125m"
+REPO=$(mktemp -d)
+mkdir -p "$REPO/perf"
+git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
+python3 benchmarks/gpu_heldout.py models 0 >"$REPO/perf/models.py"
+git_ init -q && git_ add -A && git_ commit -qm base
+cp "$REPO/perf/models.py" "$OUTDIR/models-base.py"
+python3 benchmarks/gpu_heldout.py models "$N" >"$REPO/perf/models.py"
+cp "$REPO/perf/models.py" "$OUTDIR/models-head.py"
+git_ commit -qam "head: $N extra kernels after OPT-125m"
+
+one() {  # name, then the revisions and options
+  local name=$1
+  shift
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  (cd "$REPO" && python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" >"$OUTDIR/$name.log" 2>&1)
+  rc=$?
+  t1=$(date +%s.%N)
+  python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
+  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'))" \
+    "$OUTDIR/$name/comparison.json"
+  grep -h "could detect\|device time could detect" "$OUTDIR/$name/summary.md" 2>/dev/null | head -4
+}
+git_ checkout -q HEAD~1
+one aa-1 HEAD --seed "$SEED"
+one aa-2 HEAD --seed $((SEED + 1))
+git_ checkout -q -
+one head HEAD~1 HEAD --seed $((SEED + 2))
+python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" 4
