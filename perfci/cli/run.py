@@ -85,6 +85,12 @@ ResumeOpt = Annotated[
 ]
 
 
+BUILTIN_DEFAULT_NOTE = (
+    "no workload paths given or configured: measuring perfci's built-in default suite "
+    "(name yours with perfci run PATH..., or paths = [...] in [tool.perfci])"
+)
+
+
 def note_other_devices(choice: CaseChoice) -> None:
     if choice.other_devices:
         devices = choice.other_device_names()
@@ -123,6 +129,8 @@ def run(
         settings = project_settings(config)
         req = replace(request, shard=sharded(shard, durations))
         planned = plan_run(settings, req)  # the baseline and the store are checked before measuring
+        if not (settings.paths(req.paths) or settings.suites(req.suites)):
+            note(BUILTIN_DEFAULT_NOTE)
         note_other_devices(planned.choice)
         if planned.shard is not None and not planned.choice.cases:
             note(empty_shard_note(planned.shard))

@@ -180,6 +180,32 @@ def _json_safe(value: Any) -> Any:
     return repr(value)
 
 
+# pytest-benchmark's options that write or compare its own files (option dest -> flag). While perfci serves the
+# `benchmark` fixture, pytest-benchmark measures nothing: `--benchmark-json` wrote no file ("no benchmarks have been
+# run"), `--benchmark-autosave` an empty run. The mix is refused before any test runs.
+OWN_OUTPUTS = {
+    "benchmark_json": "--benchmark-json",
+    "benchmark_autosave": "--benchmark-autosave",
+    "benchmark_save": "--benchmark-save",
+    "benchmark_compare": "--benchmark-compare",
+    "benchmark_compare_fail": "--benchmark-compare-fail",
+    "benchmark_histogram": "--benchmark-histogram",
+}
+
+
+def own_outputs_problem(getoption: Callable[[str], Any]) -> str | None:
+    """The one-line refusal when pytest-benchmark's own outputs are asked for while perfci measures the benchmark
+    tests (`getoption`: pytest's `config.getoption` with a default of None); None when there are none."""
+    given = [flag for dest, flag in OWN_OUTPUTS.items() if getoption(dest)]
+    if not given:
+        return None
+    return (
+        f"{given[0]} cannot be used with --perfci-out/--perfci-compare: perfci then measures the `benchmark` tests "
+        "and pytest-benchmark records nothing; run pytest-benchmark's outputs in a session of their own, or use "
+        "perfci's results.json (`perfci import pytest-benchmark` reads pytest-benchmark's files)"
+    )
+
+
 @functools.cache
 def fixture_class() -> type[ServedBenchmark]:
     """`ServedBenchmark`, made an instance of pytest-benchmark's `BenchmarkFixture` too when that is installed."""

@@ -174,6 +174,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
         config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
     if state.out is not None or state.baseline is not None:
+        from perfci.pytest_plugin.benchmark_fixture import own_outputs_problem
+
+        if (problem := own_outputs_problem(lambda dest: config.getoption(dest, None))) is not None:
+            raise pytest.UsageError(problem)
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
 
