@@ -70,8 +70,8 @@ def _flag_value(option: Option, text: str | None) -> Any:
             return float(text)
         return parse_fraction(text) if option.kind == "fraction" else text
     except ValueError as exc:
-        detail = str(exc).rstrip(".") if option.kind == "fraction" else f"must be {option.bounds_text()}"
-        raise pytest.UsageError(f"{option.plugin_flag}: {detail}, not {text!r}") from None
+        detail = str(exc) if option.kind == "fraction" else f"must be {option.bounds_text()}, not {text!r}."
+        raise pytest.UsageError(f"{option.plugin_flag}: {detail}") from None
 
 
 def project_config(rootpath: Path) -> Config:

@@ -12,7 +12,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-budget", "0.02"]
+FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-round-time", "0.02"]
 JOB_NOISE = ["--perfci-job-noise", "0.35"]  # the VM's speed between sessions: tests/integration/test_pytest_plugin.py
 
 SUITE = """

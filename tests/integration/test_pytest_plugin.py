@@ -18,7 +18,7 @@ from perfci.metrics.registry import LATENCY
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-budget", "0.02"]
+FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-round-time", "0.02"]
 # Cross-session noise for the comparisons here: the 2-core VM these tests run on changed speed by up to 1.8x
 # between seconds (2026-12-03: one unchanged 2 us function read 2.1 and 3.6-3.8 us in separate sessions, with no
 # CPU contention to see; docs/pytest.md), far beyond the plugin's default of 5%. The injected slowdowns (100x)
@@ -128,3 +128,43 @@ def test_disable_calls_once_and_writes_nothing(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out", "--perfci-disable")
     result.assert_outcomes(passed=2)
     assert not (pytester.path / "out").exists()
+
+
+def test_the_project_configuration_sets_the_rounds(pytester: pytest.Pytester) -> None:
+    """`rounds = 3` in [tool.perfci] gives 3 in-process rounds (flag > environment > configuration > default)."""
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.makefile(".toml", pyproject='[project]\nname = "x"\n\n[tool.perfci]\nrounds = 3\n')
+    quick = ["-p", "no:cacheprovider", "--perfci-round-time", "0.02"]
+    pytester.runpytest_subprocess(*quick, "--perfci-out", "out").assert_outcomes(passed=2)
+    assert len(load_results(pytester.path / "out" / "results.json").cases[0].rounds) == 3
+    pytester.runpytest_subprocess(*quick, "--perfci-rounds", "2", "--perfci-out", "two").assert_outcomes(passed=2)
+    assert len(load_results(pytester.path / "two" / "results.json").cases[0].rounds) == 2  # the flag wins
+
+
+@pytest.mark.parametrize(
+    ("args", "config", "message"),
+    [
+        (["--perfci-rounds", "1"], "", "ERROR: --perfci-rounds: must be an integer >= 2, not 1."),
+        ([], "rounds = 1\n", "ERROR: *pyproject.toml:5: key tool.perfci.rounds: must be an integer >= 2, got 1."),
+        (
+            ["--perfci-fail-on", "faster"],
+            "",
+            "ERROR: --perfci-fail-on: must be one of regression, slower, not 'faster'.",
+        ),
+    ],
+)
+def test_the_same_bounds_as_perfci_run(pytester: pytest.Pytester, args: list[str], config: str, message: str) -> None:
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.makefile(".toml", pyproject=f'[project]\nname = "x"\n\n[tool.perfci]\n{config}')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, "--perfci-out", "out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert not (pytester.path / "out").exists()
+
+
+def test_perfci_budget_is_a_deprecated_name_of_round_time(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_speed=TEST_FILE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-budget", "0.02", "--perfci-out", "out")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*--perfci-budget is deprecated*use --perfci-round-time*"])
+    assert load_results(pytester.path / "out" / "results.json").settings["budget_s"] == 0.02

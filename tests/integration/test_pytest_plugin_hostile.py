@@ -4,7 +4,7 @@ each in a real pytest session in a subprocess (as tests/integration/test_pytest_
 - `--perfci-out base --perfci-compare base/results.json` overwrote the baseline and compared it with itself
   (PASS on a 3x slowdown): now a usage error before any test runs, the baseline untouched;
 - `--perfci-out` naming a file ended in a FileExistsError traceback: now a usage error;
-- `--perfci-budget nan`/`inf` passed and recorded `"budget_s": null`: now a usage error;
+- `--perfci-budget nan`/`inf` (now `--perfci-round-time`) passed and recorded `"budget_s": null`: now a usage error;
 - `perf(fn, flops=nan)` (inf, 10**400, negative; `bytes=` too) stopped the whole results file from being
   written: now that call fails its own test and the other tests' results are written;
 - `perf(fn, name="a\\ud800")` wrote a results file `perfci compare` refused: now that call fails its test.
@@ -25,7 +25,7 @@ from perfci.format.schema import json_schema, load_results
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "2", "--perfci-budget", "0.01"]
+FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "2", "--perfci-round-time", "0.01"]
 # a test that leaves a marker when it runs: a usage error must come before any test does
 MARKED = """
 from pathlib import Path
@@ -103,11 +103,12 @@ def test_an_unwritable_out_is_one_line_and_exit_2(pytester: pytest.Pytester) -> 
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
 
 
-@pytest.mark.parametrize("budget", ["nan", "inf", "-inf", "0", "-1"])
-def test_budget_that_is_not_finite_and_positive_is_refused(pytester: pytest.Pytester, budget: str) -> None:
+@pytest.mark.parametrize("round_time", ["nan", "inf", "-inf", "0", "-1", "3601", "x"])
+def test_round_time_outside_its_bounds_is_refused(pytester: pytest.Pytester, round_time: str) -> None:
+    """The bounds of `perfci run --round-time` (the options table's), for the plugin's flag too."""
     pytester.makepyfile(test_speed=MARKED)
-    result = pytester.runpytest_subprocess(*FAST, f"--perfci-budget={budget}", "--perfci-out", "out")
-    _usage_error(result, "--perfci-budget must be a finite number of seconds above 0, not *", pytester.path)
+    result = pytester.runpytest_subprocess(*FAST, f"--perfci-round-time={round_time}", "--perfci-out", "out")
+    _usage_error(result, "--perfci-round-time: must be a number > 0 and at most 3600 (seconds), not *", pytester.path)
     assert not (pytester.path / "out").exists()
 
 
