@@ -112,9 +112,10 @@ def lock_sm_clocks(nvml: Any = None) -> ClockLock:
     not supported); GPUs locked before a refusal are reset first, so a refusal changes no setting."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             raise UsageError("--lock-clocks needs NVML (nvidia-ml-py), which is not installed.", LOCK_HINT) from None
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:
