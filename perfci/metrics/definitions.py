@@ -137,3 +137,12 @@ def accuracy_max_abs(r: Round, c: CaseResult | None) -> float | None:
 def accuracy_top1_agree(r: Round, c: CaseResult | None) -> float | None:
     """The share of rows whose largest logit is the reference's (for a model whose one output is logits)."""
     return rounds.accuracy_value("top1_agree")(r, c)
+
+
+# every definition above, in the order reports and the registry list them (registry.default_registry)
+DEFINITIONS = (
+    latency_median, latency_min, latency_p10, latency_p90, latency_p99, vs_reference, throughput, flops, bandwidth,
+    flops_pct_peak, bandwidth_pct_peak, energy_per_call, device_time, host_overhead, device_busy, peak_rss,
+    rss_increase, peak_device, memory_host, memory_device, round_cv, accuracy_rel_l2, accuracy_max_abs,
+    accuracy_top1_agree,
+)  # fmt: skip

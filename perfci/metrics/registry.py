@@ -91,17 +91,12 @@ __all__ = [
 
 @cache
 def default_registry() -> MetricRegistry:
-    """Every metric defined in definitions.py, in definition order (built once, immutable)."""
-    return MetricRegistry(tuple(v for v in vars(definitions).values() if isinstance(v, MetricDef)))
+    """Every metric defined in definitions.py (`DEFINITIONS`), in that order (built once, immutable)."""
+    return MetricRegistry(definitions.DEFINITIONS)
 
 
 # what a comparison looks at unless told otherwise (the definitions marked `compared`)
 DEFAULT_COMPARED = default_registry().compared_by_default()
-
-
-def family_of(name: str) -> str:
-    d = default_registry().get(name)
-    return d.family if d is not None else name.split(".", 1)[0]
 
 
 def launch_bound(case: CaseResult) -> bool:

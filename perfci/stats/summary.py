@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 from statistics import NormalDist
 
 
@@ -52,33 +51,6 @@ def sorted_quantile(s: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def sorted_quantiles(s: Sequence[float], qs: tuple[float, ...], divisor: float = 1) -> list[float]:
-    """`sorted_quantile` of each of `qs` over the values `x / divisor` of `s` (ascending; `divisor` positive), the
-    same floats, dividing only the values it reads: a round's latency quantiles off its sorted sample times
-    (per `iterations` calls each), without its per-call tuples. Dividing by a positive number keeps the order."""
-    if not s:
-        raise ValueError("quantile of an empty sequence")
-    out = []
-    for lo, hi, frac in _interpolation(len(s), qs):
-        low = s[lo] / divisor
-        out.append(low + (s[hi] / divisor - low) * frac)
-    return out
-
-
-@lru_cache(maxsize=256)
-def _interpolation(n: int, qs: tuple[float, ...]) -> tuple[tuple[int, int, float], ...]:
-    """For each of `qs`: the two ranks `sorted_quantile` reads in n values, and the weight of the second (a few
-    sample counts recur across all the rounds of a run: computed once each, and `qs` checked once)."""
-    if not all(0.0 <= q <= 1.0 for q in qs):
-        raise ValueError("q must lie in [0, 1]")
-    out = []
-    for q in qs:
-        pos = q * (n - 1)
-        lo = math.floor(pos)
-        out.append((lo, min(lo + 1, n - 1), pos - lo))
-    return tuple(out)
 
 
 def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -4,6 +4,7 @@ written and kept but read only by the reader of a file (a case error's round), a
 fixture that perfci serves to users' tests."""
 
 from perfci.format.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
+from perfci.metrics.definition import MetricRegistry
 from perfci.pytest_plugin.benchmark_fixture import ServedBenchmark
 from perfci.stats.components import JobTerm
 
@@ -44,3 +45,4 @@ ServedBenchmark.weave
 DeviceTime.kernels  # results-format fields: written for readers of the file and the report
 DeviceTime.dropped_calls
 JobTerm.jobs  # written into `perfci history noise --format json` rows by asdict
+MetricRegistry.with_metrics  # a project's own metric definitions join the registry here
