@@ -246,3 +246,56 @@ def test_the_summary_says_which_clock_decided_and_what_it_could_detect() -> None
     assert line[1].endswith("; host rows follow the host: not decided by this A/B")
     unpaired = compare_runs(make_run([base]), make_run([head]), DecisionSettings())
     assert sensitivity(unpaired) is not None and sensitivity(unpaired).by_device == 0  # type: ignore[union-attr]
+
+
+class _LockWorker:
+    """A lockstep worker that answers at once: each sample takes 10 ms."""
+
+    def __init__(self, cases: list[str], counts: dict[str, int]) -> None:
+        self.cases, self.counts, self.asked = cases, counts, ""
+
+    def send(self, message: Any) -> None:
+        self.asked = getattr(message, "case", "")
+        if self.asked:
+            self.counts[self.asked] = self.counts.get(self.asked, 0) + 1
+
+    def wait_for(self, kind: type, timeout_s: float) -> Any:
+        from perfci.engine.protocol import Prepared, Sampled
+
+        if kind is Prepared:
+            return Prepared(tuple(self.cases), dict.fromkeys(self.cases, 1))
+        if kind is Sampled:
+            return Sampled(self.asked, 0.01)
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_lockstep_pair_samples_less_latency_for_a_case_decided_on_its_device_clock() -> None:
+    """The pair's driver (engine/lockstep.py) gives such a case half the sampling budget: 20 samples a side of 10 ms
+    against 40 for the other case, at the 0.4 s default."""
+    from perfci.engine import lockstep
+
+    steady, plain = "lm@cuda:0", "other@cuda:0"
+    counts: dict[str, int] = {}
+
+    class FakeRunner:
+        settings = RunSettings(peaks_cache=None)
+
+        def lockstep_worker(self, todo: list[CaseSpec], index: int, done: list[str], tag: str) -> _LockWorker:
+            return _LockWorker([s.id for s in todo], counts)
+
+        def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
+            return STEADY_DEVICE if case_id == steady else ""
+
+        def uses_gpu(self) -> bool:
+            return False
+
+        def write_partial(self) -> None:
+            pass
+
+    specs = [CaseSpec(workload=w, params={}, device="cuda:0") for w in ("lm", "other")]
+    base, head = FakeRunner(), FakeRunner()
+    lockstep._lockstep(base, head, specs, specs, 1, random.Random(0), {}, lambda: 0.0, None)  # type: ignore[arg-type]
+    assert counts == {steady: 2 * 20, plain: 2 * 40}
