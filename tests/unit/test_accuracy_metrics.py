@@ -4,7 +4,7 @@ in run tables with the tolerance, and stored in history."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from perfci.metrics.registry import (
 )
 from perfci.reports.markdown import render_markdown
 from perfci.reports.terminal import run_table
-from perfci.store.history import prepare_run
+from perfci.store.history import HistoryStore, prepare_run
+from perfci.store.trend import trends
 from perfci.workloads.checks import Tolerance, check_against, compare_outputs, tolerance_bounds
 from tests.conftest import make_run
 
@@ -133,3 +134,18 @@ def test_run_tables_show_the_accuracy_with_its_tolerance_and_history_stores_it(t
     rows = {r[1]: r for r in prepare_run(run).rows}
     assert rows[ACCURACY_REL_L2][4] == 0.012 and rows[ACCURACY_REL_L2][7] is None  # no round statistics: untimed
     assert rows[ACCURACY_MAX_ABS][2] == default_registry()[ACCURACY_MAX_ABS].unit
+
+
+def test_the_history_trends_an_accuracy_metric(tmp_path: Path) -> None:
+    """Eight runs at one error, eight at twice that: one change point, where the error doubled (worse)."""
+    store = HistoryStore(f"sqlite:///{tmp_path / 'h.db'}")
+    runs = []
+    for day, error in enumerate([0.010] * 8 + [0.020] * 8, start=1):
+        run = make_run([accuracy_case(error)])
+        when = f"2026-11-{day:02d}T00:00:00.000000Z"
+        runs.append((replace(run, started_at=when, finished_at=when), "cpu-test"))
+    assert store.ingest_many(runs) == (16, 0)
+    (trend,) = trends(store, metric=ACCURACY_REL_L2)
+    assert [p.value for p in trend.points] == [0.010] * 8 + [0.020] * 8
+    (shift,) = trend.shifts
+    assert shift.index == 8 and shift.ratio == pytest.approx(2.0) and trend.status() == "slower"
