@@ -47,15 +47,30 @@ def test_compare_exit_zero_reports_only(tmp_path: Path, sample_run: RunResult) -
     assert runner.invoke(app, ["compare", str(base), str(cand), "--job-noise", "0.02", "--exit-zero"]).exit_code == 0
 
 
-def test_missing_and_new_cases_do_not_fail(tmp_path: Path) -> None:
+def test_new_cases_do_not_fail_missing_ones_do_unless_allowed(tmp_path: Path) -> None:
+    """Nothing compared is never a pass: a baseline case with no candidate fails (`missing`, exit 1) unless
+    --allow-missing; a new case is listed and passes. (Before, both passed.)"""
+    base = tmp_path / "base.json"
+    cand = tmp_path / "cand.json"
+    dump_results(make_run([make_case("alpha", 1e-3), make_case("gamma", 1e-3)]), base)
+    dump_results(make_run([make_case("beta", 1e-3), make_case("gamma", 1e-3, seed=1)]), cand)
+    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 1
+    verdicts = {r["case_id"]: r["verdict"] for r in json.loads(result.stdout)["rows"]}
+    assert verdicts["t.alpha[n=8]@cpu"] == "missing" and verdicts["t.beta[n=8]@cpu"] == "new"
+    allowed = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json", "--allow-missing"])
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_no_case_in_common_exits_2_naming_an_id_of_each(tmp_path: Path) -> None:
     base = tmp_path / "base.json"
     cand = tmp_path / "cand.json"
     dump_results(make_run([make_case("alpha", 1e-3)]), base)
     dump_results(make_run([make_case("beta", 1e-3)]), cand)
-    result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
-    assert result.exit_code == 0
-    verdicts = {r["case_id"]: r["verdict"] for r in json.loads(result.stdout)["rows"]}
-    assert verdicts == {"t.alpha[n=8]@cpu": "missing", "t.beta[n=8]@cpu": "new"}
+    result = runner.invoke(app, ["compare", str(base), str(cand)])
+    assert result.exit_code == 2
+    assert "t.alpha[n=8]@cpu" in result.stderr and "t.beta[n=8]@cpu" in result.stderr
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("content", ["{", "", "[1, 2]", '{"schema": "perfci.results", "schema_version": 7}'])
