@@ -134,6 +134,7 @@ def _peak_pct(case: CaseResult, metric: str, pct_metric: str, peak: Any) -> str:
 
 def run_rows(run: RunResult) -> list[dict[str, Any]]:
     rows = []
+    extra = metric_columns(run)  # the metrics with a column of their own (accuracy...), as `metric_titles` lists
     for c in run.cases:
         peaks = device_peaks(run.fingerprint, c.spec.device)
         energy, ref = c.metric(ENERGY), c.metric(VS_REFERENCE)
@@ -171,12 +172,20 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 "energy_v": _num(energy.value if energy else None),
                 "vs_ref": format_vs_reference(ref.value, ref.low, ref.high) if ref else "-",
                 "vs_ref_v": _num(ref.value if ref else None),
+                "metrics": [
+                    {"text": metric_cell(c, d), "v": _num(m.value if (m := c.metric(d.name)) else None)} for d in extra
+                ],
                 "notes": "; ".join(
                     x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c), bw and bw.note) if x
                 ),
             }
         )
     return sorted(rows, key=lambda r: r["rank"])
+
+
+def metric_titles(run: RunResult | None) -> list[str]:
+    """The titles of the run table's columns of metrics with a column of their own (`run_rows`' "metrics")."""
+    return [d.column for d in metric_columns(run)] if run is not None else []
 
 
 def metric_columns(run: RunResult, registry: MetricRegistry | None = None) -> tuple[MetricDef, ...]:

@@ -29,6 +29,7 @@ from perfci.reports.case_rows import (
     comparison_rows,
     fingerprint_mismatches,
     fingerprint_summary,
+    metric_titles,
     run_rows,
     runtime_groups,
     side_fingerprint,
@@ -157,6 +158,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,
         "with_ref": comparison is None and any(r.get("vs_ref", "-") != "-" for r in rows),  # --speed-reference
+        "metric_titles": metric_titles(run) if comparison is None else [],  # accuracy...: metrics/definitions.py
         "counts": counts,
         "runtime_param": RUNTIME_PARAM,
         "runtimes": runtimes,

@@ -25,6 +25,8 @@ from perfci.metrics.registry import (
     default_registry,
     tolerance_of,
 )
+from perfci.reports.case_rows import ReportInput
+from perfci.reports.html import render_report
 from perfci.reports.markdown import render_markdown
 from perfci.reports.terminal import run_table
 from perfci.store.history import HistoryStore, prepare_run
@@ -131,6 +133,8 @@ def test_run_tables_show_the_accuracy_with_its_tolerance_and_history_stores_it(t
     assert "rel L2 error" in text and "0.012 (tolerance 0.05)" in text and "max abs diff" in text
     summary = render_markdown(run, None)
     assert "| rel L2 error |" in summary and "0.012 (tolerance 0.05)" in summary
+    page = render_report(ReportInput(run), charts=False)
+    assert ">rel L2 error</th>" in page and "0.012 (tolerance 0.05)</td>" in page
     rows = {r[1]: r for r in prepare_run(run).rows}
     assert rows[ACCURACY_REL_L2][4] == 0.012 and rows[ACCURACY_REL_L2][7] is None  # no round statistics: untimed
     assert rows[ACCURACY_MAX_ABS][2] == default_registry()[ACCURACY_MAX_ABS].unit
