@@ -61,6 +61,12 @@ class Option:
             raise ValueError(f"{self.name} has no lower bound")
         return self.low
 
+    def most(self) -> float:
+        """The upper bound (ValueError where there is none)."""
+        if self.high is None:
+            raise ValueError(f"{self.name} has no upper bound")
+        return self.high
+
     def help_text(self, shown_default: bool = True, plugin: bool = False) -> str:
         """The help text with the default (`[default: 5]`), as every command shows it."""
         return f"{self.help} [default: {self.shown_default(plugin)}]." if shown_default else f"{self.help}."
@@ -164,7 +170,8 @@ GPU_MODE = Option(name="gpu_mode", title="GPU timing mode of CUDA cases (a workl
                   default="hot", config="gpu_mode")
 THRESHOLD = Option(name="threshold", title="Practical threshold of timed metrics, every case",
                    help=f"Practical threshold for timed metrics: {FRACTION_EXAMPLE}", kind="fraction",
-                   flag="--threshold", default_text="the configured `thresholds`, else per metric and device (3% CPU, 1% GPU)",
+                   flag="--threshold",
+                   default_text="the configured `thresholds`, else per metric and device (3% CPU, 1% GPU)",
                    config="threshold", plugin_flag="--perfci-threshold")
 THRESHOLDS = Option(name="thresholds", title="Practical thresholds per case pattern and metric or family",
                     help="Practical thresholds per case pattern", default_text="3% CPU, 1% GPU, memory 1% + 1 MiB",

@@ -9,7 +9,8 @@ import typer
 
 from perfci.api.report import check_outputs, load_inputs, render
 from perfci.cli.app import OutputFormat, app, consoles, guard, print_decisions
-from perfci.cli.options import THRESHOLD, option
+from perfci.cli.options import option
+from perfci.options import THRESHOLD
 from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 

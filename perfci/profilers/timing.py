@@ -68,7 +68,7 @@ TIMING_RANGES: dict[str, tuple[type, float, float]] = {
     "max_samples": (int, 1, 1e7),
     "noise_target": (float, 1e-6, 1.0),
     "confidence": (float, 0.5, 0.999999),
-    "budget_s": (float, 1e-6, ROUND_TIME.high),  # the --round-time option's upper limit
+    "budget_s": (float, 1e-6, ROUND_TIME.most()),  # the --round-time option's upper limit
     "steady_tol": (float, 0.0, 1.0),
     "steady_max_s": (float, 0.0, _HOUR),
     "calibration_blocks": (int, 1, 1000),

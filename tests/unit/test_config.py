@@ -49,7 +49,8 @@ def test_full_perfci_toml(tmp_path: Path) -> None:
     assert cfg.paths == (tmp_path / "perf",)
     assert cfg.suites == ("kernels", "mine")
     assert cfg.devices == ("cpu", "cuda:1")
-    assert (cfg.rounds, cfg.case_timeout_s, cfg.round_time_s, cfg.threads) == (7, 60.0, 0.25, 2)  # budget_s: round_time_s's old key
+    # budget_s: round_time_s's older key, still read
+    assert (cfg.rounds, cfg.case_timeout_s, cfg.round_time_s, cfg.threads) == (7, 60.0, 0.25, 2)
     assert (cfg.runner, cfg.build_command) == ("ci-cpu", "pip install -e .")
     assert cfg.cpus == (0, 2, 3)
     assert cfg.thresholds["kernels.*"] == {"latency": 0.03, "latency.p90": 0.1, "memory": 0.01}
@@ -115,7 +116,10 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
             '[thresholds]\n"*" = { latency = "five" }\n',
             "perfci.toml:2: key thresholds.'*'.latency: 'five' is not a fraction",
         ),
-        ('[thresholds]\n"*" = { latency = "2000%" }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
+        (
+            '[thresholds]\n"*" = { latency = "2000%" }\n',
+            "perfci.toml:2: key thresholds.'*'.latency: must be a fraction",
+        ),
         ('[thresholds]\n"*" = { latency = [1] }\n', "perfci.toml:2: key thresholds.'*'.latency: must be a fraction"),
         ('[thresholds]\n"*" = 0.05\n', "perfci.toml:2: key thresholds.'*': must be a table"),
         ("thresholds = 0.05\n", "perfci.toml:1: key thresholds: must be a table"),
