@@ -32,7 +32,7 @@ model = perfci.model_workload(
 def perfci_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PERFCI_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "80"}
     return subprocess.run(
-        [sys.executable, "-m", "perfci", "run", *args, "--out", "out", "--rounds", "2", "--budget", "0.05"],
+        [sys.executable, "-m", "perfci", "run", *args, "--out", "out", "--rounds", "2", "--round-time", "0.05"],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -46,7 +46,7 @@ strict = perfci.model_workload(
 def test_each_variant_is_a_case_checked_against_eager(tmp_path: Path) -> None:
     (tmp_path / "models.py").write_text(WORKLOADS)
     proc = subprocess.run(
-        [sys.executable, "-m", "perfci", "run", "models.py", "--rounds", "2", "--budget", "0.02", "--out", "out"],
+        [sys.executable, "-m", "perfci", "run", "models.py", "--rounds", "2", "--round-time", "0.02", "--out", "out"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

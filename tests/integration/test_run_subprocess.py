@@ -215,7 +215,7 @@ def test_speed_reference_is_timed_before_every_sample_of_torch_cases_only(tmp_pa
     `latency.vs_reference` metric; a case that never imports torch gets neither (importing torch for it would
     change its memory figures)."""
     out = tmp_path / "out"
-    args = ("--out", str(out), "--rounds", "2", "--budget", "0.05", "--speed-reference")
+    args = ("--out", str(out), "--rounds", "2", "--round-time", "0.05", "--speed-reference")
     proc = perfci("run", "--suite", "default", "-k", "layernorm", *args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     (case,) = load_results(out / "results.json").cases

@@ -19,7 +19,7 @@ def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_onnx_suite_measures_ort_and_torch_side_by_side_with_checks(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ["run", "--suite", "onnx", "-k", "onnx.cnn[batch=1,", "--device", "cpu", "--rounds", "2"]
-    proc = perfci(*args, "--budget", "0.05", "--out", str(out), cwd=tmp_path)
+    proc = perfci(*args, "--round-time", "0.05", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((out / "results.json").read_text())
     cases = {c["params"]["runtime"]: c for c in doc["cases"]}

@@ -25,7 +25,7 @@ from tests.integration.test_report_browser import Page, artifacts_dir, browser  
 
 pytestmark = pytest.mark.integration
 
-SHORT = ("--rounds", "2", "--budget", "0.1", "--exit-zero")
+SHORT = ("--rounds", "2", "--round-time", "0.1", "--exit-zero")
 # the whole kernels suite on CPU (11 cases); two of its workloads sweep: matmul (n=256/512 x float32/bfloat16,
 # 3 cases; bf16 at 512 is skipped) and gelu_chain (unfused/fused; compiled is opt-in on CPU)
 KERNELS = ("--suite", "kernels", "--device", "cpu")
