@@ -16,13 +16,11 @@ from perfci.compare.expected import EXPECTED_FILE, apply_expected, load_expected
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DEFAULT_METRICS, DecisionSettings, practical_threshold
 from perfci.errors import UsageError
-from perfci.format.codec import collector_paused
 from perfci.format.comparison import comparison_to_dict, dump_comparison
 from perfci.format.jsonfile import json_text
 from perfci.format.model import Comparison, RunResult
-from perfci.format.schema import load_results, load_results_all
+from perfci.format.schema import load_results
 from perfci.metrics.registry import metric_def
-from perfci.stats import logratio
 
 if TYPE_CHECKING:
     from perfci.compare.history_noise import HistoryNoise
@@ -227,16 +225,14 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         name = settings.runner_class(req.runner, cand.fingerprint)
         base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
     else:
-        # the two files type-checked by a helper process while this one builds the runs and imports the statistics
-        base, cand = load_results_all([req.baseline, req.candidate], meanwhile=logratio.prepare)
+        base, cand = load_results(req.baseline), load_results(req.candidate)
         labels = (str(req.baseline), str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)
     decision = decision_settings(settings, req.decision)
     lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise)
     decision = replace(decision, job_noise_lookup=lookup)
-    with collector_paused():  # the rows hold no cycles: collections would only scan them again (a tenth of a second)
-        compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
+    compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
     comparison = with_expected(compared, req.expected)
     written = write_outputs(req.outputs, comparison, cand, base)
     return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)

@@ -24,7 +24,7 @@ from perfci.engine.runner import new_run_id
 from perfci.errors import UsageError
 from perfci.format.comparison import dump_comparison
 from perfci.format.model import Comparison, RunResult
-from perfci.format.schema import dump_results, load_results, load_results_all
+from perfci.format.schema import dump_results, load_results
 from perfci.profilers.fingerprint import runner_name
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.reports.html import write_html
@@ -154,7 +154,7 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     if any(Path(p).resolve() == written_to for p in req.files):  # the shard was replaced by the merge
         raise UsageError(f"--out {req.out}: its results.json is one of the files merged; choose another folder.")
     files = list(req.files)
-    parts = list(zip(files, load_results_all(files), strict=True))  # large shards: type-checked by a helper
+    parts = [(f, load_results(f)) for f in files]
     merged = merge_runs(parts)
     base_file = req.baseline or baseline_path(settings.runner_class(req.runner, merged.fingerprint))
     if req.baseline is not None and not base_file.exists():

@@ -11,6 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
+import msgspec
 import typer
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -205,7 +206,7 @@ def print_decisions(run: RunResult | None, view: DecisionView, fmt: OutputFormat
 def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:
     out, err = consoles()
     if fmt is OutputFormat.json:
-        rows = [{**r.__dict__, "verdict": r.verdict.value} for r in comparison.rows]
+        rows = [{**msgspec.structs.asdict(r), "verdict": r.verdict.value} for r in comparison.rows]
         print_json(out, {"verdict": verdict_line(comparison, run), "rows": rows})
     else:
         out.print(comparison_table(comparison))

@@ -15,11 +15,12 @@ import random
 import subprocess
 import sys
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psutil
 
 from perfci.engine import WORKER_UNSET_VAR
@@ -246,7 +247,7 @@ class Runner:
         """A worker in lockstep mode for `todo` (see perfci/engine/lockstep.py); its events are recorded here. A
         spare started ahead for this pair (`prestart`) is used when there is one."""
         handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
-        job = replace(self._job(todo, index, lockstep=True), cpu_affinity=self.lockstep_cpus())
+        job = msgspec.structs.replace(self._job(todo, index, lockstep=True), cpu_affinity=self.lockstep_cpus())
         spare = self._spares.pop((index, tag), None)
         self.started_ahead += spare is not None and spare.poll() is None
         log, env = self._lockstep_log(index, tag), self._lockstep_env(index, tag)

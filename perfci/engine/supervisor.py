@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+import msgspec
 import psutil
 
 from perfci.engine.protocol import (
@@ -143,7 +144,7 @@ def run_worker(
     proc = spawn_worker(stderr_path, env, python)
     assert proc.stdin is not None
     try:
-        proc.stdin.write(replace(job, parent_pid=os.getpid()).encode().encode() + b"\n")
+        proc.stdin.write(msgspec.structs.replace(job, parent_pid=os.getpid()).encode().encode() + b"\n")
         proc.stdin.close()
         _supervise(proc, limits, stderr_path, on_event)
     except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failed: never leave the worker running on its own
@@ -273,7 +274,7 @@ class WorkerProcess:
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None
-        self.send(replace(job, lockstep=True, parent_pid=os.getpid()))
+        self.send(msgspec.structs.replace(job, lockstep=True, parent_pid=os.getpid()))
 
     def send(self, message: Job | Command) -> None:
         assert self.proc.stdin is not None

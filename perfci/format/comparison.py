@@ -43,15 +43,14 @@ were and a warning that says so.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from perfci.format.codec import DocumentFormat
-from perfci.format.model import Comparison, Count, MetricComparison, RunResult, Verdict
+from perfci.format.model import Comparison, Count, MetricComparison, Record, RunResult, Verdict, dataclass_api
 
 SCHEMA_NAME = "perfci.comparison"
 SCHEMA_VERSION = 2
@@ -62,26 +61,27 @@ V1_WARNING = (
 )
 
 
-@dataclass(frozen=True)
-class Side:
-    """One side of the comparison: its label and what identifies its run."""
+@dataclass_api
+class Side(Record, frozen=True, forbid_unknown_fields=False, gc=False):
+    """One side of the comparison: its label and what identifies its run (a key it does not name is passed
+    over)."""
 
-    OPEN: ClassVar[bool] = True
     label: str
     run_id: str | None
     git: dict[str, Any] | None
     fingerprint: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class GateSummary:
-    OPEN: ClassVar[bool] = True
+@dataclass_api
+class GateSummary(Record, frozen=True, forbid_unknown_fields=False, gc=False):
+    """The gate's outcome and the rows by verdict (a key it does not name is passed over)."""
+
     gate: Literal["pass", "fail"]
     counts: dict[str, Count]
 
 
-@dataclass(frozen=True)
-class ComparisonFile:
+@dataclass_api
+class ComparisonFile(Record, frozen=True, gc=False):
     """The saved comparison's document (after its header)."""
 
     created_at: str
@@ -91,7 +91,14 @@ class ComparisonFile:
     verdict: GateSummary
     rows: tuple[MetricComparison, ...]
     warnings: tuple[str, ...]
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ComparisonDocument(ComparisonFile, frozen=True, kw_only=True):
+    """The saved comparison's whole document: its header, then `ComparisonFile`'s fields."""
+
+    schema: Literal["perfci.comparison"]
+    schema_version: int
 
 
 def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +108,7 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 COMPARISON: DocumentFormat[ComparisonFile] = DocumentFormat(
-    SCHEMA_NAME, "comparison", SCHEMA_VERSION, ComparisonFile, migrations={1: _v1_to_v2}
+    SCHEMA_NAME, "comparison", SCHEMA_VERSION, ComparisonFile, ComparisonDocument, migrations={1: _v1_to_v2}
 )
 
 
@@ -109,7 +116,11 @@ def run_side(run: RunResult | None) -> dict[str, Any]:
     """What a comparison keeps of each run: id, git and fingerprint."""
     if run is None:
         return {}
-    return {"run_id": run.run_id, "git": asdict(run.git) if run.git else None, "fingerprint": run.fingerprint}
+    return {
+        "run_id": run.run_id,
+        "git": msgspec.structs.asdict(run.git) if run.git else None,
+        "fingerprint": run.fingerprint,
+    }
 
 
 def _side(label: str, side: dict[str, Any]) -> Side:

@@ -1,29 +1,37 @@
-"""Core data model: frozen dataclasses for cases, rounds, metrics, runs and verdicts.
+"""The data model: the results format's objects as msgspec Structs, plus the in-memory `CaseSpec` and `Comparison`.
 
-These classes are also the one definition of the results format and of the rounds the worker protocol carries:
-their annotations hold the format's bounds (`msgspec.Meta`: a sample's range, a count's minimum, a time's
-shape), and perfci/format/codec.py reads and writes the files from them and generates the published JSON Schema. An
-open object (a runner's fingerprint, a round's telemetry, settings) keeps every key it is given; `KnownKeys`
-names the keys perfci reads in it, whose types are checked."""
+Each object of the results and comparison files is one Struct class here, and that class is the format's one
+definition: its fields and their annotations (bounds as `msgspec.Meta`: a sample's range, a count's minimum, a
+time's shape) are what perfci/format/codec.py checks on reading and on writing, what the worker protocol
+(perfci/engine/protocol.py) carries, and what the published JSON Schema is generated from. An object is closed (an
+unknown key is refused). An open object (a runner's fingerprint, a round's telemetry, settings) keeps every key it
+is given; where perfci reads some of its keys, a TypedDict names them (`FingerprintKeys`, `TelemetryKeys`) and the
+owning Struct checks their types when it is made (`__post_init__`, run by msgspec on decoding too).
+
+The Structs also answer `dataclasses.replace`, `fields` and `asdict` (`dataclass_api`), so code written for the
+frozen dataclasses they replaced reads the same."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from itertools import repeat
 from operator import truediv
-from typing import Annotated, Any, Generic, Literal, TypedDict, TypeVar, overload
+from typing import Annotated, Any, ClassVar, Literal, TypedDict, TypeVar
 
+import msgspec
 from msgspec import Meta
 
-T = TypeVar("T")
+S = TypeVar("S", bound=type[msgspec.Struct])
 
 ParamValue = str | int | float | bool
 
 # Bounds of the format. A timed sample lies between a picosecond and 10^7 s (116 days): outside, the file is
 # corrupt, and the ratio of two runs' times could overflow a float.
-Seconds = Annotated[float, Meta(ge=1e-12, le=1e7, description="A timed sample, in seconds.")]
+MIN_SECONDS = 1e-12
+Seconds = Annotated[float, Meta(ge=MIN_SECONDS, le=1e7, description="A timed sample, in seconds.")]
 Count = Annotated[int, Meta(ge=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
 Fraction = Annotated[float, Meta(ge=0, le=1)]
@@ -32,12 +40,10 @@ UtcTime = Annotated[str, Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-
 ErrorKind = Literal["raised", "crash", "timeout", "oom", "skipped", "infrastructure", "check"]
 
 
-@dataclass(frozen=True)
-class KnownKeys:
-    """Marks an open object (`Annotated[dict[str, Any], KnownKeys(TypedDict)]`): any key is kept, and the keys
-    the TypedDict names must have its types."""
-
-    keys: type
+def sample_seconds(seconds: float) -> float:
+    """A measured time as a sample the format holds: a clock that reads 0 (or a device busy for less than a
+    picosecond) gives the format's smallest sample, MIN_SECONDS."""
+    return max(seconds, MIN_SECONDS)
 
 
 class FingerprintKeys(TypedDict, total=False):
@@ -80,8 +86,43 @@ class TelemetryKeys(TypedDict, total=False):
     cpu_steal: Fraction | None
 
 
-Fingerprint = Annotated[dict[str, Any], KnownKeys(FingerprintKeys)]
-Telemetry = Annotated[dict[str, Any], KnownKeys(TelemetryKeys)]
+def _keys_schema(keys: type) -> dict[str, Any]:
+    """The JSON Schema of an open object whose named keys are `keys`' (a TypedDict of plain types)."""
+    _, defs = msgspec.json.schema_components([keys])
+    schema: dict[str, Any] = defs[keys.__name__]
+    return schema
+
+
+# An open object: every key kept; the keys its TypedDict names are checked by the Struct that holds it.
+Fingerprint = Annotated[dict[str, Any], Meta(extra_json_schema=_keys_schema(FingerprintKeys))]
+Telemetry = Annotated[dict[str, Any], Meta(extra_json_schema=_keys_schema(TelemetryKeys))]
+
+
+def check_known_keys(obj: dict[str, Any], keys: type, name: str) -> None:
+    """Raise ValueError (as msgspec words a refusal, with the place under `name`) where a key that `keys` names has
+    a value of another type. msgspec turns it into a ValidationError at the object's place when decoding."""
+    try:
+        msgspec.convert(obj, keys)
+    except msgspec.ValidationError as exc:
+        reason, found, where = str(exc).rpartition(" - at `$")
+        if not found:
+            reason, where = str(exc), "`"
+        raise ValueError(f"{reason} - at `$.{name}{where}") from None
+
+
+def dataclass_api(cls: S) -> S:
+    """`cls` (a Struct) made to answer `dataclasses.replace`, `fields`, `is_dataclass` and `asdict`: the fields are
+    listed, by name, as a dataclass lists them. For code written for the frozen dataclasses the model used to be;
+    msgspec itself reads the Struct."""
+    names = dataclasses.make_dataclass(cls.__name__, cls.__struct_fields__, frozen=True)
+    cls.__dataclass_fields__ = names.__dataclass_fields__  # type: ignore[attr-defined]
+    return cls
+
+
+class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Base of the format's objects: frozen, and closed (a file's unknown key is refused)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
 
 class Direction(StrEnum):
@@ -114,32 +155,6 @@ class Verdict(StrEnum):
 BELOW_THRESHOLD_WORSE = (Verdict.SLOWER, Verdict.GREW)  # what `fail_on = "slower"` adds to regressions
 
 
-class cached_property(Generic[T]):
-    """`functools.cached_property` (whose name it keeps) without its lock: Python 3.11's takes a lock on every
-    first access, a cost paid for each of the hundred thousand rounds and cases of two large results files
-    (docs/scale.md). Computed on first access and kept in the instance's `__dict__`, which later accesses read
-    directly (this is a non-data descriptor), as with functools'. The values here are pure functions of frozen
-    fields: two threads computing one at once get equal values."""
-
-    def __init__(self, fn: Callable[[Any], T]) -> None:
-        self.fn = fn
-        self.name = fn.__name__
-        self.__doc__ = fn.__doc__
-
-    def __set_name__(self, _owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, _owner: type | None = None) -> cached_property[T]: ...
-    @overload
-    def __get__(self, obj: object, _owner: type | None = None) -> T: ...
-    def __get__(self, obj: object, _owner: type | None = None) -> T | cached_property[T]:
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
-
-
 def format_case_id(workload: str, params: dict[str, ParamValue], device: str) -> str:
     """`<file stem>.<name>[k=v,...]@<device>`; parameters in declaration order."""
     inner = ",".join(f"{k}={v}" for k, v in params.items())
@@ -148,7 +163,8 @@ def format_case_id(workload: str, params: dict[str, ParamValue], device: str) ->
 
 @dataclass(frozen=True)
 class CaseSpec:
-    """One workload with one set of parameters on one device."""
+    """One workload with one set of parameters on one device (in memory only: a results file holds its fields flat,
+    in `CaseResult`)."""
 
     workload: str
     params: dict[str, ParamValue]
@@ -163,8 +179,8 @@ class CaseSpec:
         return format_case_id(self.workload, self.params, self.device)
 
 
-@dataclass(frozen=True)
-class KernelTime:
+@dataclass_api
+class KernelTime(Record, frozen=True, gc=False):
     """One kernel (or copy, or set) of a call, by name: its median device time per call and launches per call."""
 
     name: NonEmpty
@@ -172,8 +188,8 @@ class KernelTime:
     count: NonNegative
 
 
-@dataclass(frozen=True)
-class DeviceTime:
+@dataclass_api
+class DeviceTime(Record, frozen=True, gc=False):
     """A round's device clock (results format 3; profilers/device_time.py): per profiled call, the GPU's busy
     time (the union of the intervals of the call's kernels, copies and sets, from the GPU's own timestamps).
 
@@ -191,8 +207,8 @@ class DeviceTime:
     top: tuple[KernelTime, ...] = ()
 
 
-@dataclass(frozen=True)
-class Round:
+@dataclass_api
+class Round(Record, frozen=True, dict=True):  # dict=True: room for the per-call times (`cached_property`)
     """One worker process's measurement of one case: raw sample times (seconds per sample of `iterations` calls)."""
 
     index: Count
@@ -205,8 +221,12 @@ class Round:
     peak_rss_bytes: int | None = None
     rss_increase_bytes: int | None = None
     peak_device_bytes: int | None = None
-    telemetry: Telemetry = field(default_factory=dict)
+    telemetry: Telemetry = {}
     device: DeviceTime | None = None  # CUDA cases: the device clock (results format 3)
+
+    def __post_init__(self) -> None:
+        if self.telemetry:
+            check_known_keys(self.telemetry, TelemetryKeys, "telemetry")
 
     @cached_property  # read by every per-round metric value (metrics/registry.py): computed once per round
     def per_call(self) -> tuple[float, ...]:
@@ -217,8 +237,8 @@ class Round:
         return tuple(sorted(self.per_call))
 
 
-@dataclass(frozen=True)
-class Metric:
+@dataclass_api
+class Metric(Record, frozen=True, gc=False):
     """A derived quantity with unit, direction and its spread (an interval at `confidence`)."""
 
     name: str
@@ -231,15 +251,15 @@ class Metric:
     note: str = ""  # why the value is not to be trusted (e.g. bandwidth above the measured peak); "" if none
 
 
-@dataclass(frozen=True)
-class CaseError:
+@dataclass_api
+class CaseError(Record, frozen=True, gc=False):
     kind: ErrorKind
     message: str
     round_index: int | None = None
 
 
-@dataclass(frozen=True)
-class CaseResult:
+@dataclass_api
+class CaseResult(Record, frozen=True, dict=True):
     """One case's outcome. The spec's fields are held flat, as a results file holds them (`spec` rebuilds it);
     `CaseResult.of` makes one from a spec."""
 
@@ -299,15 +319,17 @@ class CaseResult:
         return by_name
 
 
-@dataclass(frozen=True)
-class GitInfo:
+@dataclass_api
+class GitInfo(Record, frozen=True, gc=False):
     commit: str | None
     branch: str | None
     dirty: bool | None
 
 
-@dataclass(frozen=True)
-class RunResult:
+@dataclass_api
+class RunResult(Record, frozen=True, dict=True):
+    """One run: the body of a results file (perfci/format/schema.py adds the header)."""
+
     run_id: NonEmpty
     started_at: UtcTime
     finished_at: UtcTime
@@ -315,6 +337,9 @@ class RunResult:
     git: GitInfo | None
     settings: dict[str, Any]
     cases: tuple[CaseResult, ...]
+
+    def __post_init__(self) -> None:
+        check_known_keys(self.fingerprint, FingerprintKeys, "fingerprint")
 
     def case(self, case_id: str) -> CaseResult | None:
         """The case of this id (the first, should a file repeat one), from an index built once per run."""
@@ -330,8 +355,8 @@ class RunResult:
         return index
 
 
-@dataclass(frozen=True)
-class MetricComparison:
+@dataclass_api
+class MetricComparison(Record, frozen=True, gc=False):
     """The decision for one case and one metric."""
 
     case_id: NonEmpty
@@ -361,6 +386,8 @@ class MetricComparison:
 
 @dataclass(frozen=True)
 class Comparison:
+    """A comparison in memory (its file, `perfci/format/comparison.py`, holds its rows and a summary)."""
+
     baseline_label: str
     candidate_label: str
     rows: tuple[MetricComparison, ...]

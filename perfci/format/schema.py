@@ -1,5 +1,6 @@
 """The results format: one JSON document per run, `{"schema": "perfci.results", "schema_version": 3, ...}`,
-defined by the model's `RunResult` (perfci/format/model.py) and read and written by perfci/format/codec.py.
+defined by the model's `RunResult` (perfci/format/model.py) with the header's two fields (`RunResultFile`), read and
+written by perfci/format/codec.py.
 
 Versions:
 
@@ -18,10 +19,9 @@ are real dates, case ids are unique, and a case's round indexes are unique (per-
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -66,11 +66,19 @@ def check_time(value: str, key: str, kind: str, source: str) -> None:
         )
 
 
+class RunResultFile(RunResult, frozen=True, kw_only=True):
+    """A results file: the run after its header (the writer puts the header first)."""
+
+    schema: Literal["perfci.results"]
+    schema_version: int
+
+
 RESULTS: DocumentFormat[RunResult] = DocumentFormat(
     SCHEMA_NAME,
     "results",
     SCHEMA_VERSION,
     RunResult,
+    RunResultFile,
     migrations={1: None, 2: None},
     semantic=check_results_semantics,
 )
@@ -84,49 +92,6 @@ def json_schema() -> dict[str, Any]:
 def load_results(path: Path) -> RunResult:
     """A results file, checked and decoded; any problem is one ResultsFormatError naming the file and place."""
     return RESULTS.read(path)
-
-
-# files together at least this large: type-checked by a helper process while this one builds (load_results_all); below
-# it, the fork costs more than it saves
-PARALLEL_MIN_BYTES = 4_000_000
-
-
-def load_results_all(paths: list[Path], meanwhile: Callable[[], object] | None = None) -> list[RunResult]:
-    """`[load_results(p) for p in paths]`, then `meanwhile()` (work the caller needs next, e.g. an import): the
-    same runs, or the same refusal (the first file's first). With large files and a CPU to spare
-    (perfci/forked.py), the type check of every file runs in a forked helper while this process builds the runs
-    from the same bytes and then runs `meanwhile`; a run built so is kept only where the helper accepted its file,
-    and any other file is read the usual way, as `load_results` reads it (docs/scale.md)."""
-    from perfci.forked import start_helper
-
-    datas = [_bytes_or_none(p) for p in paths]
-    helper = None
-    if len(paths) >= 2 and sum(len(d) for d in datas if d is not None) >= PARALLEL_MIN_BYTES:
-        helper = start_helper(lambda: [d is not None and RESULTS.checks(d) for d in datas])
-    if helper is None:
-        runs = [load_results(p) for p in paths]
-        if meanwhile is not None:
-            meanwhile()
-        return runs
-    with helper:
-        built = [RESULTS.built(d) if d is not None else None for d in datas]  # kept only where the helper agrees
-        datas.clear()  # the helper has its own copy: the bytes are freed before `meanwhile`
-        if meanwhile is not None:
-            meanwhile()
-        verdicts = helper.answer()
-    if not isinstance(verdicts, list) or len(verdicts) != len(paths):
-        verdicts = [False] * len(paths)  # the helper failed: every file the usual way
-    return [
-        RESULTS.check_semantics(run, str(path)) if verdict is True and run is not None else load_results(path)
-        for path, run, verdict in zip(paths, built, verdicts, strict=True)
-    ]
-
-
-def _bytes_or_none(path: Path) -> bytes | None:
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return None  # the usual way words it
 
 
 def decode_results(data: bytes, source: str) -> RunResult:

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from perfci.format.model import DeviceTime, KernelTime, Round
+from perfci.format.model import DeviceTime, KernelTime, Round, sample_seconds
 from perfci.metrics.registry import LAUNCH_BOUND_BUSY
 
 TOP_KERNELS = 8  # activities kept per round for the per-kernel table
@@ -132,7 +132,7 @@ def summarize(profiled: Sequence[Call], source: str = CUPTI) -> DeviceTime | Non
     )[:TOP_KERNELS]
     return DeviceTime(
         source=source,
-        samples=tuple(max(c.busy_s, 1e-12) for c in kept),
+        samples=tuple(sample_seconds(c.busy_s) for c in kept),
         kernels=usual,
         dropped_calls=dropped,
         unstable=len({len(c.activities) for c in kept}) > 1,

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Round
+from perfci.format.model import MIN_SECONDS, CaseResult, CaseSpec, CaseStatus, Round
 from perfci.metrics import case_metrics
 from perfci.options import ROUND_TIME, ROUNDS, THREADS
 from perfci.profilers.contention import ContentionWatch
@@ -79,7 +79,7 @@ def _round(
     telemetry: dict[str, Any],
 ) -> Round:
     """A round measured in this process (marked `in_process` for the comparison's job noise)."""
-    positive = tuple(s for s in samples if s > 0) or (1e-12,)  # a coarse clock can read 0
+    positive = tuple(s for s in samples if s > 0) or (MIN_SECONDS,)  # a coarse clock can read 0
     return Round(index, os.getpid(), iterations, positive, warmup_s, reason, threads,
                  telemetry={"in_process": True, **telemetry})  # fmt: skip
 

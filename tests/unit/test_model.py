@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
 import pytest
 
-from perfci.format.model import CaseSpec, Round, format_case_id
+from perfci.format.model import MIN_SECONDS, CaseSpec, GitInfo, Round, format_case_id, sample_seconds
 
 
 def test_case_id_format() -> None:
@@ -13,8 +14,31 @@ def test_case_id_format() -> None:
     assert format_case_id("x.y", {}, "cpu") == "x.y@cpu"
 
 
-def test_dataclasses_are_frozen() -> None:
+def test_the_format_s_objects_are_frozen_structs() -> None:
     r = Round(index=0, pid=1, iterations=4, samples=(4.0, 8.0), warmup_s=0.0, stop_reason="budget", threads=1)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert isinstance(r, msgspec.Struct)
+    with pytest.raises(AttributeError):
         r.iterations = 5  # type: ignore[misc]
+    assert r.per_call == (1.0, 2.0) and r.sorted_per_call == (1.0, 2.0)
+
+
+def test_the_structs_answer_the_dataclasses_functions() -> None:
+    """`dataclasses.replace` makes a new object (its per-call times computed afresh, its checks run), `asdict` and
+    `fields` list the fields."""
+    r = Round(index=0, pid=1, iterations=4, samples=(4.0, 8.0), warmup_s=0.0, stop_reason="budget", threads=1)
     assert r.per_call == (1.0, 2.0)
+    halved = dataclasses.replace(r, iterations=8)
+    assert halved.per_call == (0.5, 1.0) and halved.index == r.index and r.iterations == 4
+    assert dataclasses.is_dataclass(r) and [f.name for f in dataclasses.fields(GitInfo)] == [
+        "commit",
+        "branch",
+        "dirty",
+    ]
+    assert dataclasses.asdict(GitInfo("c", "main", False)) == {"commit": "c", "branch": "main", "dirty": False}
+    with pytest.raises(ValueError, match=r"telemetry\.timer"):
+        dataclasses.replace(r, telemetry={"timer": 3})
+
+
+def test_a_measured_time_is_floored_to_the_format_s_smallest_sample() -> None:
+    assert sample_seconds(0.0) == MIN_SECONDS == 1e-12
+    assert sample_seconds(2e-3) == 2e-3

@@ -9,10 +9,10 @@ import os
 import stat
 import sys
 import types
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,29 +38,31 @@ from perfci.engine.protocol import (
     decode_command,
     decode_event,
     decode_job,
+    tag_of,
 )
 from perfci.engine.runner import Runner, RunSettings
 from perfci.engine.supervisor import Limits, WorkerLost, WorkerProcess, run_worker
-from perfci.format.model import Round
+from perfci.format.model import Round, TelemetryKeys
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=8,
 )
 
 
 def strategy(tp: Any) -> st.SearchStrategy[Any]:
-    """Values of the field type `tp`, as a worker or the runner could send them (no NaN: it is never equal)."""
+    """Values of the field type `tp`, as a worker or the runner could send them (finite numbers: msgspec writes NaN
+    and infinities as null)."""
     origin = get_origin(tp)
     simple: dict[Any, st.SearchStrategy[Any]] = {
         Any: JSON,
         bool: st.booleans(),
         int: st.integers(),
-        float: st.floats(allow_nan=False),
+        float: st.floats(allow_nan=False, allow_infinity=False),
         str: st.text(),
         type(None): st.none(),
     }
@@ -74,9 +76,21 @@ def strategy(tp: Any) -> st.SearchStrategy[Any]:
         return st.lists(strategy(get_args(tp)[0]), max_size=4).map(tuple)
     if origin is dict:
         return st.dictionaries(st.text(), JSON, max_size=3)
-    assert isinstance(tp, type) and is_dataclass(tp), tp
+    if tp is Round:  # the format's bounds: a sample of a picosecond to 10^7 s, counts from 0, at least one call
+        return st.builds(
+            Round,
+            index=st.integers(0, 10**6),
+            pid=st.integers(),
+            iterations=st.integers(1, 10**9),
+            samples=st.lists(st.floats(1e-12, 1e7), min_size=1, max_size=4).map(tuple),
+            warmup_s=st.floats(0, 1e3),
+            stop_reason=st.text(),
+            threads=st.integers(),
+            telemetry=st.dictionaries(st.text().filter(lambda k: k not in TelemetryKeys.__annotations__), JSON),
+        )
+    assert isinstance(tp, type) and issubclass(tp, msgspec.Struct), tp
     hints = get_type_hints(tp)
-    return st.builds(tp, **{f.name: strategy(hints[f.name]) for f in fields(tp)})
+    return st.builds(tp, **{name: strategy(hints[name]) for name in tp.__struct_fields__})
 
 
 def test_every_message_kind_is_registered() -> None:
@@ -85,7 +99,7 @@ def test_every_message_kind_is_registered() -> None:
         "ready", "start", "idle", "prepared", "sampled", "result", "error", "done",  # worker -> runner
         "worker_failed",  # supervisor -> runner
     }  # fmt: skip
-    assert all(tag == cls.TYPE for tag, cls in MESSAGES.items())
+    assert all(tag == tag_of(cls) == cls.__name__.lower() or tag == "worker_failed" for tag, cls in MESSAGES.items())
 
 
 @pytest.mark.parametrize("cls", list(MESSAGES.values()), ids=list(MESSAGES))
@@ -93,7 +107,7 @@ def test_every_message_kind_is_registered() -> None:
 def test_round_trip(cls: type[Message], data: st.DataObject) -> None:
     message = data.draw(strategy(cls))
     line = message.encode()
-    assert "\n" not in line and json.loads(line)["type"] == cls.TYPE
+    assert "\n" not in line and json.loads(line)["type"] == tag_of(cls) == message.type
     assert decode(line) == message
     assert decode(line.encode() + b"\n") == message  # bytes with the newline, as read from a pipe
 
@@ -113,6 +127,12 @@ def test_examples_decode_to_typed_fields() -> None:
         assert decode_event(event.encode()) == event
 
 
+def _result(measured: dict[str, Any]) -> str:
+    """A `result` line whose round has the fields of `measured` over a valid one's."""
+    valid = {"index": 0, "pid": 1, "iterations": 1, "samples": [1e-3], "warmup_s": 0, "stop_reason": "x", "threads": 1}
+    return json.dumps({"type": "result", "case": "c", "flops": None, "bytes": None, "measured": {**valid, **measured}})
+
+
 @pytest.mark.parametrize(
     ("line", "says"),
     [
@@ -120,24 +140,38 @@ def test_examples_decode_to_typed_fields() -> None:
         ("garbage", "not JSON"),
         (b"\xff\xfe", "not JSON"),
         ('{"type": "start", "case": "c"', "not JSON"),
-        ("[1, 2]", "not a JSON object"),
-        ('"start"', "not a JSON object"),
-        ("{}", "unknown message type None"),
-        ('{"event": "start", "case": "c"}', "unknown message type None"),  # the old hand-built format
-        ('{"type": "progress"}', "unknown message type 'progress'"),
-        ('{"type": 3}', "unknown message type 3"),
-        ('{"type": "start"}', "start: missing field case"),
-        ('{"type": "start", "case": 1}', "start.case: expected a string, got a number"),
-        ('{"type": "start", "case": "c", "pid": 1}', "start: unknown field(s) pid"),
-        ('{"type": "error", "case": "c", "kind": "bad", "message": "m"}', "error.kind: 'bad' is not one of"),
-        ('{"type": "sampled", "case": "c", "elapsed_s": true}', "sampled.elapsed_s: expected a number"),
-        ('{"type": "sampled", "case": "c", "elapsed_s": "1"}', "sampled.elapsed_s: expected a number"),
-        ('{"type": "sample", "case": "c", "n": 1.5}', "sample.n: expected an integer"),
-        ('{"type": "prepared", "cases": "ab"}', "prepared.cases: expected an array"),
-        ('{"type": "prepared", "cases": ["a", null]}', "prepared.cases[1]: expected a string, got null"),
-        ('{"type": "job", "cases": [{"id": "c"}], "round_index": 0}', "job.cases[0]: missing field source"),
-        ('{"type": "job", "cases": [], "round_index": 0, "timing": []}', "job.timing: expected an object"),
-        ('{"type": "job", "cases": [], "round_index": 0, "cpu_affinity": [true]}', "job.cpu_affinity[0]"),
+        ("[1, 2]", "Expected `object`, got `array`"),
+        ('"start"', "Expected `object`, got `str`"),
+        ("{}", "Object missing required field `type`"),
+        ('{"event": "start", "case": "c"}', "Object missing required field `type`"),  # the old hand-built format
+        ('{"type": "progress"}', "Invalid value 'progress' - at `$.type`"),
+        ('{"type": 3}', "Expected `str` - at `$.type`"),
+        ('{"type": "start"}', "Object missing required field `case`"),
+        ('{"type": "start", "case": 1}', "Expected `str`, got `int` - at `$.case`"),
+        ('{"type": "start", "case": "c", "pid": 1}', "Object contains unknown field `pid`"),
+        ('{"type": "error", "case": "c", "kind": "bad", "message": "m"}', "Invalid enum value 'bad' - at `$.kind`"),
+        ('{"type": "sampled", "case": "c", "elapsed_s": true}', "Expected `float`, got `bool` - at `$.elapsed_s`"),
+        ('{"type": "sampled", "case": "c", "elapsed_s": "1"}', "Expected `float`, got `str` - at `$.elapsed_s`"),
+        ('{"type": "sample", "case": "c", "n": 1.5}', "Expected `int`, got `float` - at `$.n`"),
+        ('{"type": "prepared", "cases": "ab"}', "Expected `array`, got `str` - at `$.cases`"),
+        ('{"type": "prepared", "cases": ["a", null]}', "Expected `str`, got `null` - at `$.cases[1]`"),
+        (
+            '{"type": "job", "cases": [{"id": "c"}], "round_index": 0}',
+            "missing required field `source` - at `$.cases[0]`",
+        ),
+        (
+            '{"type": "job", "cases": [], "round_index": 0, "timing": []}',
+            "Expected `object`, got `array` - at `$.timing`",
+        ),
+        ('{"type": "job", "cases": [], "round_index": 0, "cpu_affinity": [true]}', "at `$.cpu_affinity[0]`"),
+        # a round is read with the results format's bounds, its telemetry's named keys included
+        (_result({"samples": [0]}), "Expected `float` >= 1e-12 - at `$.measured.samples[0]`"),
+        (_result({"index": -1}), "Expected `int` >= 0 - at `$.measured.index`"),
+        (
+            _result({"telemetry": {"cpu_wait": 3}}),
+            "Expected `float` <= 1.0 - at `$.telemetry.cpu_wait` - at `$.measured`",
+        ),
+        (_result({"extra": 1}), "Object contains unknown field `extra` - at `$.measured`"),
     ],
 )
 def test_malformed_messages_are_refused(line: str | bytes, says: str) -> None:
@@ -163,7 +197,7 @@ def test_any_line_decodes_or_is_refused(line: str | bytes) -> None:
         assert isinstance(decode(line), Message)
 
 
-FIELD_NAMES = sorted({f.name for cls in MESSAGES.values() for f in fields(cls)} | {"extra"})
+FIELD_NAMES = sorted({name for cls in MESSAGES.values() for name in cls.__struct_fields__} | {"extra"})
 
 
 @given(tag=st.sampled_from(sorted(MESSAGES)), body=st.dictionaries(st.sampled_from(FIELD_NAMES), JSON, max_size=6))
@@ -172,7 +206,7 @@ def test_any_object_with_a_known_type_decodes_or_is_refused(tag: str, body: dict
         message = decode(json.dumps({**body, "type": tag}))
     except ProtocolError:
         return
-    assert tag == message.TYPE and decode(message.encode()) == message
+    assert tag == message.type and decode(message.encode()) == message
 
 
 # --- a worker that sends garbage ---------------------------------------------------------------------------------
@@ -208,8 +242,8 @@ def run_with(tmp_path: Path, python: str) -> dict[str, tuple[str, str]]:
     ("line", "says"),
     [
         ("not json at all", "not JSON: 'not json at all'"),
-        ('{"type":"progress","case":"CASE"}', "unknown message type 'progress'"),
-        ('{"type":"result","case":"CASE"}', "result: missing field flops"),
+        ('{"type":"progress","case":"CASE"}', "Invalid value 'progress' - at `$.type`"),
+        ('{"type":"result","case":"CASE"}', "Object missing required field `flops`"),
     ],
 )
 def test_garbage_during_a_case_is_that_case_s_crash(tmp_path: Path, line: str, says: str) -> None:

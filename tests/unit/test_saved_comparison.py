@@ -78,7 +78,7 @@ def test_round_trip(tmp_path: Path) -> None:
 
 def test_expected_regression_passes_the_gate() -> None:
     c = _comparison()
-    rows = (MetricComparison(**{**c.rows[0].__dict__, "expected": "trade speed for accuracy"}),)
+    rows = (replace(c.rows[0], expected="trade speed for accuracy"),)
     doc = comparison_to_dict(Comparison("a", "b", rows))
     assert doc["verdict"]["gate"] == "pass"
 
@@ -114,8 +114,9 @@ def test_golden_v1_file_still_loads() -> None:
     saved = _comparison_as_saved()
     assert loaded == replace(saved, warnings=(*saved.warnings, V1_WARNING))
     v1 = json.loads((GOLDEN / "comparison-v1.json").read_text())
-    v2 = {**v1, "schema_version": 2, "warnings": [*v1["warnings"], V1_WARNING]}
-    # an optional field the file left out (`mdc`) stays out when it is written again
+    rows = [{**row, "mdc": None} for row in v1["rows"]]
+    v2 = {**v1, "schema_version": 2, "rows": rows, "warnings": [*v1["warnings"], V1_WARNING]}
+    # written again, it holds every field of version 2: an optional one the file left out (`mdc`) as null
     assert comparison_to_dict(loaded, created_at="2026-11-30T01:00:00.000000Z") == v2
 
 
@@ -132,6 +133,6 @@ def test_golden_v2_file_loads() -> None:
 def _comparison_as_saved() -> Comparison:
     """`_comparison()` as a file keeps it: nan as None, both sides with the three run fields."""
     c = _comparison()
-    rows = (c.rows[0], MetricComparison(**{**c.rows[1].__dict__, "bound": None}), c.rows[2])
+    rows = (c.rows[0], replace(c.rows[1], bound=None), c.rows[2])
     empty = {"run_id": None, "git": None, "fingerprint": None}
     return Comparison(c.baseline_label, c.candidate_label, rows, c.warnings, c.mode, c.baseline_run, empty, c.settings)
