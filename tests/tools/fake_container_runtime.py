@@ -23,6 +23,7 @@ mount whose folder does not exist or that is not mounted at its own path (the st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -136,10 +137,8 @@ def kill(name: str) -> int:
         print(f"Error response from daemon: No such container: {name}", file=sys.stderr)
         return 1
     pid = int(path.read_text())
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)  # the container's whole session
-    except ProcessLookupError:
-        pass
     path.unlink(missing_ok=True)
     log({"command": "kill", "name": name, "found": True, "pid": pid})
     print(name)

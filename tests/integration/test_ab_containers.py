@@ -1,0 +1,218 @@
+"""`perfci ab --base-image/--head-image` for real, with the stand-in container runtime (tests/tools/
+fake_container_runtime.py: docker's command line, the container's command run as a child in a clean environment,
+stdin only with -i, mounts named in PERFCI_FAKE_MOUNTS, `kill NAME` for real). Its images are this interpreter's
+environment (on the image's PATH); `slow` sets WORK_SCALE=1.2, which the workload reads to do 20% more work.
+
+The bar: an image 20% slower is a regression (exit 1) named in the table; the A/A of one image exits 0; every
+worker ran with stdin attached (-i) and the working tree mounted; a missing image or runtime is one clear error
+(exit 2); a worker that times out, and perfci interrupted with Ctrl-C, leave no container running."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+FAKE = Path(__file__).resolve().parents[1] / "tools" / "fake_container_runtime.py"
+
+WORKLOAD = """
+import os
+import time
+
+import perfci
+
+# a sample is a few calls of ~0.1 ms; the budget per case and round keeps a pair's estimate steady enough on a
+# busy 2-core VM (lockstep: base and head alternate sample by sample)
+TIMING = {"warmup_s": 0.01, "min_samples": 10, "budget_s": 0.1, "min_sample_s": 0.001}
+SCALE = float(os.environ.get("WORK_SCALE", "1"))  # set by the image `slow`
+
+
+@perfci.workload(params={"n": [2000]}, timing=TIMING)
+def loop(ctx, n):
+    m = int(n * SCALE)
+
+    def work():
+        s = 0
+        for i in range(m):
+            s += i
+        return s
+
+    return work
+
+
+@perfci.workload(params={"n": [1]}, timing=TIMING)
+def hang(ctx, n):
+    return lambda: time.sleep(3600)
+"""
+
+CASE = "wl.loop[n=2000]@cpu"
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Path:
+    """The stand-in's state folder, with its images: `base` and `slow`, both this interpreter's environment."""
+    state = tmp_path / "runtime"
+    state.mkdir()
+    path = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    images = {"base": {"env": {"PATH": path}}, "slow": {"env": {"PATH": path, "WORK_SCALE": "1.2"}}}
+    (state / "images.json").write_text(json.dumps(images))
+    return state
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "proj"
+    (repo / "perf").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / "perf" / "wl.py").write_text(WORKLOAD)
+    return repo
+
+
+def ab_args(base: str, head: str, *extra: str, runtime: str = str(FAKE)) -> list[str]:
+    return [sys.executable, "-m", "perfci", "ab", "--base-image", base, "--head-image", head,
+            "--container-runtime", runtime, "--path", "perf", *extra]  # fmt: skip
+
+
+def perfci(repo: Path, state: Path, args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(state)}
+    return subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def log(state: Path) -> list[dict[str, Any]]:
+    path = state / "log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def containers_gone(state: Path, within_s: float = 20.0) -> list[dict[str, Any]]:
+    """The `run` entries whose process is still running once the killers had `within_s` to act (none, when all is
+    well): a container is killed by a watchdog a moment after its worker was."""
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [e for e in log(state) if e["command"] == "run" and "pid" in e and alive(e["pid"])]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.2)
+
+
+def worker_runs(state: Path) -> list[dict[str, Any]]:
+    return [e for e in log(state) if e["command"] == "run" and e["argv"][2:4] == ["-m", "perfci.engine.worker"]]
+
+
+def test_a_slower_image_is_a_regression(repo: Path, runtime: Path) -> None:
+    out = repo / "out"
+    proc = perfci(repo, runtime, ab_args("base", "slow", "-k", "loop", "--out", str(out)))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert any(CASE in ln and "latency.median" in ln and "regression" in ln for ln in proc.stdout.splitlines())
+    assert "environments: base image base -> head image slow" in proc.stderr
+    doc = json.loads((out / "comparison.json").read_text())
+    row = next(r for r in doc["rows"] if r["metric"] == "latency.median")
+    assert row["case_id"] == CASE and row["verdict"] == "regression" and 1.1 < row["ratio"] < 1.35, row
+    envs = doc["settings"]["ab"]["environments"]
+    assert (envs["base"]["image"], envs["head"]["image"]) == ("base", "slow")
+    assert envs["changes"] == []  # same interpreter and libraries in both stand-in images
+    # both images were checked and probed; every worker ran in its image with stdin attached and the tree mounted
+    assert [e["image"] for e in log(runtime) if e["command"] == "image inspect"] == ["base", "slow"]
+    workers = worker_runs(runtime)
+    assert {e["argv"][0] for e in workers} == {"base", "slow"}
+    assert len(workers) >= 16  # 8 pairs at least
+    for e in workers:
+        assert e["interactive"] and e["stdin_is_pipe"], e
+        assert f"{repo.resolve()}:{repo.resolve()}" in e["mounts"], e
+        assert e["workdir"] == str(repo.resolve())
+        assert re.fullmatch(rf"perfci-\d+-{'base' if e['argv'][0] == 'base' else 'head'}-\d+", e["name"]), e
+    assert containers_gone(runtime) == []
+    assert not list((runtime / "containers").glob("*.pid"))
+
+
+def test_the_a_a_of_one_image_passes(repo: Path, runtime: Path) -> None:
+    out = repo / "out"
+    proc = perfci(repo, runtime, ab_args("base", "base", "-k", "loop", "--out", str(out)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = next(r for r in json.loads((out / "comparison.json").read_text())["rows"] if r["metric"] == "latency.median")
+    assert row["verdict"] not in ("regression", "improvement"), row
+    assert containers_gone(runtime) == []
+
+
+def test_the_workload_sees_the_mounts_and_a_clean_environment(repo: Path, runtime: Path) -> None:
+    """What a worker's environment holds in the stand-in: the mounts, by name, and nothing of the host's PATH."""
+    (repo / "perf" / "env_probe.py").write_text(
+        "import json, os\nimport perfci\n\n"
+        "@perfci.workload(timing={'warmup_s': 0.01, 'min_samples': 3, 'budget_s': 0.02})\n"
+        "def seen(ctx):\n"
+        "    out = os.path.join(os.getcwd(), 'seen.json')  # the working tree, mounted\n"
+        "    keys = {k: os.environ.get(k) for k in ('PERFCI_FAKE_MOUNTS', 'HOME', 'VIRTUAL_ENV', 'PERFCI_CONTAINER')}\n"
+        "    open(out, 'w').write(json.dumps(keys))\n"
+        "    return lambda: None\n"
+    )  # fmt: skip
+    proc = perfci(repo, runtime, ab_args("base", "base", "-k", "seen", "--pairs", "2", "--looks", "1"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = json.loads((repo / "seen.json").read_text())
+    assert str(repo.resolve()) in seen["PERFCI_FAKE_MOUNTS"].split(os.pathsep)
+    assert seen["HOME"] is None and seen["VIRTUAL_ENV"] is None
+    assert seen["PERFCI_CONTAINER"].startswith("perfci-")
+
+
+def test_a_missing_image_is_one_clear_error(repo: Path, runtime: Path) -> None:
+    proc = perfci(repo, runtime, ab_args("base", "nosuch:1.0", "-k", "loop"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--head-image nosuch:1.0: no such image on this machine" in proc.stderr
+    assert "pull nosuch:1.0" in proc.stderr.replace("\n", " ")
+    assert "Traceback" not in proc.stderr
+    assert worker_runs(runtime) == []
+
+
+def test_a_missing_runtime_is_one_clear_error(repo: Path, runtime: Path) -> None:
+    proc = perfci(repo, runtime, ab_args("base", "slow", "-k", "loop", runtime="no-such-runtime-xyz"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--container-runtime no-such-runtime-xyz: no such executable on PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert log(runtime) == []
+
+
+def test_a_timed_out_worker_leaves_no_container(repo: Path, runtime: Path) -> None:
+    args = ab_args("base", "base", "-k", "hang", "--pairs", "2", "--looks", "1", "--timeout", "3")
+    proc = perfci(repo, runtime, args)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "timed out" in proc.stdout + proc.stderr
+    assert containers_gone(runtime) == []
+    killed = {e["name"] for e in log(runtime) if e["command"] == "kill" and e["found"]}
+    assert killed and killed <= {e["name"] for e in worker_runs(runtime)}
+
+
+def test_ctrl_c_leaves_no_container(repo: Path, runtime: Path) -> None:
+    env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(runtime)}
+    proc = subprocess.Popen(
+        ab_args("base", "base", "-k", "hang", "--pairs", "2", "--looks", "1"),
+        cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not [e for e in worker_runs(runtime) if "pid" in e] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert worker_runs(runtime), "no worker started in a container"
+        time.sleep(1.0)  # let the worker reach its hanging call
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert containers_gone(runtime) == []
+    assert any(e["command"] == "kill" and e["found"] for e in log(runtime))
