@@ -34,10 +34,12 @@ from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
-from perfci.patterns import matches_any
 from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS
+from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
+from perfci.workloads.conventional import conventional_sources
 from perfci.workloads.discovery import builtin_source, expand_paths
+from perfci.workloads.pytest_cases import pytest_source
 
 
 def default_ab_out() -> Path:
@@ -46,40 +48,97 @@ def default_ab_out() -> Path:
 
 @dataclass(frozen=True)
 class Sources:
-    """What to measure on each side: workload paths (mapped into each checkout), suites, `-k` patterns."""
+    """What to measure on each side: workload paths and pytest files or folders (mapped into each checkout),
+    suites, `-k` patterns."""
 
     paths: list[Path] | None = None
     suites: list[str] | None = None
     patterns: list[str] | None = None
+    pytest: list[Path] | None = None
 
 
-def side_sources(settings: Settings, sources: Sources, repo: Path, root: Path) -> list[str]:
-    """Workload sources of one side: the given paths (else the configuration's) mapped into the side's checkout,
-    plus built-in suites; the default suite when nothing is named."""
-    user = settings.paths(sources.paths)
+NO_WORKLOADS_HINT = (
+    "name workload files or folders (perfci ab BASE -- perf/, or --path), pytest benchmarks (--pytest PATH), "
+    "set `paths` or `pytest` in [tool.perfci], or run the built-in suite on purpose with --suite default"
+)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """What an A/B measures, named in the working tree: given or configured paths, pytest paths and suites; or,
+    with none of them (`conventional`), the project's conventional folders, looked up in each side's checkout
+    (workloads/conventional.py)."""
+
+    paths: tuple[Path, ...] = ()
+    pytest: tuple[Path, ...] = ()
+    suites: tuple[str, ...] = ()
+    conventional: Path | None = None  # the project folder, in the working tree, to look in
+
+
+def choose_sources(settings: Settings, sources: Sources) -> Chosen:
+    """Each of paths, pytest and suites: the flag, else the configuration; with none of them given or configured,
+    the project's conventional folders (under the configuration file's folder, else here)."""
+    paths = settings.paths(sources.paths)
+    pytest = list(sources.pytest) if sources.pytest else list(settings.cfg.pytest)
     suites = settings.suites(sources.suites)
-    mapped = [m for p in user if (m := map_path(p, repo, root)).exists()]
-    found = expand_paths(mapped) if mapped else []
-    found += [builtin_source(s) for s in suites]
-    return found if (user or suites) else [builtin_source("default")]
+    for p in pytest:
+        if not p.exists():
+            raise UsageError(f"--pytest {p}: no such file or folder.")
+    if paths or pytest or suites:
+        return Chosen(tuple(paths), tuple(pytest), tuple(suites))
+    project = settings.cfg.source.parent if settings.cfg.source is not None else Path.cwd()
+    return Chosen(conventional=project.resolve())
+
+
+def side_sources(chosen: Chosen, repo: Path, root: Path) -> list[str]:
+    """Sources of one side: the chosen paths mapped into the side's checkout, or the conventional folders found
+    there, then the built-in suites."""
+    if chosen.conventional is not None:
+        found = conventional_sources(map_path(chosen.conventional, repo, root))
+        workloads, tests = list(found.workloads), list(found.pytest)
+    else:
+        workloads = [m for p in chosen.paths if (m := map_path(p, repo, root)).exists()]
+        tests = [m for p in chosen.pytest if (m := map_path(p, repo, root)).exists()]
+    listed = expand_paths(workloads) if workloads else []
+    return listed + [pytest_source(t) for t in tests] + [builtin_source(s) for s in chosen.suites]
+
+
+def conventional_note(chosen: Chosen, repo: Path, roots: tuple[Path, Path]) -> str:
+    """What the conventional folders gave each side (one line), or a UsageError when they gave neither side
+    anything."""
+    assert chosen.conventional is not None
+    found = [conventional_sources(map_path(chosen.conventional, repo, r)) for r in roots]
+    if not any(found):
+        raise UsageError(
+            f"nothing to measure: no workload paths or pytest benchmarks given or configured, and no perfci "
+            f"workloads in {chosen.conventional}'s perf/ or benchmarks/ (nor pytest benchmarks in benchmarks/, "
+            "bench/, perf/ or tests/).",
+            hint=NO_WORKLOADS_HINT,
+        )
+    sides = [f.describe(map_path(chosen.conventional, repo, r)) or "nothing" for f, r in zip(found, roots, strict=True)]
+    shown = sides[0] if sides[0] == sides[1] else f"base: {sides[0]}; head: {sides[1]}"
+    return f"no workload paths given or configured: measuring the project's {shown}"
 
 
 def run_revisions(
     settings: Settings,
     base_rev: str | None,
     head_rev: str | None,
-    sources: Sources,
+    sources: Sources | Chosen,
     ab_settings: ABSettings,
     out_dir: Path,
     env: Mapping[str, str],
     keep: Callable[[list[str]], set[str]],
     progress: ProgressFn | None = None,
     pythons: tuple[Path | None, Path | None] = (None, None),
+    notify: Callable[[str], None] = lambda message: None,
     images: ImageSettings | None = None,
 ) -> ABOutcome:
     """Check both revisions out (head None: the working tree as it is) and run the A/B over the kept cases; with
-    an interpreter (or venv folder) for either side, both sides' environments are probed first. With `images`,
-    each side's processes run in its container image (perfci/ab/containers.py)."""
+    an interpreter (or venv folder) for either side, both sides' environments are probed first. With nothing
+    named (`Chosen.conventional`), `notify` is told which conventional folders were measured. With `images`, each
+    side's processes run in its container image (perfci/ab/containers.py)."""
+    chosen = sources if isinstance(sources, Chosen) else choose_sources(settings, sources)
     repo = repo_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="perfci-") as tmp:
         work = Path(tmp)
@@ -88,10 +147,12 @@ def run_revisions(
             checked_out(repo, "base", base_rev, work, dict(env), here if head_rev is None else None) as a,
             checked_out(repo, "head", head_rev, work, dict(env), here if base_rev is None else None) as b,
         ):
+            if chosen.conventional is not None:
+                notify(conventional_note(chosen, repo, (a.root, b.root)))
             if pythons != (None, None):
                 a = with_environment(a, pythons[0], "--base-python")
                 b = with_environment(b, pythons[1], "--head-python")
-            both = (side_sources(settings, sources, repo, a.root), side_sources(settings, sources, repo, b.root))
+            both = (side_sources(chosen, repo, a.root), side_sources(chosen, repo, b.root))
             if images is not None:
                 a, b = sides_in_images((a, b), images, work, [repo, Path.cwd(), *source_folders(both[0] + both[1])])
             return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
@@ -142,27 +203,12 @@ class ABResult:
         return gate(self.comparison, self.outcome.head)
 
 
-
-
 def _check_ab_limits(req: ABRequest) -> None:
     """Options checked before anything is checked out (`--budget nan` never stopped a look, and
     `--pairs 1000000000` ran on past its time budget, which is only read between looks)."""
     for option, value in ((AB_BUDGET, req.budget_s), (PAIRS, req.pairs), (EXTRA, req.extra), (LOOKS, req.looks)):
         if value is not None and (problem := option.problem(value)) is not None:  # the bounds of the options table
             raise UsageError(f"{option.flag}: {problem}.")
-
-
-def _check_images(req: ABRequest) -> None:
-    """Container images come in pairs, and a side runs either in an image or in an interpreter."""
-    if req.images is None:
-        return
-    if not req.images.base or not req.images.head:
-        raise UsageError(
-            "--base-image and --head-image go together.", hint="an A/A of one image names it twice (to check noise)"
-        )
-    if req.base_python is not None or req.head_python is not None:
-        raise UsageError("--base-image/--head-image and --base-python/--head-python cannot be combined.",
-                         hint="the interpreter in an image is its `python3`")  # fmt: skip
 
 
 def _check_images(req: ABRequest) -> None:
@@ -214,8 +260,10 @@ def ab(
     env: Mapping[str, str],
     progress: ProgressFn | None = None,
     check_out_dir: Callable[[Path], None] | None = None,
+    notify: Callable[[str], None] = lambda message: None,
 ) -> ABResult:
-    """`perfci ab`: both revisions measured in lockstep pairs; the comparison's files written to the out folder."""
+    """`perfci ab`: both revisions measured in lockstep pairs; the comparison's files written to the out folder.
+    `notify` is told which of the project's conventional folders are measured when nothing is named."""
     _check_images(req)
     if req.base_rev is None and req.base_python is None and req.head_python is None and req.images is None:
         raise UsageError(
@@ -227,6 +275,7 @@ def ab(
     if check_out_dir is not None:
         check_out_dir(out_dir)
     abs_ = ab_settings(settings, req)
+    chosen = choose_sources(settings, req.sources)
 
     def keep(case_ids: list[str]) -> set[str]:
         held = set(case_ids) if req.shard is None else req.shard.pick(case_ids)
@@ -234,7 +283,7 @@ def ab(
 
     pythons = (req.base_python, req.head_python)
     outcome = run_revisions(
-        settings, req.base_rev, req.head_rev, req.sources, abs_, out_dir, env, keep, progress, pythons,
+        settings, req.base_rev, req.head_rev, chosen, abs_, out_dir, env, keep, progress, pythons, notify,
         images=req.images,
     )  # fmt: skip
     comparison = with_expected(with_allowed_missing(outcome.comparison, req.allow_missing), req.expected)
@@ -274,8 +323,10 @@ def confirm_flagged(
     abs_ = ABSettings(seed=run_settings.seed, run=run_settings, decision=decision,
                       build_command=settings.build_command(None))  # fmt: skip
     wanted = set(flagged)
+    # the run's own sources: with nothing named, `perfci run` measured the built-in default suite
+    named = settings.paths(sources.paths) or settings.suites(sources.suites)
+    again = Sources(sources.paths, sources.suites if named else ["default"])
     outcome = run_revisions(
-        settings, commit, None, Sources(sources.paths, sources.suites), abs_, out_dir / "confirm", env,
-        lambda cids: set(cids) & set(wanted), progress,
-    )  # fmt: skip
+        settings, commit, None, again, abs_, out_dir / "confirm", env, lambda cids: set(cids) & set(wanted), progress
+    )
     return merge_confirmation(comparison, outcome.comparison, commit[:12])
