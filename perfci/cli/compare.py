@@ -42,7 +42,6 @@ from perfci.cli.app import (
     sharded,
     writable_folder,
 )
-from perfci.cli.exits import keep_until_exit
 from perfci.cli.options import (
     AbBudgetOpt,
     BasePythonOpt,
@@ -209,7 +208,6 @@ def compare(
 
     def body() -> int:
         outcome = compare_files(project_settings(config), req)
-        keep_until_exit(outcome)  # its files are written: the runs are left to the operating system to free
         print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt)
         print_unsettled_hint(outcome.unsettled, UNPAIRED_REMEDY)
         return ExitCode.OK if exit_zero else outcome.exit_code()

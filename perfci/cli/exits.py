@@ -1,4 +1,4 @@
-"""How the `perfci` process ends: the exit code of an interrupt, and a fast exit for a finished command.
+"""How the `perfci` process ends: the exit code of an interrupt, and a finished command's shutdown.
 
 How the pieces fit (each answers a finding of the kill tests, tests/integration/test_kill_trials.py and
 benchmarks/kill_check.py):
@@ -12,17 +12,17 @@ benchmarks/kill_check.py):
 3. After an interrupt, whatever ended the command, the process exits 130 at once (`os._exit`): CPython remembers a
    KeyboardInterrupt that went through code run from a text (dataclasses make their methods so) and would end the
    process with SIGINT whatever code it was given.
-4. A finished command whose files are all written may leave its data to the operating system
-   (`keep_until_exit`): the process flushes its output, runs the exit handlers, and ends without freeing a
-   million objects one by one (a fifth of a second). A SIGTERM from then on is ignored: the work is done.
+4. A finished command ends through the interpreter's normal shutdown, with its exit code; a SIGTERM from then on
+   is ignored: the work is done and written. (Ending it with `os._exit` instead, to skip freeing a large
+   comparison's objects, saved less than the 0.3 s or a fifth of the command's time that would be worth a second
+   exit path: docs/scale.md.)
 
-The signal handler can only tell the rest of the process through module state: `_received` (the signals seen)
-and `_kept` (data left to the operating system) are that state, and nothing else is kept here.
+The signal handler can only tell the rest of the process through module state: `_received` (the signals seen) is
+that state, and nothing else is kept here.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import signal
 import sys
@@ -34,12 +34,6 @@ from typing import NoReturn
 INTERRUPTED_EXIT = 130  # Ctrl-C or SIGTERM
 
 _received: list[int] = []  # Ctrl-C or SIGTERM received, from the first moment
-_kept: list[object] = []  # a command's data left for the operating system to free
-
-
-def keep_until_exit(data: object) -> None:
-    """Leave `data` (e.g. two loaded 5,000-case runs) to the operating system when the command has finished."""
-    _kept.append(data)
 
 
 def on_interrupt(signum: int, frame: object) -> None:
@@ -66,8 +60,6 @@ def interrupts_handled() -> Iterator[None]:
             _exit_interrupted()
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done and written: no -15 during the shutdown
-        if _kept and isinstance(exc.code, int):
-            _exit_now(exc.code)
         raise
     except BaseException:
         if not _received:
@@ -86,18 +78,6 @@ def command_guard() -> Iterator[None]:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-
-
-def _exit_now(code: int) -> NoReturn:
-    """End a finished command at once: flush, run the exit handlers, `os._exit`. The exit handlers are run by
-    hand because `os._exit` skips them (atexit has no public call for it)."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or broken pipe: the normal exit path words it
-        raise SystemExit(code) from None
-    atexit._run_exitfuncs()
-    os._exit(code)
 
 
 def _exit_interrupted() -> NoReturn:

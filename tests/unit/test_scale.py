@@ -197,8 +197,8 @@ def test_history_ingest_starts_its_workers_before_the_database_driver_is_importe
 
 @pytest.mark.parametrize(("slower", "code"), [(1.0, 0), (2.0, 1)])
 def test_a_compare_that_keeps_its_runs_until_exit_ends_as_before(tmp_path: Path, slower: float, code: int) -> None:
-    """`perfci compare` leaves its runs to the operating system (cli keep_until_exit): stdout complete, exit
-    handlers run, the gate's exit code; and no report writer (jinja2) imported without outputs."""
+    """`perfci compare` ends through the normal shutdown (cli/exits.py): stdout complete, exit handlers run, the
+    gate's exit code; and no report writer (jinja2) imported without outputs."""
     import subprocess
     import sys
 
