@@ -7,7 +7,8 @@ One workload per file, its cases `variant` x `batch`:
 - variants (onnx_variants.py): fp32 (the file), fp16, int8-dynamic, int8-static, converted once and cached;
 - accuracy: every variant other than fp32 runs the same inputs as the fp32 model at set-up, and the worst
   absolute and relative difference, the relative L2 error and the tolerance go into the case's notes under
-  "accuracy" (recorded in each round's telemetry); beyond the tolerance, the case fails its check.
+  "accuracy" (recorded in each round's telemetry), from which the case gets its `accuracy.*` metrics, compared
+  like any metric (workloads/checks.py `check_against`); beyond the tolerance, the case fails its check.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ transformers model with random weights needs no network):
   case's device), `compile` (`torch.compile`, compiled at set-up: its first call is not timed);
 - accuracy: at set-up every variant's output is compared with eager fp32's on the same inputs; the worst absolute
   and relative difference, the relative L2 error and the tolerance go into the case's notes under "accuracy"
-  (each round's telemetry), and beyond the tolerance the case fails its check.
+  (each round's telemetry), from which the case gets its `accuracy.*` metrics (workloads/checks.py
+  `check_against`), and beyond the tolerance the case fails its check. Set-up is seeded (`torch.manual_seed`
+  with the run's seed before the model and its inputs are made), so the figures repeat exactly run to run.
 """
 
 from __future__ import annotations
