@@ -44,6 +44,7 @@ from perfci.cli.app import (
 )
 from perfci.cli.options import (
     AbBudgetOpt,
+    ABCpusOpt,
     BasePythonOpt,
     BuildOpt,
     ConfigOpt,
@@ -130,9 +131,6 @@ ABResumeOpt = Annotated[
     ),
 ]
 LockClocksOpt = Annotated[bool, typer.Option("--lock-clocks", help=LOCK_CLOCKS.help_text())]
-Cpus = Annotated[
-    str | None, typer.Option("--cpus", help="CPUs both workers run on, e.g. 2-3 [default: the last --threads].")
-]
 
 
 def print_unsettled_hint(cases: list[str], remedy: str) -> None:
@@ -220,7 +218,7 @@ def ab_command(
     base_rev: BaseRev = None, head_rev: HeadRev = None, paths: PathOpt = None, patterns: PatternOpt = None,
     suites: SuiteOpt = None, pairs: PairsOpt = None, extra: ExtraOpt = EXTRA.default, looks: LooksOpt = LOOKS.default,
     budget: AbBudgetOpt = AB_BUDGET.default, round_time: RoundTimeOpt = None, threads: ThreadsOpt = None,
-    cpus: Cpus = None, timeout: TimeoutOpt = None, seed: SeedOpt = SEED.default, build: BuildOpt = None,
+    cpus: ABCpusOpt = None, timeout: TimeoutOpt = None, seed: SeedOpt = SEED.default, build: BuildOpt = None,
     threshold: ThresholdOpt = None, confidence: Conf = 0.99, family: Family = "none", catch: Catch = 0.75,
     metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
     config: ConfigOpt = None, exit_zero: ExitZeroOpt = False, fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None,

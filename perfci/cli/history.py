@@ -26,7 +26,7 @@ from perfci.api.history import (
     trend_view,
 )
 from perfci.cli.app import OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
-from perfci.cli.options import DbOpt
+from perfci.cli.options import DbOpt, FmtOpt, PatternOpt
 from perfci.compare.history_noise import MIN_RUNS
 from perfci.metrics.registry import LATENCY
 from perfci.reports.noise import noise_json, noise_table
@@ -34,8 +34,6 @@ from perfci.reports.trend_text import runs_json, runs_table, trend_table, trends
 from perfci.reports.units import format_ratio
 
 Runner = Annotated[str | None, typer.Option(help="Only this runner class.")]
-Pattern = Annotated[list[str] | None, typer.Option("-k", help="Case pattern (as in perfci run). Repeatable.")]
-Fmt = Annotated[OutputFormat, typer.Option("--format")]
 MinEffect = Annotated[float, typer.Option(help="Smallest change worth reporting (0.03 = 3%).")]
 Html = Annotated[
     Path | None, typer.Option(help="Also write an HTML trend report here (table, series charts, change points).")
@@ -97,7 +95,7 @@ def history_prune(
 def trend(
     db: DbOpt = None,
     metric: Annotated[str, typer.Option(help="Metric to follow.")] = LATENCY,
-    runner: Runner = None, k: Pattern = None, min_effect: MinEffect = 0.03, html: Html = None,
+    runner: Runner = None, k: PatternOpt = None, min_effect: MinEffect = 0.03, html: Html = None,
     markdown: Markdown = None, check: Check = None, fmt: TrendFmt = TrendFormat.table, window: Window = TREND_WINDOW,
     since: TrendSince = None,
 ) -> None:  # fmt: skip
@@ -152,9 +150,9 @@ def history_noise(
     db: DbOpt = None,
     metric: Annotated[str, typer.Option(help="Timed metric.")] = LATENCY,
     runner: Runner = None,
-    k: Pattern = None,
+    k: PatternOpt = None,
     min_runs: Annotated[int, typer.Option(min=3, help="Runs since the last change needed for an estimate.")] = MIN_RUNS,
-    fmt: Fmt = OutputFormat.table,
+    fmt: FmtOpt = OutputFormat.table,
 ) -> None:
     """Per case: how much separate runs differ beyond their rounds (the cross-job noise that
     `--history-noise` makes comparisons use), from the runs since the last change point."""
@@ -171,7 +169,7 @@ def history_noise(
 def history_list(
     db: DbOpt = None, runner: Runner = None, branch: Branch = None, since: Since = None, until: Until = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many runs (the newest).")] = None,
-    fmt: Fmt = OutputFormat.table,
+    fmt: FmtOpt = OutputFormat.table,
 ) -> None:  # fmt: skip
     """The stored runs, newest first: start, runner class, branch, commit, run id and the values stored."""
 

@@ -14,7 +14,9 @@ from perfci.options import (
     AB_BUDGET,
     BUILD,
     CASE_TIMEOUT,
+    CPUS,
     DB,
+    DEVICES,
     EXTRA,
     FAIL_ON,
     GPU_MODE,
@@ -71,6 +73,11 @@ DeprecatedBudgetOpt = Annotated[
     float | None, option(ROUND_TIME, "--budget", help="Deprecated name of --round-time", hidden=True)
 ]
 SeedOpt = Annotated[int, option(SEED)]
+CpusOpt = Annotated[str | None, option(CPUS)]
+ABCpusOpt = Annotated[
+    str | None, option(CPUS, help="CPUs both workers of a pair run on, e.g. 2-3 [default: the last --threads]")
+]
+DeviceOpt = Annotated[list[str] | None, option(DEVICES)]
 ThresholdOpt = Annotated[float | None, option(THRESHOLD)]
 JobNoiseOpt = Annotated[float | None, option(JOB_NOISE)]
 FailOnOpt = Annotated[str | None, option(FAIL_ON)]

@@ -33,8 +33,10 @@ from perfci.cli.compare import AllowMissing, LockClocksOpt, print_unsettled_hint
 from perfci.cli.options import (
     DEPRECATED_BUDGET,
     ConfigOpt,
+    CpusOpt,
     DbOpt,
     DeprecatedBudgetOpt,
+    DeviceOpt,
     ExitZeroOpt,
     FailOnOpt,
     FmtOpt,
@@ -60,14 +62,6 @@ from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import run_table, verdict_line
 
 Paths = Annotated[list[Path] | None, typer.Argument(help="Workload files or folders.")]
-DeviceOpt = Annotated[
-    list[str] | None,
-    typer.Option("--device", help="Device to run on (cpu, cuda, cuda:1). Repeatable. Default: the ones present."),
-]
-CpusOpt = Annotated[
-    str | None,
-    typer.Option("--cpus", help="Pin the workers to these CPUs, e.g. 3 or 2-3 or 0,4-7 [default: not pinned]."),
-]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
 MemoryOpt = Annotated[str | None, option(MEMORY_LIMIT)]
 SpeedRefOpt = Annotated[bool | None, option(SPEED_REFERENCE)]
