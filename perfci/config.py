@@ -49,6 +49,13 @@ class Config:
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
     fail_on: str | None = None  # what fails the gate: "regression" (default) or "slower" (also below-threshold)
     threshold: float | None = None  # practical threshold of timed metrics, every case (beats `thresholds`)
+    old_keys: tuple[str, ...] = ()  # older names of keys found in the file (`budget_s`): the CLI says so
+
+    def old_key_notes(self) -> list[str]:
+        """One line per older key name the file uses, with its name now."""
+        keys = by_config_key()
+        return [f"warning: {self.source}: key {k} is deprecated and will be removed in the next release; "
+                f"write {keys[k].config}." for k in self.old_keys]  # fmt: skip
 
 
 def configured_threshold(thresholds: Mapping[str, Mapping[str, float]], case_id: str, metric: str) -> float | None:
@@ -289,4 +296,5 @@ def parse_config(
             hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(keys))}"
             raise w.error((key,), "unknown key.", hint)
         field_name, values[field_name] = _read(w, key, value)
-    return Config(source=source, **values)
+    old = tuple(k for k in data if k != keys[k].config)
+    return Config(source=source, **values, old_keys=old)

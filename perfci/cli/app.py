@@ -252,7 +252,10 @@ def sharded(shard: Shard | None, durations: Path | None) -> Shard | None:
 
 def project_settings(config: Path | None = None) -> Settings:
     """The environment (read here, in the CLI, and nowhere else) and the project's configuration."""
-    return Settings(dict(os.environ), load_project_config(config))
+    cfg = load_project_config(config)
+    for line in cfg.old_key_notes():
+        note(line)
+    return Settings(dict(os.environ), cfg)
 
 
 def progress_bar(

@@ -99,6 +99,8 @@ def plugin_settings(config: pytest.Config) -> PluginSettings:
         if flags[ROUND_TIME.name] is None:
             flags[ROUND_TIME.name] = _flag_value(ROUND_TIME, old)
     cfg = project_config(config.rootpath)
+    for line in cfg.old_key_notes():
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(line.removeprefix("warning: ")), stacklevel=2)
     values: dict[str, Any] = {}
     for o in PLUGIN_OPTIONS:
         configured = getattr(cfg, o.config) if o.config and o.name in FROM_CONFIG else None

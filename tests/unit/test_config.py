@@ -174,3 +174,13 @@ def test_speed_reference_must_be_a_boolean(tmp_path: Path) -> None:
     bad.write_text('speed_reference = "yes"\n')
     with pytest.raises(ConfigError, match="speed_reference: must be true or false"):
         load_config(bad)
+
+
+def test_an_older_key_name_still_reads_and_is_named(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, "perfci.toml", "budget_s = 0.25\nrounds = 3\n"))
+    assert cfg.round_time_s == 0.25 and cfg.old_keys == ("budget_s",)
+    assert cfg.old_key_notes() == [
+        f"warning: {tmp_path / 'perfci.toml'}: key budget_s is deprecated and will be removed in the next release; "
+        "write round_time_s."
+    ]
+    assert load_config(write(tmp_path, "new.toml", "round_time_s = 0.25\n")).old_keys == ()

@@ -47,7 +47,7 @@ def test_the_rounds_default_is_written_once_in_perfci() -> None:
         if pattern.search(line)
     ]
     assert len(found) == 1 and found[0].startswith("perfci/options.py:"), f"write ROUNDS.default, not 5: {found}"
-    assert ROUNDS.default == 5 and InProcessSettings().rounds == ROUNDS.default and MIN_ROUNDS == ROUNDS.low
+    assert ROUNDS.default == 5 and InProcessSettings().rounds == ROUNDS.default and ROUNDS.low == MIN_ROUNDS
 
 
 def test_bounds_are_checked_alike_on_every_path(tmp_path: Path) -> None:
@@ -86,3 +86,10 @@ def test_run_budget_is_a_deprecated_name_of_round_time(tmp_path: Path) -> None:
     assert "--round-time" in helped and "--budget" not in helped
     ab_help = " ".join(CliRunner().invoke(app, ["ab", "--help"], terminal_width=200).output.split())
     assert "Time budget of the whole A/B, seconds [default: 900]" in ab_help and "--round-time" in ab_help
+
+
+def test_the_cli_names_an_older_configuration_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "perfci.toml"
+    cfg.write_text("budget_s = 0.1\n")
+    res = CliRunner().invoke(app, ["list", "--config", str(cfg), "--suite", "nope"])
+    assert "key budget_s is deprecated" in res.output and "write round_time_s" in res.output
