@@ -81,8 +81,9 @@ def test_a_baseline_passed_after_a_space_from_elsewhere_still_compares_every_cas
     # the path after a space: pytest's rootdir moves to the common parent of bench/ and elsewhere/
     compared = pytest_in(
         project, "bench", "--perfci-compare", str(elsewhere / "base" / "results.json"),
-        "--perfci-out", str(elsewhere / "cand"), "--perfci-job-noise", "0.5",
+        "--perfci-out", str(elsewhere / "cand"), "--perfci-job-noise", "0.5", "-v",  # -q -v: the header shows
     )  # fmt: skip
+    assert f"rootdir: {project.parent}" in compared.stdout  # pytest's rootdir did move (the case in point)
     verdicts = rows(elsewhere / "cand" / "comparison.json")
     assert set(verdicts) == ids, compared.stdout
     assert not {"missing", "new"} & set(verdicts.values())
