@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from perfci.ab.bimodal import cap_process_modes
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
 from perfci.ab.looks import device_settled, pairs_to_settle
@@ -360,7 +361,8 @@ def run_ab(
             t0 = clock()
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
             comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
-            only = _to_continue(comparison, decision)
+            comparison, moded = cap_process_modes(comparison, run_a, run_b)  # two speeds by process (ab/bimodal.py)
+            only = [c for c in _to_continue(comparison, decision) if c not in moded]
             extra = next_look_pairs(comparison, decision, paired.next_index, settings.extra)
             analysis += clock() - t0
             if progress is not None:
