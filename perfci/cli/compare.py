@@ -61,6 +61,7 @@ from perfci.cli.options import (
     PairsOpt,
     PathOpt,
     PatternOpt,
+    PytestOpt,
     RoundTimeOpt,
     RunnerOpt,
     SeedOpt,
@@ -226,7 +227,7 @@ def ab_command(
     fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
     allow_missing: AllowMissing = False,
-    container_runtime: ContainerRuntime = "docker",
+    container_runtime: ContainerRuntime = "docker", pytest: PytestOpt = None,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
@@ -241,7 +242,7 @@ def ab_command(
     req = ABRequest(
         base_rev=base_rev,
         head_rev=head_rev,
-        sources=Sources(paths, suites, patterns),
+        sources=Sources(paths, suites, patterns, pytest),
         pairs=pairs,
         extra=extra,
         looks=looks,
@@ -272,7 +273,7 @@ def ab_command(
             "A/B: starting", prefix="A/B ", budget_s=budget, pairs_planned=planned_pairs(pairs, extra, looks)
         )
         with bar, locked_sm_clocks(lock_clocks, note):
-            result = ab(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"))
+            result = ab(settings, sharded_req, settings.env, update, lambda d: writable_folder(d, "--out"), note)
         print_ab(result, fmt)
         return ExitCode.OK if exit_zero else result.exit_code()
 
