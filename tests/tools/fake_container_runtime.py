@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 WITH_VALUE = {"--name", "-v", "--volume", "-e", "--env", "-w", "--workdir", "--gpus", "--device", "--cap-add",
               "--memory", "--ipc", "--shm-size", "--user", "--security-opt"}  # fmt: skip
@@ -43,7 +44,7 @@ def state() -> Path:
     return Path(folder)
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     print(f"fake-runtime: {message}", file=sys.stderr)
     sys.exit(code)
 
@@ -91,7 +92,7 @@ def run(args: list[str]) -> int:
     entry: dict[str, object] = {
         "command": "run", "name": name, "interactive": "-i" in flags, "mounts": values.get("-v", []),
         "gpus": values.get("--gpus", []), "devices": values.get("--device", []), "cap_add": values.get("--cap-add", []),
-        "workdir": (values.get("-w") or [None])[-1], "argv": rest, "stdin_is_pipe": not os.isatty(0),
+        "workdir": (values.get("-w") or [""])[-1], "argv": rest, "stdin_is_pipe": not os.isatty(0),
     }  # fmt: skip
     if "-i" not in flags:
         log({**entry, "refused": "no -i"})
@@ -113,7 +114,9 @@ def run(args: list[str]) -> int:
     if not any(workdir == m or workdir.startswith(m.rstrip("/") + "/") for m in mounted):
         fail(f"working folder {workdir} is not in a mount: the container would not have it", 125)
     env = dict(known[image].get("env", {}))
-    env.update(kv.partition("=")[::2] for kv in values.get("-e", []))  # type: ignore[misc]
+    for kv in values.get("-e", []):
+        key, _, value = kv.partition("=")
+        env[key] = value
     env["PERFCI_FAKE_MOUNTS"] = os.pathsep.join(mounted)
     env["PERFCI_FAKE_CONTAINER"] = name
     try:
@@ -163,7 +166,6 @@ def main(argv: list[str]) -> int:
     if argv[:2] == ["image", "inspect"] and len(argv) == 3:
         return inspect(argv[2])
     fail(f"unsupported command: {' '.join(argv)}", 125)
-    return 125
 
 
 if __name__ == "__main__":
