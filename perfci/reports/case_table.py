@@ -56,6 +56,7 @@ class CaseTable:
     id_header: str = "case"
     drop_order: tuple[str, ...] = ()
     note_around: tuple[str, str] = (" (", ")")  # how the wide layout joins a note to the verdict
+    note_header: str | None = None  # a column of its own after the verdict in the wide layout, named so
 
     def shown(self) -> list[int]:
         """The columns with something in at least one row (the verdict column always)."""
@@ -74,14 +75,18 @@ class CaseTable:
         for j in keep:
             col = self.columns[j]
             table.add_column(col.header, justify="right" if col.justify == "right" else "left", no_wrap=True)
+        if self.note_header is not None:
+            table.add_column(self.note_header, no_wrap=True)
         last = len(self.columns) - 1
         for r in self.rows:
             cells = [
                 r.cells[j]
-                if j != last or r.note is None
+                if j != last or r.note is None or self.note_header is not None
                 else Text.assemble(r.cells[j], self.note_around[0], r.note, self.note_around[1])
                 for j in keep
             ]
+            if self.note_header is not None:
+                cells.append(r.note or Text("-"))
             table.add_row(Text(r.case_id), *cells)
         return table
 
@@ -149,7 +154,8 @@ def compact(table: CaseTable, width: int) -> Group:
             previous = r.case_id
         parts.append(_line((r.cells[j], widths[j], table.columns[j].justify) for j in keep))
         if r.note is not None:
-            parts.append(Padding(r.note, (0, 0, 0, NOTE_INDENT)))
+            note = r.note if table.note_header is None else Text.assemble(f"{table.note_header}: ", r.note)
+            parts.append(Padding(note, (0, 0, 0, NOTE_INDENT)))
     notes = [f"not shown at this width: {', '.join(dropped)} (a wider terminal or --format json)"] if dropped else []
     if table.caption is not None or notes:
         caption = Text("\n".join(notes), style="dim")

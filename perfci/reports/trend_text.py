@@ -11,7 +11,9 @@ from rich.text import Text
 
 from perfci.metrics.definition import WORSE
 from perfci.metrics.registry import default_registry
+from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
+from perfci.reports.trend_counts import headline_counts, move_call, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
@@ -34,15 +36,19 @@ def _severity(t: Trend) -> tuple[int, float, str, str]:
     return (rank, -abs(math.log(last)) if last > 0 else 0.0, t.runner, t.case_id)
 
 
-def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS) -> Table:
+# the last column is the verdict, kept whole (reports/case_table.py)
+TREND_COLUMNS = tuple(Column(h, "right" if h in ("runs", "latest") else "left") for h in
+                      ("runner", "metric", "runs", "latest", "status"))  # fmt: skip
+
+
+def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS) -> CaseTable:
     """The terminal view, bounded for a fleet: the counts and movers in the title, then at most `max_rows` rows,
     worst first (all of them, in runner and case order, when they fit)."""
-    statuses = [t.status() for t in items]
+    n = headline_counts(trend_call(t) for t in items)  # the same counts as the digest's and the page's
     worse, better = movers(items, window)
     title = (
-        f"perfci trend: {len(items)} case(s), {statuses.count('slower')} worse, {statuses.count('faster')} better, "
-        f"{statuses.count('steady')} steady; in the latest {window} runs {len(worse)} regression(s), "
-        f"{len(better)} improvement(s)"
+        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady; "
+        f"in the latest {window} runs {len(worse)} regression(s), {len(better)} improvement(s)"
     )
     shown = items if len(items) <= max_rows else sorted(items, key=_severity)[:max_rows]
     caption = (
@@ -50,22 +56,16 @@ def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int 
         if len(shown) < len(items)
         else None
     )
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    table.add_column("runner")
-    table.add_column("case", overflow="fold")
-    table.add_column("metric")
-    table.add_column("status")
-    table.add_column("runs", justify="right")
-    table.add_column("latest")
-    table.add_column("change points (run, commit: change)")
+    rows = []
     for t in shown:
-        shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts) or "none"
+        shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts)
         status = t.status()
         style = {"slower": "bold red", "faster": "green"}.get(status, "")
-        table.add_row(
-            t.runner, Text(t.case_id), t.metric, Text(status, style=style), str(len(t.points)), _value(t), Text(shifts)
-        )
-    return table
+        cells = (Text(t.runner), Text(t.metric), Text(str(len(t.points))), Text(_value(t)), Text(status, style))
+        rows.append(CaseRow(t.case_id, cells, Text(shifts) if shifts else None))
+    return CaseTable(TREND_COLUMNS, tuple(rows), title=title, caption=Text(caption) if caption else None,
+                     drop_order=("runs", "latest", "metric"),
+                     note_header="change points (run, commit: change)")  # fmt: skip
 
 
 def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
@@ -93,11 +93,10 @@ def trend_markdown(
         ((t, t.shifts[-1]) for t in items if t.status() == "slower"),
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
-    better = sum(1 for t in items if t.status() == "faster")
+    n = headline_counts(trend_call(t) for t in items)
     window = f"in the last {since}" if since else "since their last change point"
     lines = [
-        f"### perfci trend: {len(worse)} worse, {better} better {window}, "
-        f"{len(items) - len(worse) - better} steady ({len(items)} case(s))",
+        f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady ({len(items)} case(s))",
         "",
     ]
     if worse:
@@ -147,10 +146,11 @@ def trend_digest(
     """`perfci trend --format markdown --since 7d`: what moved in the window, per case, in plain words for a lead:
     the change, the run's commit and date, and whether it is confirmed or too recent to call (with how many more
     runs it needs). Strings from the store are code spans; the rows are bounded (`max_rows`, then a count)."""
-    worse, better = (sum(1 for m in moves if m.worse is w) for w in (True, False))
-    early = sum(1 for m in moves if not m.called)
+    n = headline_counts(move_call(m) for m in moves)  # a change too early to call is counted as that, not as worse
+    early = n.uncalled
     lines = [
-        f"### perfci trend, the last {since}: {worse} change(s) for the worse, {better} for the better",
+        f"### perfci trend, the last {since}: {n.worse} change(s) for the worse, {n.better} for the better"
+        + n.uncalled_phrase(),
         "",
         f"{code(metric, 60)}: {steady} case(s) ran in the window without a change"
         + (f"; {quiet} case(s) did not run in it" if quiet else "")
