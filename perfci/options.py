@@ -217,12 +217,20 @@ LOCK_CLOCKS = Option(name="lock_clocks", title="Lock the GPUs' SM clock for the 
                      "[gpu.md](gpu.md))", help="Lock every GPU's SM clock at its base clock for the run and "
                      "restore it afterwards (NVML); refused in one line where the driver does not allow it",
                      kind="bool", flag="--lock-clocks", flags_doc="`--lock-clocks` (`run`, `ab`)", default=False)
+RANK = Option(name="rank", title="How decision tables rank each model's configurations ([reports.md](reports.md))",
+              help="How decision tables rank each model's configurations: 'time' (per item) or 'memory' (peak)",
+              kind="choice", flag="--rank", flags_doc="`--rank time\\|memory` (`run`, `compare`, `report`)",
+              default="time", choices=("time", "memory"))
+MAX_MEMORY = Option(name="max_memory", title="Peak memory above which decision tables leave a configuration out",
+                    help="Leave configurations whose peak memory is above this out of the decision tables' choice, "
+                    "e.g. 2GiB", kind="text", flag="--max-memory", default_text="no limit",
+                    flags_doc="`--max-memory SIZE` (`run`, `compare`, `report`)")
 # fmt: on
 
 OPTIONS: tuple[Option, ...] = (
     RUNNER, DB, MEMORY_LIMIT, PATHS, PYTEST, SUITES, DEVICES, ROUNDS, THREADS, CPUS, SEED, CASE_TIMEOUT, ROUND_TIME,
     SPEED_REFERENCE, GPU_MODE, THRESHOLD, THRESHOLDS, FAIL_ON, JOB_NOISE, HISTORY_NOISE, BUILD, AB_BUDGET, PAIRS,
-    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS,
+    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, RANK, MAX_MEMORY,
 )  # fmt: skip
 
 

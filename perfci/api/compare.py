@@ -20,7 +20,9 @@ from perfci.format.comparison import comparison_to_dict, dump_comparison
 from perfci.format.jsonfile import json_text
 from perfci.format.model import Comparison, RunResult
 from perfci.format.schema import load_results
+from perfci.fractions import check_fraction
 from perfci.metrics.registry import metric_def
+from perfci.reports.decisions import BY_TIME, DecisionView
 
 if TYPE_CHECKING:
     from perfci.compare.history_noise import HistoryNoise
@@ -135,6 +137,7 @@ class Outputs:
     out: Path | None = None
     junit: Path | None = None
     html: Path | None = None
+    decisions: DecisionView = BY_TIME  # --rank, --max-memory of the decision tables
 
 
 def write_outputs(
@@ -150,14 +153,14 @@ def write_outputs(
     written: list[Path] = []
     if outputs.out is not None:
         dump_comparison(comparison, outputs.out / "comparison.json")
-        write_html(outputs.out / "report.html", candidate, comparison, baseline)
+        write_html(outputs.out / "report.html", candidate, comparison, baseline, outputs.decisions)
         write_junit(outputs.out / "junit.xml", comparison)
-        write_markdown(outputs.out / "summary.md", candidate, comparison, baseline)
+        write_markdown(outputs.out / "summary.md", candidate, comparison, baseline, outputs.decisions)
         written += [outputs.out / "comparison.json", outputs.out / "report.html"]
     if outputs.junit is not None:
         write_junit(outputs.junit, comparison)
     if outputs.html is not None:
-        write_html(outputs.html, candidate, comparison, baseline)
+        write_html(outputs.html, candidate, comparison, baseline, outputs.decisions)
     return written
 
 

@@ -16,6 +16,7 @@ from perfci.format.jsonfile import read_bytes
 from perfci.format.model import Comparison, RunResult
 from perfci.format.schema import SCHEMA_NAME as RESULTS_SCHEMA
 from perfci.format.schema import decode_results
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.html import write_html
 from perfci.reports.markdown import render_markdown
 
@@ -88,13 +89,13 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
     return ReportInputs(runs[0], None, None)
 
 
-def render(inputs: ReportInputs, out: Path, markdown: Path | None) -> str | None:
+def render(inputs: ReportInputs, out: Path, markdown: Path | None, decisions: DecisionView = BY_TIME) -> str | None:
     """Write report.html (and the Markdown summary to a file); return the Markdown text when it goes to stdout
     (`markdown` is '-')."""
-    write_html(out, inputs.candidate, inputs.comparison, inputs.baseline)
+    write_html(out, inputs.candidate, inputs.comparison, inputs.baseline, decisions)
     if markdown is None:
         return None
-    text = render_markdown(inputs.candidate, inputs.comparison, inputs.baseline, report=out.name)
+    text = render_markdown(inputs.candidate, inputs.comparison, inputs.baseline, report=out.name, decisions=decisions)
     if str(markdown) == "-":
         return text
     markdown.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from perfci.format.model import CaseSpec, Comparison, RunResult
 from perfci.format.schema import load_results, run_to_dict
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.timing import TimingSettings
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
@@ -67,6 +68,7 @@ class RunRequest:
     fail_on: str | None = None  # --fail-on: regression | slower (None: configuration, then regression)
     resume: bool = False  # --resume: continue the interrupted results.json in `out` (perfci/engine/resume.py)
     allow_missing: bool = False  # --allow-missing: baseline cases not measured pass (compare/coverage.py)
+    decisions: DecisionView = BY_TIME  # --rank, --max-memory of the decision tables (reports/decisions.py)
 
 
 def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
@@ -234,8 +236,8 @@ def finish_run(
             )
         comparison = with_expected(comparison, None)
         dump_comparison(comparison, out_dir / "comparison.json")
-    write_html(out_dir / "report.html", result, comparison, base)
-    write_markdown(out_dir / "summary.md", result, comparison, base)
+    write_html(out_dir / "report.html", result, comparison, base, req.decisions)
+    write_markdown(out_dir / "summary.md", result, comparison, base, req.decisions)
     unsettled = unsettled_cases(comparison, planned.decision) if comparison is not None and not req.confirm else []
     return RunOutcome(result, comparison, base, out_dir, unsettled)
 

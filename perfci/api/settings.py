@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from perfci.api.sizes import parse_size
 from perfci.compare.baselines import check_runner_name
 from perfci.config import Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
@@ -26,6 +27,7 @@ from perfci.options import (
     FAIL_ON,
     GPU_MODE,
     MEMORY_LIMIT,
+    RANK,
     ROUND_TIME,
     ROUNDS,
     RUNNER,
@@ -36,6 +38,7 @@ from perfci.options import (
     resolve,
 )
 from perfci.profilers.fingerprint import runner_name
+from perfci.reports.decisions import DecisionView
 
 T = TypeVar("T")
 
@@ -132,6 +135,11 @@ class Settings:
             return resolve(option, flag, self.env, configured, self.cfg.source)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+
+    def decisions(self, rank: str | None, max_memory: str | None) -> DecisionView:
+        """`--rank` and `--max-memory` of the decision tables (reports/decisions.py)."""
+        limit = float(parse_size(max_memory)) if max_memory is not None else None
+        return DecisionView(str(self.resolve(RANK, rank)), limit)
 
     def rounds(self, flag: int | None) -> int:
         return int(self.resolve(ROUNDS, flag))

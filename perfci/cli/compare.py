@@ -58,10 +58,12 @@ from perfci.cli.options import (
     HistoryNoiseOpt,
     JobNoiseOpt,
     LooksOpt,
+    MaxMemoryOpt,
     PairsOpt,
     PathOpt,
     PatternOpt,
     PytestOpt,
+    RankOpt,
     RoundTimeOpt,
     RunnerOpt,
     SeedOpt,
@@ -77,7 +79,7 @@ from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import LATENCY
 from perfci.options import AB_BUDGET, EXTRA, LOCK_CLOCKS, LOOKS, SEED
 from perfci.profilers.nvml import locked_sm_clocks
-from perfci.reports.decisions import BY_TIME
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:
@@ -143,12 +145,18 @@ def print_unsettled_hint(cases: list[str], remedy: str) -> None:
         )
 
 
-def print_outcome(comparison: Comparison, candidate: RunResult | None, written: list[Path], fmt: OutputFormat) -> None:
+def print_outcome(
+    comparison: Comparison,
+    candidate: RunResult | None,
+    written: list[Path],
+    fmt: OutputFormat,
+    decisions: DecisionView = BY_TIME,
+) -> None:
     if fmt is OutputFormat.json:
         print_json_text(consoles()[0], comparison_json(comparison))  # the document's text, written by orjson
     else:
         emit(fmt, lambda: comparison_document(comparison), lambda: comparison_table(comparison))
-    print_decisions(candidate, BY_TIME, fmt)
+    print_decisions(candidate, decisions, fmt)
     for w in comparison.warnings:
         note(f"warning: {w}")
     note(verdict_line(comparison, candidate))
@@ -186,7 +194,7 @@ def compare(
     metric: Metrics = None, allow_mismatch: AllowMismatch = False, out: Out = None, html: Html = None,
     junit: Junit = None, expected: Expected = None, config: ConfigOpt = None, exit_zero: ExitZeroOpt = False,
     fmt: FmtOpt = OutputFormat.table, store_baseline: StoreBaseline = None, fail_on: FailOnOpt = None,
-    allow_missing: AllowMissing = False,
+    allow_missing: AllowMissing = False, rank: RankOpt = None, max_memory: MaxMemoryOpt = None,
 ) -> None:  # fmt: skip
     """Compare two results files (or one against baselines/<runner>.json, or with --baseline store:main[:N]
     against the latest N runs of main in the history store); exit 1 on a regression."""
@@ -206,8 +214,10 @@ def compare(
     )
 
     def body() -> int:
-        outcome = compare_files(project_settings(config), req)
-        print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt)
+        settings = project_settings(config)
+        view = settings.decisions(rank, max_memory)
+        outcome = compare_files(settings, replace(req, outputs=replace(req.outputs, decisions=view)))
+        print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, view)
         print_unsettled_hint(outcome.unsettled, UNPAIRED_REMEDY)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 

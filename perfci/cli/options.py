@@ -23,9 +23,11 @@ from perfci.options import (
     HISTORY_NOISE,
     JOB_NOISE,
     LOOKS,
+    MAX_MEMORY,
     PAIRS,
     PATHS,
     PYTEST,
+    RANK,
     ROUND_TIME,
     ROUNDS,
     RUNNER,
@@ -123,3 +125,7 @@ def planned_pairs(pairs: int | None, extra: int, looks: int) -> int:
     from perfci.ab.orchestrate import CPU_FIRST_LOOK  # here: the A/B package is imported by `ab` and `ci` only
 
     return (pairs or CPU_FIRST_LOOK) + extra * (looks - 1)
+
+
+RankOpt = Annotated[str | None, option(RANK)]
+MaxMemoryOpt = Annotated[str | None, option(MAX_MEMORY)]

@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 
 from perfci.api.report import check_outputs, load_inputs, render
-from perfci.cli.app import OutputFormat, app, consoles, guard, print_decisions
-from perfci.cli.options import option
+from perfci.cli.app import OutputFormat, app, consoles, guard, print_decisions, project_settings
+from perfci.cli.options import MaxMemoryOpt, RankOpt, option
 from perfci.options import THRESHOLD
-from perfci.reports.decisions import BY_TIME
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
 TABLE_ROWS = 40  # rows of the terminal table; the HTML report has them all
@@ -44,6 +43,8 @@ def report(
         float, option(THRESHOLD, help=f"{THRESHOLD.help}, when comparing two files [default: {REPORT_THRESHOLD:g}]")
     ] = REPORT_THRESHOLD,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
+    rank: RankOpt = None,
+    max_memory: MaxMemoryOpt = None,
 ) -> None:
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""
 
@@ -54,7 +55,8 @@ def report(
         inputs = load_inputs(results, threshold)
         cand, comparison = inputs.candidate, inputs.comparison
         o, err = consoles()
-        text = render(inputs, html, summary)
+        view = project_settings(None).decisions(rank, max_memory)
+        text = render(inputs, html, summary, view)
         if text is not None:
             o.out(text, end="", highlight=False)
         if not quiet and str(summary) != "-":
@@ -62,7 +64,7 @@ def report(
                 o.print(comparison_table(comparison, limit=TABLE_ROWS))
             elif cand is not None:
                 o.print(run_table(cand))
-            print_decisions(cand, BY_TIME, OutputFormat.table)
+            print_decisions(cand, view, OutputFormat.table)
         err.print(verdict_line(comparison, cand), highlight=False, markup=False)
         err.print(f"report: {html}" + (f"\nsummary: {summary}" if str(summary) != "-" else ""))
         return 0

@@ -42,7 +42,9 @@ from perfci.cli.options import (
     FmtOpt,
     GpuModeOpt,
     HistoryNoiseOpt,
+    MaxMemoryOpt,
     PatternOpt,
+    RankOpt,
     RoundsOpt,
     RoundTimeOpt,
     RunnerOpt,
@@ -58,7 +60,7 @@ from perfci.format.model import RunResult
 from perfci.options import MEMORY_LIMIT, SEED, SPEED_REFERENCE
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import locked_sm_clocks
-from perfci.reports.decisions import BY_TIME
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import run_table, verdict_line
 
 Paths = Annotated[list[Path] | None, typer.Argument(help="Workload files or folders.")]
@@ -105,7 +107,7 @@ def run(
     history_noise: HistoryNoiseOpt = None, db: DbOpt = None, exit_zero: ExitZeroOpt = False,
     fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None, gpu_mode: GpuModeOpt = None, fail_on: FailOnOpt = None,
     resume: ResumeOpt = False, durations: DurationsOpt = None, lock_clocks: LockClocksOpt = False,
-    allow_missing: AllowMissing = False,
+    allow_missing: AllowMissing = False, rank: RankOpt = None, max_memory: MaxMemoryOpt = None,
 ) -> None:  # fmt: skip
     """Discover and run workloads, write results.json and report.html, compare with the baseline."""
     if budget is not None:
@@ -121,7 +123,7 @@ def run(
 
     def body() -> int:
         settings = project_settings(config)
-        req = replace(request, shard=sharded(shard, durations))
+        req = replace(request, shard=sharded(shard, durations), decisions=settings.decisions(rank, max_memory))
         planned = plan_run(settings, req)  # the baseline and the store are checked before measuring
         if not (settings.paths(req.paths) or settings.suites(req.suites)):
             note(BUILTIN_DEFAULT_NOTE)
@@ -134,7 +136,7 @@ def run(
         with locked_sm_clocks(lock_clocks, note):
             result = measure_with_progress(planned)
         outcome = finish_run(settings, req, planned, result, settings.env, note)
-        print_run(outcome, fmt)
+        print_run(outcome, fmt, req.decisions)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)
@@ -160,10 +162,10 @@ def measure_with_progress(planned: Planned) -> RunResult:
         raise
 
 
-def print_run(outcome: RunOutcome, fmt: OutputFormat) -> None:
+def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = BY_TIME) -> None:
     result, comparison = outcome.result, outcome.comparison
     emit(fmt, outcome.results_document, lambda: run_table(result))
-    print_decisions(result, BY_TIME, fmt)
+    print_decisions(result, decisions, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)
         print_unsettled_hint(outcome.unsettled, CONFIRM_REMEDY)
