@@ -141,11 +141,24 @@ def compare_outputs(actual: Sequence[Any], reference: Sequence[Any], tolerance: 
 def check_against(
     ctx: Any, actual: Sequence[Any], reference: Sequence[Any], tolerance: Tolerance, reference_name: str, what: str
 ) -> None:
-    """A variant's outputs against the reference's on the same inputs: the tolerance and the worst differences go
-    into the case's notes under "accuracy" (each round's telemetry), where the accuracy metrics read them
-    (`accuracy.rel_l2`, `accuracy.max_abs`, and `accuracy.top1_agree` for logits; metrics/definitions.py), with
-    the bounds the tolerance puts on the first two under "tolerances"; the case's check compares them."""
-    accuracy = compare_outputs(actual, reference, tolerance)
+    """A variant's outputs against the reference's on the same inputs: the figures go into the case's notes
+    (`record_accuracy`), and the case's check compares them."""
+    record_accuracy(ctx, actual, reference, tolerance, reference_name)
+    ctx.check_close(lambda: actual, reference, tolerance, what=what)
+
+
+def record_accuracy(
+    ctx: Any, actual: Sequence[Any], reference: Sequence[Any], tolerance: Tolerance, reference_name: str
+) -> None:
+    """The tolerance and the worst differences of `actual` from `reference` into the case's notes under "accuracy"
+    (each round's telemetry), where the accuracy metrics read them (`accuracy.rel_l2`, `accuracy.max_abs`, and
+    `accuracy.top1_agree` for logits; metrics/definitions.py), with the bounds the tolerance puts on the first two
+    under "tolerances". Outputs that cannot be compared (other counts or shapes) record nothing: the case's check
+    says what is wrong."""
+    try:
+        accuracy = compare_outputs([to_numpy(a) for a in actual], [to_numpy(e) for e in reference], tolerance)
+    except AssertionError:
+        return
     record: dict[str, Any] = {
         "reference": reference_name,
         "tolerance": tolerance_record(tolerance),
@@ -157,4 +170,3 @@ def check_against(
         record["top1_agree"] = accuracy.top1_agree
     ctx.notes[ACCURACY_NOTES] = record
     ctx.notes[TOLERANCES_NOTES] = {ACCURACY_REL_L2: accuracy.rel_l2_bound, ACCURACY_MAX_ABS: accuracy.max_abs_bound}
-    ctx.check_close(lambda: actual, reference, tolerance, what=what)

@@ -1,7 +1,8 @@
 """Set-up shared by the model workloads of the built-in suites: one zoo model, one batch size, one runtime.
 
 The same seeded model and input go through every runtime; the runtime's output is checked against the fp32
-eager output within the runtime's stated tolerance (backends/base.py) before timing. Work per call:
+eager output within the runtime's stated tolerance (backends/base.py), and its figures at set-up become the case's
+`accuracy.*` metrics (workloads/checks.py `record_accuracy`). Work per call:
 - FLOPs: the model's analytic count (zoo.py), the same for every runtime, so FLOP/s compares runtimes;
 - bytes: the compulsory traffic of one forward pass at this runtime's storage precision: parameters as stored
   (int8 weights 1 byte each, ONNX initializers as exported) + the fp32 input + the fp32 output.
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 from perfci.workloads.api import WorkloadContext
 from perfci.workloads.backends import runtime as get_runtime
+from perfci.workloads.checks import record_accuracy
 
 
 def model_workload(
@@ -36,5 +38,7 @@ def model_workload(
     ctx.notes.update(
         {"runtime": runtime, "tolerance": prepared.tolerance.describe(), "torch.threads": torch.get_num_threads()}
     )
+    # the accuracy metrics from one forward pass at set-up; the check compares the output again when it runs
+    record_accuracy(ctx, [prepared.output()], [reference], prepared.tolerance, "torch eager fp32")
     ctx.check_close(prepared.output, reference, prepared.tolerance, what=f"{runtime} output vs torch eager fp32")
     return prepared.call

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
 from perfci.workloads.api import WorkloadContext
 from perfci.workloads.discovery import builtin_source, load_source, workloads_in
 
@@ -52,6 +53,10 @@ def test_each_model_runs_and_matches_eager_on_every_cpu_runtime(model: str) -> N
         ctx.check()  # raises AssertionError beyond the runtime's tolerance
         fn()
         assert ctx.notes["runtime"] == runtime and ctx.notes["tolerance"]
+        # the check's figures at set-up, which become the case's accuracy.* metrics, with the tolerance's bounds
+        accuracy, bounds = ctx.notes["accuracy"], ctx.notes["tolerances"]
+        assert accuracy["reference"] == "torch eager fp32" and set(bounds) == {ACCURACY_REL_L2, ACCURACY_MAX_ABS}
+        assert accuracy["rel_l2"] <= bounds[ACCURACY_REL_L2] and accuracy["max_abs_diff"] <= bounds[ACCURACY_MAX_ABS]
         declared.add(ctx.flops)
         if runtime.startswith("ort"):
             assert ctx.notes["ort.providers"] == ["CPUExecutionProvider"]
@@ -90,6 +95,7 @@ def test_check_catches_a_runtime_that_is_off_by_one_percent(monkeypatch: pytest.
     assert ctx.check is not None
     with pytest.raises(AssertionError, match=r"ort output vs torch eager fp32: .* values off"):
         ctx.check()
+    assert ctx.notes["accuracy"]["rel_l2"] == pytest.approx(0.01, rel=1e-3)  # what the accuracy metric records
 
 
 @pytest.mark.parametrize("model", ["mlp", "cnn", "encoder"])
