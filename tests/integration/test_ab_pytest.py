@@ -1,0 +1,157 @@
+"""`perfci ab --pytest` for real: a temp git repo with two commits of a pytest-benchmark file, the tests collected on
+each side, run once in worker processes and their callables timed in lockstep pairs; and `ab` with nothing named
+(the project's conventional folders, or exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BENCH = """
+import pytest
+
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def test_same(benchmark):
+    assert benchmark(work, 3000) == work(3000)
+
+
+def test_changed(benchmark):
+    benchmark(work, {changed})
+
+
+@pytest.mark.parametrize("n", [2000])
+def test_pedantic(benchmark, n):
+    benchmark.pedantic(work, args=(n,), rounds=3)
+
+
+def test_measured_by_perf(perf):
+    {perf_body}
+
+
+def test_not_a_benchmark():
+    assert True
+"""
+FAST = ("--pairs", "3", "--looks", "1", "--round-time", "0.05")
+WORKLOAD = """
+import perfci
+
+
+@perfci.workload(timing={{"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.03, "min_sample_s": 0.0005}})
+def loop(ctx):
+    def f():
+        s = 0
+        for i in range({k}):
+            s += i
+        return s
+
+    return f
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def perfci(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfci", *args], cwd=repo, capture_output=True, text=True, timeout=300
+    )
+
+
+def new_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "t@t")
+    git(path, "config", "user.name", "t")
+    return path
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> None:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", message)
+
+
+def latency_rows(out: Path) -> dict[str, dict[str, object]]:
+    doc = json.loads((out / "comparison.json").read_text())
+    return {r["case_id"]: r for r in doc["rows"] if r["metric"] in ("latency.median", "error")}
+
+
+def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"bench/test_b.py": BENCH.format(changed=3000, perf_body="perf(lambda: sum(range(2000)))")}, "v1")
+    # the head: one test 3x slower, and the perf test broken (it raises before measuring)
+    head = BENCH.format(changed=9000, perf_body='raise RuntimeError("broken at head")')
+    commit(repo, {"bench/test_b.py": head}, "v2")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
+    assert proc.returncode in (1, 3), proc.stdout + proc.stderr  # a regression, and an error (exit 3 outranks 1)
+    rows = latency_rows(out)
+    ids = "bench/test_b.py::test_{}@cpu"
+    changed, same = rows[ids.format("changed")], rows[ids.format("same")]
+    assert changed["verdict"] == "regression" and 2.0 < changed["ratio"] < 4.5, changed
+    assert changed["method"] == "paired" and changed["n_baseline"] == 3
+    assert same["verdict"] != "regression"
+    assert rows[ids.format("pedantic[2000]")]["ratio"] is not None  # benchmark.pedantic's target timed too
+    broken = rows[ids.format("measured_by_perf")]
+    assert broken["verdict"] == "error" and "broken at head" in broken["note"], broken
+    assert ids.format("not_a_benchmark") not in rows  # no benchmark or perf fixture: not a case
+    assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
+
+
+def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "perf/helpers.py": "X = 1\n", "README.md": "x\n"}, "v1")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=9000)}, "v2")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", *FAST, "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "perf/ (1 workload file)" in proc.stderr  # helpers.py defines no workload: left alone
+    assert latency_rows(out)["wl.loop@cpu"]["verdict"] == "regression"
+
+    empty = new_repo(tmp_path / "empty")
+    commit(empty, {"src/app.py": "X = 1\n"}, "v1")
+    commit(empty, {"src/app.py": "X = 2\n"}, "v2")
+    proc = perfci(empty, "ab", "HEAD~1", "HEAD", *FAST, "--out", str(tmp_path / "out2"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing to measure" in proc.stderr and "--suite default" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_configured_pytest_paths_and_a_missing_one(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "proj")
+    config = '[tool.perfci]\npytest = ["bench"]\n'
+    bench = BENCH.format(changed=3000, perf_body="perf(lambda: sum(range(2000)))")
+    commit(repo, {"pyproject.toml": config, "bench/test_b.py": bench}, "v1")
+    proc = perfci(repo, "ab", "HEAD", "-k", "test_same", *FAST, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(latency_rows(tmp_path / "out")) == {"bench/test_b.py::test_same@cpu"}
+    proc = perfci(repo, "ab", "HEAD", "--pytest", "no_such_folder", *FAST)
+    assert proc.returncode == 2 and "--pytest no_such_folder: no such file or folder" in proc.stderr
+
+
+def test_benchmark_json_with_perfci_out_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "test_b.py").write_text(BENCH.format(changed=3000, perf_body="perf(lambda: 1)"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_b.py", "-p", "no:cacheprovider", "--perfci-out", str(tmp_path / "o"),
+         "--benchmark-json", str(tmp_path / "b.json")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error
+    assert "--benchmark-json cannot be used with --perfci-out/--perfci-compare" in proc.stderr
+    assert not (tmp_path / "o" / "results.json").exists()
