@@ -93,7 +93,10 @@ def test_junit_error_and_skipped(pair: tuple[Path, Path, Path, Path], tmp_path: 
     assert isinstance(cases["t.c[n=8]@cpu"].result[0], junitparser.Error)
     noisy = tmp_path / "noisy.json"
     dump_results(make_run([make_case("a", 1e-3, scale=1.2, noise=0.3)]), noisy)
-    assert runner.invoke(app, ["compare", str(base), str(noisy), "--junit", str(path)]).exit_code == 0
+    # b and c are not in the noisy run: `missing`, which fails the gate unless allowed
+    args = ["compare", str(base), str(noisy), "--junit", str(path)]
+    assert runner.invoke(app, args).exit_code == 1
+    assert runner.invoke(app, [*args, "--allow-missing"]).exit_code == 0
     cases = {c.name: c for suite in junitparser.JUnitXml.fromfile(str(path)) for c in suite}
     assert isinstance(cases["t.a[n=8]@cpu"].result[0], junitparser.Skipped)  # inconclusive
 
