@@ -1,0 +1,77 @@
+"""The project's conventional folders (workloads/conventional.py) and how `ab`/`ci` choose what to measure
+(api/ab.py `choose_sources`): files read as text, nothing imported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfci.api.ab import Chosen, Sources, choose_sources
+from perfci.api.settings import Settings
+from perfci.config import Config
+from perfci.errors import UsageError
+from perfci.workloads.conventional import conventional_sources
+
+WORKLOAD = "import perfci\n\n@perfci.workload\ndef loop(ctx):\n    return lambda: None\n"
+MODEL = "import perfci\nenc = perfci.model_workload(object(), name='enc')\n"
+BENCH_TEST = "def test_sort(\n    benchmark,\n):\n    benchmark(sorted, [3, 1])\n"
+PERF_TEST = "async def test_x(perf):\n    perf(lambda: 1)\n"
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_workload_files_and_pytest_benchmarks_are_found_and_nothing_else(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "perf/wl.py": WORKLOAD,
+        "perf/models/enc.py": MODEL,
+        "perf/helpers.py": "import perfci\nX = 1\n",  # mentions perfci, defines no workload
+        "perf/_private.py": WORKLOAD,
+        "benchmarks/test_sort.py": BENCH_TEST,
+        "benchmarks/run_all.py": "print('benchmark(')\n",  # a script, not a test file
+        "tests/test_unit.py": "def test_a():\n    assert True\n",
+        "tests/test_speed.py": PERF_TEST,
+        "tests/.venv/test_vendored.py": BENCH_TEST,
+        "src/test_elsewhere.py": BENCH_TEST,  # not a conventional folder
+    })  # fmt: skip
+    found = conventional_sources(tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in found.workloads] == ["perf/models/enc.py", "perf/wl.py"]
+    assert [p.relative_to(tmp_path).as_posix() for p in found.pytest] == [
+        "benchmarks/test_sort.py",
+        "tests/test_speed.py",
+    ]
+    assert found.describe(tmp_path) == (
+        "perf/ (2 workload files), benchmarks/ (1 pytest benchmark file), tests/ (1 pytest benchmark file)"
+    )
+
+
+def test_an_empty_project_has_none(tmp_path: Path) -> None:
+    write(tmp_path, {"perf/notes.py": "X = 1\n", "benchmarks/test_plain.py": "def test_a():\n    pass\n"})
+    assert not conventional_sources(tmp_path)
+
+
+def settings(cfg: Config) -> Settings:
+    return Settings({}, cfg)
+
+
+def test_flags_then_configuration_then_the_conventional_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bench").mkdir()
+    named = choose_sources(settings(Config()), Sources(pytest=[Path("bench")]))
+    assert named == Chosen(pytest=(Path("bench"),))
+    configured = choose_sources(
+        settings(Config(source=tmp_path / "pyproject.toml", pytest=(tmp_path / "bench",))), Sources()
+    )
+    assert configured.pytest == (tmp_path / "bench",) and configured.conventional is None
+    suite = choose_sources(settings(Config()), Sources(suites=["default"]))
+    assert suite == Chosen(suites=("default",))
+    nothing = choose_sources(settings(Config()), Sources())
+    assert nothing == Chosen(conventional=tmp_path.resolve())
+    with pytest.raises(UsageError, match="--pytest nope: no such file or folder"):
+        choose_sources(settings(Config()), Sources(pytest=[Path("nope")]))
