@@ -9,10 +9,12 @@ import pytest
 
 from perfci.ab import container_launch
 from perfci.ab.container_launch import LaunchSpec, container_name, forwarded, gpu_flags, kill_args, run_args
-from perfci.ab.containers import find_runtime, flavour_of, mounts, source_folders
+from perfci.ab.containers import device_clock_warnings, find_runtime, flavour_of, mounts, source_folders
 from perfci.ab.environments import Environment, changes_line, environment_changes
 from perfci.engine import worker
 from perfci.errors import UsageError
+from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Direction, Metric, RunResult
+from perfci.metrics.registry import DEVICE_TIME, LATENCY
 
 
 def spec(flavour: str = "docker", gpus: bool = True) -> LaunchSpec:
@@ -113,3 +115,22 @@ def test_image_changes_name_torch_cuda_cudnn_and_ort() -> None:
                        ("torch.cuda", "12.4", "12.6")]  # fmt: skip
     assert "torch 2.5.1 -> 2.6.0" in changes_line(changes)
     assert old.label == "image app:old, Python 3.11.9"
+
+
+def _gpu_case(name: str, with_device_clock: bool) -> CaseResult:
+    spec = CaseSpec(workload=name, params={}, device="cuda")
+    latency = Metric(LATENCY, "s", Direction.LOWER, 1e-3)
+    device = Metric(DEVICE_TIME, "s", Direction.LOWER, 9e-4)
+    return CaseResult.of(spec, CaseStatus.OK, (), (latency, device) if with_device_clock else (latency,))
+
+
+def _run(*cases: CaseResult) -> RunResult:
+    return RunResult(run_id="r", started_at="", finished_at="", fingerprint={}, git=None, settings={}, cases=cases)
+
+
+def test_a_side_without_a_device_clock_says_so() -> None:
+    run = _run(_gpu_case("wl.a", True), _gpu_case("wl.b", False))
+    (said,) = device_clock_warnings(run, "head (image app:new)")
+    assert said.startswith("head (image app:new) has no device clock for 1 CUDA case(s) (wl.b@cuda)")
+    assert "compared on latency only" in said
+    assert device_clock_warnings(_run(_gpu_case("wl.a", True)), "base (image app:old)") == []
