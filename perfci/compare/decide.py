@@ -29,6 +29,7 @@ from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, p
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
 from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, Round, RunResult, Verdict
+from perfci.metrics.definition import GREW
 from perfci.metrics.registry import (
     DEVICE_TIME,
     HOST_OVERHEAD,
@@ -151,7 +152,7 @@ def _tolerance_row(
 ) -> MetricComparison:
     b, c = list(base.values()), list(cand.values())
     verdict = Verdict(tolerance_verdict(b, c, theta, slack, mdef.direction.value == "higher"))
-    if mdef.unit == "B":  # a size does not get slower: it grows
+    if mdef.moves == GREW:  # a size does not get slower: it grows (the definition's words)
         verdict = _SIZE_WORDS.get(verdict, verdict)
     mb, mc = median(b), median(c)
     return MetricComparison(
