@@ -16,6 +16,7 @@ from perfci.metrics import round_medians
 from perfci.metrics.registry import FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.reports.case_rows import ReportInput, device_peaks
 from perfci.reports.sweeps import Sweep, find_sweeps, swept_values
+from perfci.reports.units import relative_threshold
 from perfci.reports.verdicts import sort_rows
 
 MAX_SAMPLES = 32
@@ -107,7 +108,8 @@ def ratios(inp: ReportInput, idx: _Index) -> dict[str, Any] | None:
     if not rows:
         return None
     rows.sort(key=lambda r: r.ratio or 0.0)
-    threshold = next((r.threshold for r in rows if r.threshold is not None), None)
+    # the chart's lines are a relative change: an absolute threshold (accuracy) is not one
+    threshold = next((r.threshold for r in rows if r.threshold is not None and relative_threshold(r.metric)), None)
     return {
         "threshold": threshold,
         "rows": [

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
+from perfci.reports.units import format_threshold
 
 
 def _pct(ratio: float | None) -> str:
@@ -28,7 +29,7 @@ def _pct(ratio: float | None) -> str:
 
 def _line(r: MetricComparison) -> str:
     interval = f" [{_pct(r.ratio_low)} .. {_pct(r.ratio_high)}]" if r.ratio_low is not None else ""
-    threshold = f", threshold {r.threshold * 100:.1f}%" if r.threshold is not None else ""
+    threshold = f", threshold {format_threshold(r.metric, r.threshold, r.unit)}" if r.threshold is not None else ""
     extra = f" ({r.note})" if r.note else ""
     expected = f" [expected: {r.expected}]" if r.expected else ""
     detects = f", detects {r.mdc * 100:.2g}%" if r.mdc is not None else ""

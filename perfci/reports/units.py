@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from perfci.metrics.registry import default_registry
+
 
 def format_seconds(s: float | None) -> str:
     if s is None or not math.isfinite(s):
@@ -35,6 +37,21 @@ def format_value(value: float | None, unit: str) -> str:
     if not unit:  # a pure number (an accuracy figure)
         return f"{value:.3g}"
     return f"{value:.4g} {unit}"
+
+
+def format_threshold(metric: str, theta: float, unit: str) -> str:
+    """A comparison row's practical threshold: a percentage, or a value in the metric's unit where its definition's
+    threshold is absolute (accuracy: "0.005 absolute")."""
+    definition = default_registry().get(metric)
+    if definition is not None and definition.threshold.absolute:
+        return f"{format_value(theta, unit)} absolute"
+    return f"{theta * 100:.1f}%"
+
+
+def relative_threshold(metric: str) -> bool:
+    """Whether a metric's practical threshold is a relative change (every timed metric's, memory's)."""
+    definition = default_registry().get(metric)
+    return definition is None or not definition.threshold.absolute
 
 
 def format_ratio(r: float | None) -> str:

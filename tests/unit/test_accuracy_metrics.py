@@ -27,6 +27,7 @@ from perfci.metrics.registry import (
 )
 from perfci.reports.case_rows import ReportInput
 from perfci.reports.html import render_report
+from perfci.reports.junit import render_junit
 from perfci.reports.markdown import render_markdown
 from perfci.reports.terminal import run_table
 from perfci.store.history import HistoryStore, prepare_run
@@ -123,6 +124,9 @@ def test_an_error_that_grew_by_more_than_a_tenth_of_its_tolerance_is_a_regressio
     comparison = compare_runs(base, make_run([accuracy_case(0.016)]), DecisionSettings())
     (row,) = [r for r in comparison.rows if r.metric == ACCURACY_REL_L2]
     assert row.threshold == pytest.approx(0.005) and row in comparison.failing
+    # the threshold is said in the metric's unit, not as a percentage
+    assert f"{ACCURACY_REL_L2}: regression +60.00%" in render_junit(comparison)
+    assert "threshold 0.005 absolute" in render_junit(comparison)
 
 
 def test_run_tables_show_the_accuracy_with_its_tolerance_and_history_stores_it(tmp_path: Path) -> None:
