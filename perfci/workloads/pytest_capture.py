@@ -7,8 +7,8 @@ callable with the engine's own warm-up, calibration and sampling, like a workloa
 torn down when the test ends, before the callable is timed: a callable that needs a fixture still open (a
 connection) fails, and its case is an `error` row.
 
-Later tests of the same file reuse the module pytest imported for the first (pytest's default import mode
-looks in `sys.modules`), so a worker's second session does not import the file again.
+A worker runs all the measuring tests of a file in one session, when the first of them is wanted, and keeps what
+each handed over for the file's other cases (`FileTests`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import contextlib
 import functools
 import os
 import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,34 +143,77 @@ def _benchmark_class() -> type[CapturingBenchmark]:
 
 
 class _Fixtures:
-    """Registered at configure time, after every entry-point plugin, so these fixtures win."""
+    """Registered at configure time, after every entry-point plugin, so these fixtures win. Each test gets its own
+    recorder (by the part of its node id after the file, which does not depend on pytest's rootdir)."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorders: dict[str, Recorder]) -> None:
+        self.recorders = recorders
+
+    def _recorder(self, request: pytest.FixtureRequest) -> Recorder:
+        return self.recorders.setdefault(test_key(request.node.nodeid), Recorder())
 
     @pytest.fixture
     def benchmark(self, request: pytest.FixtureRequest) -> CapturingBenchmark:
-        return _benchmark_class()(self.recorder, request.node)
+        return _benchmark_class()(self._recorder(request), request.node)
 
     @pytest.fixture
-    def perf(self) -> CapturingPerf:
-        return CapturingPerf(self.recorder)
+    def perf(self, request: pytest.FixtureRequest) -> CapturingPerf:
+        return CapturingPerf(self._recorder(request))
+
+
+def test_key(nodeid: str) -> str:
+    """`test_x[1]` of `bench/test_b.py::test_x[1]`: a test within its file."""
+    return nodeid.partition("::")[2]
 
 
 class _Session:
+    """What one pytest session over a file did: each test's recorder and reports, and collection failures."""
+
     def __init__(self) -> None:
-        self.recorder = Recorder()
-        self.reports: list[Any] = []
+        self.recorders: dict[str, Recorder] = {}
+        self.reports: dict[str, list[Any]] = {}
+        self.collect_errors: list[str] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.pluginmanager.register(_Fixtures(self.recorder), "perfci-ab-fixtures")
+        config.pluginmanager.register(_Fixtures(self.recorders), "perfci-ab-fixtures")
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Only the tests that measure something run."""
+        from perfci.workloads.pytest_cases import MEASURING_FIXTURES
+
+        keep = [i for i in items if any(f in getattr(i, "fixturenames", ()) for f in MEASURING_FIXTURES)]
+        left = [i for i in items if i not in keep]
+        if left:
+            config.hook.pytest_deselected(items=left)
+        items[:] = keep
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        self.reports.append(report)
+        self.reports.setdefault(test_key(report.nodeid), []).append(report)
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            self.reports.append(report)
+            self.collect_errors.append(_last_line(report))
+
+    def outcome(self, key: str) -> Captured | BaseException:
+        """The test's one measured callable, or the exception that makes its case an error (or a skip)."""
+        reports = self.reports.get(key, [])
+        for report in reports:
+            if report.failed:
+                return RuntimeError(f"the test failed ({report.when}): {_last_line(report)}")
+            if report.skipped and report.when in ("setup", "call"):
+                longrepr = report.longrepr
+                reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+                return SkipCase(str(reason).removeprefix("Skipped: "))
+        if not any(r.when == "call" for r in reports):
+            return RuntimeError(f"pytest did not run the test {key!r}")
+        calls = self.recorders[key].calls if key in self.recorders else []
+        if not calls:
+            return RuntimeError("the test passed without calling benchmark(...), benchmark.pedantic(...) or perf(...)")
+        if len(calls) > 1:
+            return RuntimeError(
+                f"the test measured {len(calls)} callables; perfci ab measures one a test: split it into several tests"
+            )
+        return calls[0]
 
 
 @contextlib.contextmanager
@@ -191,27 +235,38 @@ def _last_line(report: Any) -> str:
     return (errors[-1][1:].strip() if errors else lines[-1] if lines else "no message")[:2000]
 
 
-def run_test(path: Path, rest: str) -> Captured:
-    """Run the test `path::rest` once; its one measured callable. Its failure, skip or lack of a measurement is
-    raised (the worker makes it this case's error)."""
-    session = _Session()
-    with quiet_session():
-        pytest.main([f"{path}::{rest}", *SESSION_OPTIONS], plugins=[session])
-    for report in session.reports:
-        if report.failed:
-            when = getattr(report, "when", "collect")
-            raise RuntimeError(f"the test failed ({when}): {_last_line(report)}")
-        if report.skipped and getattr(report, "when", "") in ("setup", "call"):
-            longrepr = report.longrepr
-            reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
-            raise SkipCase(str(reason).removeprefix("Skipped: "))
-    if not any(getattr(r, "when", "") == "call" for r in session.reports):
-        raise RuntimeError(f"pytest found no test {rest!r} in {path}")
-    calls = session.recorder.calls
-    if not calls:
-        raise RuntimeError("the test passed without calling benchmark(...), benchmark.pedantic(...) or perf(...)")
-    if len(calls) > 1:
-        raise RuntimeError(
-            f"the test measured {len(calls)} callables; perfci ab measures one a test: split it into several tests"
-        )
-    return calls[0]
+class FileTests:
+    """The measuring tests of one file, run once in this process, in one pytest session, when the first of them is
+    wanted (a session per test cost 0.2-0.3 s each on the 2-core machine under load); later cases of the file take
+    their callable from it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._session: _Session | None = None
+
+    def callable_of(self, key: str) -> Captured:
+        """The callable the test `key` measured; its failure, skip or lack of a measurement is raised (the worker
+        makes it this case's error)."""
+        if self._session is None:
+            self._session = _Session()
+            with quiet_session():
+                pytest.main([str(self.path), *SESSION_OPTIONS], plugins=[self._session])
+        if self._session.collect_errors:
+            raise RuntimeError(f"pytest could not collect {self.path.name}: {self._session.collect_errors[0]}")
+        found = self._session.outcome(key)
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+
+def file_tests(path: Path) -> FileTests:
+    """This process's `FileTests` of `path`, kept in `sys.modules` as workload files are (workloads/discovery.py
+    `load_source`), so that every case of the file finds the same session."""
+    name = f"perfci_pytest_{abs(hash(str(path.resolve())))}"
+    holder = sys.modules.get(name)
+    if holder is None:
+        holder = types.ModuleType(name)
+        holder.tests = FileTests(path)  # type: ignore[attr-defined]
+        sys.modules[name] = holder
+    tests: FileTests = holder.tests  # type: ignore[attr-defined]
+    return tests

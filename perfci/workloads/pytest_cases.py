@@ -124,9 +124,9 @@ def pytest_workload(source: str, workload_id: str) -> Workload:
     rest = workload_id.split("::", 1)[1]
 
     def setup(ctx: WorkloadContext) -> Any:
-        from perfci.workloads.pytest_capture import run_test
+        from perfci.workloads.pytest_capture import file_tests
 
-        captured = run_test(path, rest)
+        captured = file_tests(path).callable_of(rest)
         ctx.flops, ctx.bytes = captured.flops, captured.nbytes
         ctx.notes["pytest"] = captured.how
         return captured.fn
