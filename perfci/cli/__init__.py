@@ -10,6 +10,7 @@ imports neither the history store (SQLAlchemy) nor the engine or the workloads (
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import MutableMapping, Sequence
@@ -111,11 +112,26 @@ def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
 RECURSION_LIMIT = 4_000
 
 
+# Commands that read results files, decide and end: they run with the cyclic garbage collector off. The model they
+# decode holds no cycles (reference counting frees it), but its hundreds of thousands of objects set off collections
+# that scan them again and again: 0.4 s of the 1.8 s of CPU of a 5,000-case `perfci compare` (docs/scale.md). A
+# process-wide choice, so made here, where the process is started, and not inside a library call.
+COLLECTOR_OFF = ("compare", "report", "merge", "baseline")
+
+
+def collector_off_for(argv: Sequence[str]) -> None:
+    """Turn the cyclic garbage collector off for the commands of COLLECTOR_OFF."""
+    words = [a for a in argv if not a.startswith("-")]
+    if words and words[0] in COLLECTOR_OFF:
+        gc.disable()
+
+
 def entrypoint() -> None:
     """The `perfci` command: interrupts handled from the first moment (cli/exits.py), then the command."""
     with exits.interrupts_handled():
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        collector_off_for(sys.argv[1:])
         load_commands(sys.argv[1:])(args=paths_after_separator(sys.argv[1:]), prog_name="perfci")
 
 

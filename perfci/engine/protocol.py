@@ -171,7 +171,6 @@ AnyMessage = Job | Command | Event
 
 COMMANDS: tuple[type[Sample], type[Finish]] = (Sample, Finish)
 WORKER_EVENTS = (Ready, Start, Idle, Prepared, Sampled, Result, Error, Done)
-MESSAGES: dict[str, type[Message]] = {tag_of(m): m for m in (Job, *COMMANDS, *WORKER_EVENTS, WorkerFailed)}
 _DECODER: msgspec.json.Decoder[AnyMessage] = msgspec.json.Decoder(AnyMessage)  # type: ignore[arg-type]
 
 

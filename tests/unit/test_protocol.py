@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfci.engine.protocol import (
-    MESSAGES,
+    COMMANDS,
+    WORKER_EVENTS,
     Done,
     Error,
     Finish,
@@ -46,6 +47,7 @@ from perfci.format.model import Round, TelemetryKeys
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
+MESSAGES: dict[str, type[Message]] = {tag_of(m): m for m in (Job, *COMMANDS, *WORKER_EVENTS, WorkerFailed)}
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
