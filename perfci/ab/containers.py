@@ -34,7 +34,6 @@ from perfci.errors import UsageError
 from perfci.format.model import CaseStatus, RunResult
 from perfci.metrics.registry import DEVICE_TIME
 
-RUNTIMES = ("docker", "podman")
 INSPECT_TIMEOUT_S = 60.0
 NVIDIA_DEVICE = Path("/dev/nvidiactl")  # present where the host has an NVIDIA driver loaded
 

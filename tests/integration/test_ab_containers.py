@@ -1,7 +1,9 @@
 """`perfci ab --base-image/--head-image` for real, with the stand-in container runtime (tests/tools/
 fake_container_runtime.py: docker's command line, the container's command run as a child in a clean environment,
 stdin only with -i, mounts named in PERFCI_FAKE_MOUNTS, `kill NAME` for real). Its images are this interpreter's
-environment (on the image's PATH); `slow` sets WORK_SCALE=1.2, which the workload reads to do 20% more work.
+environment (on the image's PATH); `slow` sets WORK_SCALE=1.2, which the workload reads to do 20% more work. For
+the fingerprints' differences, two images `old` and `new` put virtual environments first on their PATH that differ
+in a small installed distribution (slowlib 1.0 and 1.1), `new` being `slow` too.
 
 The bar: an image 20% slower is a regression (exit 1) named in the table; the A/A of one image exits 0; every
 worker ran with stdin attached (-i) and the working tree mounted; a missing image or runtime is one clear error
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration.test_ab_environments import install_slowlib, venv
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +69,11 @@ def runtime(tmp_path: Path) -> Path:
     state.mkdir()
     path = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"
     images = {"base": {"env": {"PATH": path}}, "slow": {"env": {"PATH": path, "WORK_SCALE": "1.2"}}}
+    for name, version in (("old", "1.0"), ("new", "1.1")):
+        env = venv(tmp_path / f"venv-{name}")
+        install_slowlib(env, version, 1.0)
+        images[name] = {"env": {"PATH": f"{env / 'bin'}{os.pathsep}{path}"}}
+    images["new"]["env"]["WORK_SCALE"] = "1.2"
     (state / "images.json").write_text(json.dumps(images))
     return state
 
@@ -118,26 +127,28 @@ def worker_runs(state: Path) -> list[dict[str, Any]]:
 
 def test_a_slower_image_is_a_regression(repo: Path, runtime: Path) -> None:
     out = repo / "out"
-    proc = perfci(repo, runtime, ab_args("base", "slow", "-k", "loop", "--out", str(out)))
+    proc = perfci(repo, runtime, ab_args("old", "new", "-k", "loop", "--out", str(out)))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert any(CASE in ln and "latency.median" in ln and "regression" in ln for ln in proc.stdout.splitlines())
-    assert "environments: base image base -> head image slow" in proc.stderr
+    assert "environments: base image old -> head image new" in proc.stderr
+    assert "environments differ (base -> head): slowlib 1.0 -> 1.1" in proc.stderr  # the images' fingerprints
+    assert "slowlib 1.0 -> 1.1" in (out / "summary.md").read_text()
     doc = json.loads((out / "comparison.json").read_text())
     row = next(r for r in doc["rows"] if r["metric"] == "latency.median")
     assert row["case_id"] == CASE and row["verdict"] == "regression" and 1.1 < row["ratio"] < 1.35, row
     envs = doc["settings"]["ab"]["environments"]
-    assert (envs["base"]["image"], envs["head"]["image"]) == ("base", "slow")
-    assert envs["changes"] == []  # same interpreter and libraries in both stand-in images
+    assert (envs["base"]["image"], envs["head"]["image"]) == ("old", "new")
+    assert envs["changes"] == [["slowlib", "1.0", "1.1"]]
     # both images were checked and probed; every worker ran in its image with stdin attached and the tree mounted
-    assert [e["image"] for e in log(runtime) if e["command"] == "image inspect"] == ["base", "slow"]
+    assert [e["image"] for e in log(runtime) if e["command"] == "image inspect"] == ["old", "new"]
     workers = worker_runs(runtime)
-    assert {e["argv"][0] for e in workers} == {"base", "slow"}
+    assert {e["argv"][0] for e in workers} == {"old", "new"}
     assert len(workers) >= 16  # 8 pairs at least
     for e in workers:
         assert e["interactive"] and e["stdin_is_pipe"], e
         assert f"{repo.resolve()}:{repo.resolve()}" in e["mounts"], e
         assert e["workdir"] == str(repo.resolve())
-        assert re.fullmatch(rf"perfci-\d+-{'base' if e['argv'][0] == 'base' else 'head'}-\d+", e["name"]), e
+        assert re.fullmatch(rf"perfci-\d+-{'base' if e['argv'][0] == 'old' else 'head'}-\d+", e["name"]), e
     assert containers_gone(runtime) == []
     assert not list((runtime / "containers").glob("*.pid"))
 
@@ -177,6 +188,16 @@ def test_a_missing_image_is_one_clear_error(repo: Path, runtime: Path) -> None:
     assert "pull nosuch:1.0" in proc.stderr.replace("\n", " ")
     assert "Traceback" not in proc.stderr
     assert worker_runs(runtime) == []
+
+
+def test_images_come_in_pairs(repo: Path, runtime: Path) -> None:
+    args = [sys.executable, "-m", "perfci", "ab", "--base-image", "base", "--container-runtime", str(FAKE)]
+    proc = perfci(repo, runtime, [*args, "--path", "perf"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--base-image and --head-image go together" in proc.stderr
+    both = perfci(repo, runtime, ab_args("base", "slow", "--base-python", sys.executable))
+    assert both.returncode == 2 and "cannot be combined" in both.stderr, both.stderr
+    assert log(runtime) == []
 
 
 def test_a_missing_runtime_is_one_clear_error(repo: Path, runtime: Path) -> None:
