@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from perfci.format.model import CaseResult, CaseStatus, RunResult
-from perfci.metrics.registry import LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2, LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.metrics.rounds import tolerance_of
 from perfci.reports.sweeps import Sweep, find_sweeps
 from perfci.reports.units import format_bytes, format_seconds
 
@@ -130,18 +131,22 @@ def _number(value: object) -> float | None:
 
 
 def accuracy_of(case: CaseResult) -> Accuracy | None:
-    """The accuracy recorded by the workload's check against its reference, or None where it has none."""
+    """The case's accuracy against its reference: its `accuracy.*` metrics and the tolerance its set-up recorded
+    (files written before those metrics: the check's own record in the notes), or None where it has none."""
     acc = _notes(case).get(ACCURACY_NOTE)
-    if not isinstance(acc, Mapping):
+    acc = acc if isinstance(acc, Mapping) else {}
+    rel_l2, max_abs = case.metric(ACCURACY_REL_L2), case.metric(ACCURACY_MAX_ABS)
+    if not acc and rel_l2 is None:
         return None
     tolerance = acc.get("tolerance")
     tolerance = tolerance if isinstance(tolerance, Mapping) else {}
+    limit = tolerance_of(case, ACCURACY_REL_L2)
     return Accuracy(
         reference=str(acc.get("reference", "reference")),
-        rel_l2=_number(acc.get("rel_l2")),
-        max_abs=_number(acc.get("max_abs_diff")),
+        rel_l2=rel_l2.value if rel_l2 is not None else _number(acc.get("rel_l2")),
+        max_abs=max_abs.value if max_abs is not None else _number(acc.get("max_abs_diff")),
         rule=str(tolerance.get("rule", "")),
-        limit=_number(tolerance.get("max_rel_l2")),
+        limit=limit if limit is not None else _number(tolerance.get("max_rel_l2")),
     )
 
 
