@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, replace
 from statistics import geometric_mean
 
+from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.coverage import recorded_scope, require_common, settle_missing
 from perfci.compare.decide import check_comparable
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
@@ -198,6 +199,9 @@ def compare_rolling(
     base: RollingBaseline, candidate: RunResult, settings: DecisionSettings, label: str, allow_mismatch: bool = False
 ) -> tuple[Comparison, RunResult]:
     """Each candidate case and metric against the window's runs; (comparison, the window as a run)."""
+    moved = moved_test_ids(sorted({case_id for case_id, _ in base.points}), [c.id for c in candidate.cases])
+    if moved:  # pytest ids stored before they were relative to the project root (case_ids.py)
+        base = replace(base, points={(moved.get(c, c), m): p for (c, m), p in base.points.items()})
     as_run = base.as_run(candidate)
     check_comparable(as_run, candidate, allow_mismatch)
     stored = {case_id for case_id, _ in base.points}

@@ -228,3 +228,33 @@ def test_a_workload_made_at_module_level_and_never_bound_is_measured(tmp_path: P
         "    return lambda: None\n"
     )
     assert sorted(s.id for s in cases_from_sources([str(path)])) == ["wl.bound@cpu", "wl.unbound@cpu"]
+
+
+def test_a_store_window_with_earlier_pytest_ids_is_compared_case_by_case() -> None:
+    """The rolling baseline from the history store (`--baseline store:main`): runs ingested before the ids were
+    relative to the project root still match, and a stored case the candidate lacks is missing."""
+    from perfci.compare.rolling_baseline import RollingBaseline, StoreBaselineSpec, compare_rolling
+    from perfci.store.records import Point, RunInfo
+
+    cand = make_run([pytest_case("bench/test_b.py::test_a"), pytest_case("bench/test_b.py::test_c")])
+    runs = [
+        RunInfo(f"r{i}", "cpu", "abc", "main", False, "2026-11-30T00:00:00Z", "2026-11-30T00:01:00Z") for i in range(3)
+    ]
+    median = cand.cases[0].metric("latency.median")
+    assert median is not None
+
+    def points(value: float) -> list[Point]:
+        return [Point(r.run_id, "abc", r.started_at, value, None, None, "s") for r in runs]
+
+    window = RollingBaseline(
+        StoreBaselineSpec("main"), "cpu", runs,
+        {("test_b.py::test_a@cpu", "latency.median"): points(median.value),
+         ("test_b.py::test_gone@cpu", "latency.median"): points(median.value)},
+        dict(cand.fingerprint),
+    )  # fmt: skip
+    comparison, _ = compare_rolling(window, cand, DecisionSettings(metrics=("latency.median",)), "cand.json")
+    got = {r.case_id: r.verdict for r in comparison.rows}
+    assert got["bench/test_b.py::test_c@cpu"] is Verdict.NEW
+    assert got["test_b.py::test_gone@cpu"] is Verdict.MISSING
+    assert got["bench/test_b.py::test_a@cpu"] not in (Verdict.NEW, Verdict.MISSING)
+    assert gate(comparison) is ExitCode.REGRESSION  # the missing case
