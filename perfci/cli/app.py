@@ -147,9 +147,9 @@ def guard(fn: Callable[[], int]) -> NoReturn:
 
 def _version(shown: bool) -> None:
     if shown:
-        from perfci import __version__
+        from importlib.metadata import version  # the installed distribution's, as pip knows it
 
-        typer.echo(f"perfci {__version__}")
+        typer.echo(f"perfci {version('perfci')}")
         raise typer.Exit(0)
 
 
