@@ -142,3 +142,35 @@ def test_compare_exit_codes_for_nothing_in_common_and_a_missing_case(tmp_path: P
     expected = tmp_path / "perfci-expected.toml"
     expected.write_text('version = 1\n[[change]]\ncase = "t.beta*"\nremoved = true\nreason = "beta is gone"\n')
     assert perfci("compare", "base.json", "fewer.json", cwd=tmp_path).returncode == 0
+
+
+WORKLOADS = """
+import perfci
+
+
+@perfci.workload()
+def one(ctx):
+    return lambda: sum(range(100))
+
+
+@perfci.workload()
+def two(ctx):
+    return lambda: sum(range(200))
+"""
+
+
+def test_run_against_a_baseline_counts_deselected_cases_left_out_and_removed_ones_missing(tmp_path: Path) -> None:
+    (tmp_path / "wl.py").write_text(WORKLOADS)
+    fast = ["--rounds", "2", "--round-time", "0.02"]
+    assert perfci("run", "wl.py", *fast, "--out", "base", cwd=tmp_path).returncode == 0
+    baseline = ["--baseline", "base/results.json"]
+    deselected = perfci("run", "wl.py", "-k", "one", *fast, *baseline, "--out", "k", cwd=tmp_path)
+    assert deselected.returncode == 0, deselected.stdout + deselected.stderr
+    recorded = json.loads((tmp_path / "k" / "results.json").read_text("utf-8"))["settings"]["left_out"]
+    assert recorded == {"wl.two@cpu": "deselected: -k or --suite"}
+    (tmp_path / "wl.py").write_text(WORKLOADS.replace("@perfci.workload()\ndef two", "def two"))
+    removed = perfci("run", "wl.py", *fast, *baseline, "--out", "gone", cwd=tmp_path)
+    assert removed.returncode == 1, removed.stdout + removed.stderr
+    assert rows(tmp_path / "gone" / "comparison.json")["wl.two@cpu"] == "missing"
+    allowed = perfci("run", "wl.py", *fast, *baseline, "--out", "allowed", "--allow-missing", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
