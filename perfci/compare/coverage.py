@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from perfci.compare.case_ids import SEPARATOR
 from perfci.errors import UsageError
-from perfci.format.model import CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.format.model import Comparison, MetricComparison, RunResult, Verdict
 
 LEFT_OUT_KEY = "left_out"  # results settings: {case id or pytest test id: why it was left out on purpose}
 SHARD_KEY = "shard"  # results settings of a sharded run: "I/N" (perfci/api/shards.py)
@@ -114,8 +114,3 @@ def allow_missing(comparison: Comparison, reason: str = ALLOWED) -> Comparison:
         replace(r, expected=reason) if r.verdict is Verdict.MISSING and not r.expected else r for r in comparison.rows
     )
     return replace(comparison, rows=rows)
-
-
-def skipped(run: RunResult) -> dict[str, str]:
-    """Case id -> reason for the run's skipped cases."""
-    return {c.id: c.errors[0].message if c.errors else "skipped" for c in run.cases if c.status is CaseStatus.SKIPPED}
