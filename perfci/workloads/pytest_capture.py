@@ -229,6 +229,10 @@ def quiet_session() -> Iterator[None]:
 
 
 def _last_line(report: Any) -> str:
+    """Where and how a test failed: `test_b.py:31: AssertionError` (the crash pytest reports), else the last line."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if crash is not None:
+        return f"{Path(str(crash.path)).name}:{crash.lineno}: {str(crash.message).strip()[:2000]}"
     text = str(getattr(report, "longreprtext", "") or "").strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("E ")]

@@ -5,6 +5,7 @@ each side, run once in worker processes and their callables timed in lockstep pa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,21 @@ def test_benchmark_json_with_perfci_out_is_refused_in_one_line(tmp_path: Path) -
     assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error
     assert "--benchmark-json cannot be used with --perfci-out/--perfci-compare" in proc.stderr
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "proj")
+    body = "perf(lambda: sum(range(2000)))"
+    commit(repo, {"benchmarks/test_b.py": BENCH.format(changed=3000, perf_body=body)}, "v1")
+    commit(repo, {"benchmarks/test_b.py": BENCH.format(changed=9000, perf_body=body)}, "v2")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "ci", "--base", "HEAD~1", *FAST, "--out", str(out), "-k", "test_changed"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "benchmarks/ (1 pytest benchmark file)" in proc.stderr
+    rows = latency_rows(out)
+    assert set(rows) == {"benchmarks/test_b.py::test_changed@cpu"}
+    assert rows["benchmarks/test_b.py::test_changed@cpu"]["verdict"] == "regression"
