@@ -1,7 +1,7 @@
 """Matching case ids that name one pytest test by different paths.
 
 A pytest test's case id starts with its file's path (`bench/test_b.py::test_x[n=1]@cpu`). perfci now writes
-that path relative to the project root (perfci/pytest_plugin/ids.py); files written before were relative to
+that path relative to the project root (perfci/workloads/pytest_ids.py); files written before were relative to
 pytest's rootdir, which moved with the command line (`test_b.py::...`, `x/bench/test_b.py::...`). A results
 file does not record the rootdir it was written under, so no migration of the file alone can rewrite its ids;
 the comparison matches them instead: a baseline case with no candidate of its id is matched to the one

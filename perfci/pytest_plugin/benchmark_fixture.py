@@ -1,7 +1,8 @@
 """pytest-benchmark's `benchmark` fixture, served by perfci under `--perfci-out` / `--perfci-compare`.
 
 Tests written for pytest-benchmark run unchanged and become perfci cases (id: the test's id, with its
-parameters, `@cpu`; the test's id is its node id with the file relative to the project root, ids.py):
+parameters, `@cpu`; the test's id is its node id with the file relative to the project root,
+workloads/pytest_ids.py):
 
 - `benchmark(fn, *args, **kwargs)`: measured like `perf(fn)` (warm-up, calibrated iterations, several rounds);
   returns what `fn` returns, as pytest-benchmark does.

@@ -2,7 +2,8 @@
 
 - `perf` fixture: `def test_x(perf): perf(fn)` measures `fn` in-process (measure.py) and records a case whose
   id is the test's id (`<test id>@cpu`; with `name=`, `<test id>::<name>@cpu`): its node id, but with the file's
-  path relative to the project root rather than pytest's rootdir, which moves with the command line (ids.py).
+  path relative to the project root rather than pytest's rootdir, which moves with the command line
+  (workloads/pytest_ids.py).
 - `--perfci-out DIR`: DIR/results.json, a perfci results file (`perfci compare`, `perfci report` read it).
 - `--perfci-compare BASELINE`: compares with a results file through `perfci.api.compare` (the rule, thresholds,
   expected changes and files of `perfci compare`); a regression makes the session exit 1, and the verdict table
@@ -68,7 +69,7 @@ class PerfciSession:
     fail_on: str | None
     disabled: bool
     rootpath: Path
-    root: Path  # the project root the case ids are relative to (ids.py)
+    root: Path  # the project root the case ids are relative to (workloads/pytest_ids.py)
     allow_missing: bool = False
     left_out: dict[str, str] = field(default_factory=dict)  # test id -> deselected | skipped: why (not missing)
     started_at: str = ""
@@ -77,6 +78,11 @@ class PerfciSession:
     measured: RunResult | None = None  # what was written or compared, for the terminal table
     outcome: CompareOutcome | None = None
     error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether this session writes or compares results (else the plugin stays out of the way)."""
+        return not self.disabled and (self.out is not None or self.baseline is not None)
 
     def record(self, case: CaseResult) -> None:
         if any(c.id == case.id for c in self.cases):
@@ -155,7 +161,8 @@ SESSION_KEY = pytest.StashKey[PerfciSession]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from perfci.pytest_plugin.ids import project_root
+    from perfci.workloads.pytest_ids import project_root
+
     shared = plugin_settings(config)  # refused now, not after every test has run
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     baseline = Path(base).resolve() if base else None
@@ -279,8 +286,8 @@ def perf(request: pytest.FixtureRequest) -> Perf:
 
 
 def node_test_id(state: PerfciSession, node: Any) -> str:
-    """The test's id in case ids: its node id, with the file relative to the project root (ids.py)."""
-    from perfci.pytest_plugin.ids import stable_test_id
+    """The test's id in case ids: its node id, with the file relative to the project root (workloads/pytest_ids.py)."""
+    from perfci.workloads.pytest_ids import stable_test_id
 
     return stable_test_id(Path(node.path), node.nodeid, state.root)
 
@@ -302,7 +309,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
     """Deselected tests (`-k`, `-m`) are left out on purpose: their baseline cases are not missing."""
     for item in items:
         state = item.config.stash.get(SESSION_KEY, None)
-        if state is not None:
+        if state is not None and state.active:
             state.left_out[node_test_id(state, item)] = "deselected"
 
 
@@ -312,7 +319,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     state = item.config.stash.get(SESSION_KEY, None)
-    if state is not None and report.skipped and report.when in ("setup", "call"):
+    if state is not None and state.active and report.skipped and report.when in ("setup", "call"):
         longrepr = report.longrepr
         why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
         state.left_out[node_test_id(state, item)] = f"skipped: {why.removeprefix('Skipped: ')}"

@@ -14,7 +14,6 @@ perfci's `perf` fixture is one case, measured in worker processes like a workloa
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,11 @@ from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
 from perfci.workloads.api import Workload, WorkloadContext
 from perfci.workloads.discovery import PYTEST_PREFIX
+from perfci.workloads.pytest_ids import project_root, stable_test_id
 
 PYTEST_SUITE = "pytest"
 MEASURING_FIXTURES = ("benchmark", "perf")
 GROUP_TAG = "group:"
-ROOT_MARKERS = ("pyproject.toml", "perfci.toml", ".git")
 
 
 def is_pytest_source(source: str) -> bool:
@@ -40,25 +39,6 @@ def pytest_source(path: Path) -> str:
 
 def source_path(source: str) -> Path:
     return Path(source[len(PYTEST_PREFIX) :])
-
-
-def project_root(start: Path) -> Path:
-    """The folder case ids are relative to: the closest folder at or above `start` (the folder the command runs
-    in) with a pyproject.toml, a perfci.toml or a .git, else `start`: the pytest plugin's rule, so a test has one
-    id in an A/B and in a pytest session."""
-    here = start.resolve()
-    for folder in (here, *here.parents):
-        if any((folder / marker).exists() for marker in ROOT_MARKERS):
-            return folder
-    return here
-
-
-def project_nodeid(path: Path, nodeid: str, root: Path) -> str:
-    """`<file relative to root>::<the rest of pytest's node id>` (pytest's node id is relative to its rootdir,
-    which moves with the command line; only the part after the file is kept)."""
-    _, sep, rest = nodeid.partition("::")
-    rel = Path(os.path.relpath(path.resolve(), root)).as_posix()
-    return f"{rel}{sep}{rest}" if sep else rel
 
 
 @dataclass
@@ -105,7 +85,7 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
     root = project_root(Path.cwd())
     return [
         CaseSpec(
-            workload=project_nodeid(file, nodeid, root),
+            workload=stable_test_id(file, nodeid, root),
             params={},
             device="cpu",
             source=pytest_source(file.resolve()),

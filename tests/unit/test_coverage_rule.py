@@ -1,6 +1,7 @@
 """Nothing compared is never a pass (compare/coverage.py): missing cases fail unless left out on purpose, allowed
 or declared removed; no case in common is a usage error; pytest ids written under another rootdir still match
-(compare/case_ids.py); ids relative to the project root (pytest_plugin/ids.py); unbound workloads are measured."""
+(compare/case_ids.py); ids relative to the project root (workloads/pytest_ids.py); unbound workloads are
+measured."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import DecisionSettings
 from perfci.errors import ConfigError, UsageError
 from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, Comparison, RunResult, Verdict
-from perfci.pytest_plugin.ids import project_root, stable_test_id
 from perfci.workloads.discovery import cases_from_sources
+from perfci.workloads.pytest_ids import project_root, stable_test_id
 from tests.conftest import make_case, make_run
 from tests.formats import with_spec
 

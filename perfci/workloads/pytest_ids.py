@@ -7,6 +7,8 @@ instead: the closest folder at or above the directory pytest was started from th
 `perfci.toml` or a `.git` (the git top level), else that directory itself. The rest of the id (class, test name,
 parameters) is pytest's.
 
+One rule for the pytest plugin's cases (pytest_plugin/plugin.py) and the A/B's pytest cases (pytest_cases.py),
+so a test has one id in both. Standard library only: the plugin is imported by every pytest session.
 Ids written by earlier versions (relative to the rootdir) still match these: perfci/compare/case_ids.py.
 """
 
