@@ -1,6 +1,6 @@
-"""One pytest test run in this process, keeping the callable it measures (`perfci ab --pytest`, in the worker).
+"""pytest tests run in this process, keeping the callable each measures (`perfci ab --pytest`, in the worker).
 
-The test runs once, in a pytest session of its own, with its `benchmark` and `perf` fixtures replaced by
+Each test runs once, with its `benchmark` and `perf` fixtures replaced by
 recorders: `benchmark(fn, *args)`, `benchmark.pedantic(target, ...)` and `perf(fn)` call what they are given
 once (the test gets its value, as pytest-benchmark returns it) and keep it. The worker then times the kept
 callable with the engine's own warm-up, calibration and sampling, like a workload's. The test's fixtures are
