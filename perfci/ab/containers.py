@@ -124,6 +124,12 @@ class ImageSettings:
     python: str = "python3"  # the interpreter on the image's PATH
 
 
+def image_settings(base: str | None, head: str | None, runtime: str) -> ImageSettings | None:
+    """What `--base-image`, `--head-image` and `--container-runtime` ask for: None when neither image is named (one
+    image alone is refused by the API, which checks the pair)."""
+    return None if base is None and head is None else ImageSettings(base or "", head or "", runtime)
+
+
 def source_folders(sources: Iterable[str]) -> list[Path]:
     """The folders of workload sources given as absolute paths (one outside the working tree must be mounted
     too); built-in suites and other source kinds name no folder of their own."""

@@ -241,14 +241,9 @@ def ab_command(
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade), or both at once."""
-    from perfci.ab.containers import ImageSettings
+    from perfci.ab.containers import image_settings
     from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
 
-    images = (
-        None
-        if base_image is None and head_image is None
-        else ImageSettings(base_image or "", head_image or "", container_runtime)
-    )
     req = ABRequest(
         base_rev=base_rev,
         head_rev=head_rev,
@@ -271,7 +266,7 @@ def ab_command(
         gpu_mode=gpu_mode,
         base_python=base_python,
         head_python=head_python,
-        images=images,
+        images=image_settings(base_image, head_image, container_runtime),
         resume=resume,
         allow_missing=allow_missing,
     )
