@@ -14,6 +14,7 @@ perfci's `perf` fixture is one case, measured in worker processes like a workloa
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,26 @@ def source_path(source: str) -> Path:
 
 @dataclass
 class _Collector:
-    """Keeps the collected items that request a measuring fixture, and the collection errors."""
+    """Keeps the collected items that request a measuring fixture, the test files pytest could not collect, and
+    the other collection errors."""
 
     items: list[tuple[Path, str, tuple[str, ...]]] = field(default_factory=list)
+    broken: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    rootpath: Path = Path()
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.rootpath = Path(session.config.rootpath)
 
     def pytest_collectreport(self, report: Any) -> None:
-        if report.failed:
-            text = str(getattr(report, "longreprtext", "") or "").strip().splitlines()
-            self.errors.append(f"{report.nodeid or 'collection'}: {text[-1] if text else 'error'}")
+        if not report.failed:
+            return
+        file = self.rootpath / report.nodeid.split("::", 1)[0] if report.nodeid else None
+        if file is not None and file.is_file() and "::" not in report.nodeid:
+            self.broken.append(file)
+            return
+        text = str(getattr(report, "longreprtext", "") or "").strip().splitlines()
+        self.errors.append(f"{report.nodeid or 'collection'}: {text[-1] if text else 'error'}")
 
     def pytest_collection_finish(self, session: Any) -> None:
         for item in session.items:
@@ -80,8 +92,11 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
             f"{path}: pytest could not collect the tests: {collector.errors[0]}",
             hint="run `pytest --collect-only` on it to see the whole error",
         )
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+    stopped = code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if stopped and not collector.broken:
         raise WorkloadDefinitionError(f"{path}: pytest stopped collecting the tests (exit code {int(code)}).")
+    # a file that does not import at this revision: its tests, read from its text, are cases that fail (`error`)
+    collector.items += [(f, f"{f.name}::{test}", ()) for f in collector.broken for test in measuring_tests_in(f)]
     root = project_root(Path.cwd())
     return [
         CaseSpec(
@@ -94,6 +109,31 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
         )
         for file, nodeid, tags in collector.items
     ]
+
+
+def measuring_tests_in(path: Path) -> list[str]:
+    """The measuring tests of a file pytest cannot collect, read from its syntax: `test_x` and `TestGroup::test_y`
+    that take a `benchmark` or `perf` argument (parametrised tests cannot be named so and are left out); none when
+    the file cannot be parsed."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+
+    def measuring(nodes: list[ast.stmt]) -> list[str]:
+        functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        tests = [f for f in functions if f.name.startswith("test")]
+        return [
+            t.name
+            for t in tests
+            if not any("parametrize" in ast.unparse(d) for d in t.decorator_list)
+            and any(a.arg in MEASURING_FIXTURES for a in t.args.args)
+        ]
+
+    found = measuring(tree.body)
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.startswith("Test")):
+        found += [f"{cls.name}::{name}" for name in measuring(cls.body)]
+    return found
 
 
 def pytest_workload(source: str, workload_id: str) -> Workload:

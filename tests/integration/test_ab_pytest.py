@@ -95,10 +95,12 @@ def latency_rows(out: Path) -> dict[str, dict[str, object]]:
 
 def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
-    commit(repo, {"bench/test_b.py": BENCH.format(changed=3000, perf_body="perf(lambda: sum(range(2000)))")}, "v1")
-    # the head: one test 3x slower, and the perf test broken (it raises before measuring)
+    other = "def test_other(benchmark):\n    benchmark(sorted, [3, 1, 2])\n"
+    base = BENCH.format(changed=3000, perf_body="perf(lambda: sum(range(2000)))")
+    commit(repo, {"bench/test_b.py": base, "bench/test_other.py": other}, "v1")
+    # the head: one test 3x slower, the perf test broken (it raises before measuring), a file that does not import
     head = BENCH.format(changed=9000, perf_body='raise RuntimeError("broken at head")')
-    commit(repo, {"bench/test_b.py": head}, "v2")
+    commit(repo, {"bench/test_b.py": head, "bench/test_other.py": "import no_such_module\n" + other}, "v2")
     out = tmp_path / "out"
     proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
     assert proc.returncode in (1, 3), proc.stdout + proc.stderr  # a regression, and an error (exit 3 outranks 1)
@@ -112,6 +114,8 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     broken = rows[ids.format("measured_by_perf")]
     assert broken["verdict"] == "error" and "broken at head" in broken["note"], broken
     assert ids.format("not_a_benchmark") not in rows  # no benchmark or perf fixture: not a case
+    unimportable = rows["bench/test_other.py::test_other@cpu"]  # its test read from the file's text
+    assert unimportable["verdict"] == "error" and "no_such_module" in unimportable["note"], unimportable
     assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
 
 
