@@ -75,3 +75,19 @@ def test_flags_then_configuration_then_the_conventional_folders(
     assert nothing == Chosen(conventional=tmp_path.resolve())
     with pytest.raises(UsageError, match="--pytest nope: no such file or folder"):
         choose_sources(settings(Config()), Sources(pytest=[Path("nope")]))
+
+
+def test_a_file_pytest_cannot_import_still_names_its_measuring_tests(tmp_path: Path) -> None:
+    from perfci.workloads.pytest_cases import measuring_tests_in
+
+    source = (
+        "import pytest\nfrom nowhere import thing\n\n"
+        "def test_x(benchmark):\n    benchmark(thing)\n\n"
+        "async def test_async(perf):\n    perf(thing)\n\n"
+        "@pytest.mark.parametrize('n', [1, 2])\ndef test_p(benchmark, n):\n    benchmark(thing, n)\n\n"
+        "def test_plain():\n    pass\n\n"
+        "class TestGroup:\n    def test_y(self, perf):\n        perf(thing)\n"
+    )
+    write(tmp_path, {"test_bad.py": source, "test_syntax.py": "def test_x(benchmark:\n"})
+    assert measuring_tests_in(tmp_path / "test_bad.py") == ["test_x", "test_async", "TestGroup::test_y"]
+    assert measuring_tests_in(tmp_path / "test_syntax.py") == []
