@@ -217,6 +217,11 @@ LOCK_CLOCKS = Option(name="lock_clocks", title="Lock the GPUs' SM clock for the 
                      "[gpu.md](gpu.md))", help="Lock every GPU's SM clock at its base clock for the run and "
                      "restore it afterwards (NVML); refused in one line where the driver does not allow it",
                      kind="bool", flag="--lock-clocks", flags_doc="`--lock-clocks` (`run`, `ab`)", default=False)
+ALLOW_MISSING = Option(name="allow_missing", title="Baseline cases with no candidate pass ([compare.md](compare.md))",
+                       help="Let baseline cases with no candidate pass (by default each is a failing `missing` row; "
+                       "cases left out on purpose, deselected, skipped or in another shard, are never missing)",
+                       kind="bool", flag="--allow-missing", default=False, plugin_flag="--perfci-allow-missing",
+                       flags_doc="`--allow-missing` (`compare`, `run`, `ab`, `ci`, `merge`), `--perfci-allow-missing`")
 RANK = Option(name="rank", title="How decision tables rank each model's configurations ([reports.md](reports.md))",
               help="How decision tables rank each model's configurations: 'time' (per item) or 'memory' (peak)",
               kind="choice", flag="--rank", flags_doc="`--rank time\\|memory` (`run`, `compare`, `report`)",
@@ -230,7 +235,7 @@ MAX_MEMORY = Option(name="max_memory", title="Peak memory above which decision t
 OPTIONS: tuple[Option, ...] = (
     RUNNER, DB, MEMORY_LIMIT, PATHS, PYTEST, SUITES, DEVICES, ROUNDS, THREADS, CPUS, SEED, CASE_TIMEOUT, ROUND_TIME,
     SPEED_REFERENCE, GPU_MODE, THRESHOLD, THRESHOLDS, FAIL_ON, JOB_NOISE, HISTORY_NOISE, BUILD, AB_BUDGET, PAIRS,
-    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, RANK, MAX_MEMORY,
+    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, ALLOW_MISSING, RANK, MAX_MEMORY,
 )  # fmt: skip
 
 

@@ -77,7 +77,7 @@ from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import LATENCY
-from perfci.options import AB_BUDGET, EXTRA, LOCK_CLOCKS, LOOKS, SEED
+from perfci.options import AB_BUDGET, ALLOW_MISSING, EXTRA, LOCK_CLOCKS, LOOKS, SEED
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
@@ -104,14 +104,7 @@ Html = Annotated[Path | None, typer.Option(help="Also write an HTML report here.
 Junit = Annotated[Path | None, typer.Option(help="Write JUnit XML here.")]
 Expected = Annotated[Path | None, typer.Option(help=f"Expected-changes file (default ./{EXPECTED_FILE}).")]
 AllowMismatch = Annotated[bool, typer.Option(help="Compare runs from different hardware anyway.")]
-AllowMissing = Annotated[
-    bool,
-    typer.Option(
-        "--allow-missing",
-        help="Let baseline cases with no candidate pass (by default each is a failing `missing` row; cases left "
-        "out on purpose, deselected, skipped or in another shard, are never missing).",
-    ),
-]
+AllowMissing = Annotated[bool, typer.Option("--allow-missing", help=ALLOW_MISSING.help_text())]
 BaseRev = Annotated[
     str | None, typer.Argument(help="Base revision (commit, branch, tag); optional with --base/--head-python.")
 ]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from perfci.options import ALLOW_MISSING
 from perfci.pytest_plugin.flags import add_options, plugin_settings
 
 if TYPE_CHECKING:
@@ -49,12 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add_options(group)  # rounds, round time, threads, threshold, job noise, fail-on: the options table's (flags.py)
     group.addoption("--perfci-disable", action="store_true", help="call each function once, measure nothing")
-    group.addoption(
-        "--perfci-allow-missing",
-        action="store_true",
-        help="with --perfci-compare: baseline cases with no measurement here pass (by default they fail the session; "
-        "deselected and skipped tests are never counted missing)",
-    )
+    assert ALLOW_MISSING.plugin_flag is not None
+    group.addoption(ALLOW_MISSING.plugin_flag, action="store_true", help=f"with --perfci-compare: {ALLOW_MISSING.help}")
 
 
 @dataclass
