@@ -30,10 +30,13 @@ from perfci.workloads.api import SkipCase
 # pytest's own options for a session run inside perfci: the project's `addopts` (`-n auto`, `--benchmark-*`) and
 # $PYTEST_ADDOPTS are left out; nothing is written into the checkout (the cache); asserts are not rewritten and
 # hypothesis's plugin is not loaded (on this 2-core machine they took a session's start from 0.2 s to 1.3 s; a test
-# using hypothesis's `@given` runs without the plugin)
+# using hypothesis's `@given` runs without the plugin); perfci's own plugin is not loaded either (its `perf` is
+# replaced here, and it would read the project's configuration for nothing)
 SESSION_OPTIONS = (
-    "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain", "-o", "addopts=",
+    "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:perfci",
+    "--assert=plain", "-o", "addopts=",
 )  # fmt: skip
+EXIT_WORDS = {2: "interrupted", 3: "an internal error", 4: "a usage error"}
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,7 @@ class FileTests:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._session: _Session | None = None
+        self._code = 0
 
     def callable_of(self, key: str) -> Captured:
         """The callable the test `key` measured; its failure, skip or lack of a measurement is raised (the worker
@@ -254,10 +258,15 @@ class FileTests:
         if self._session is None:
             self._session = _Session()
             with quiet_session():
-                pytest.main([str(self.path), *SESSION_OPTIONS], plugins=[self._session])
+                self._code = int(pytest.main([str(self.path), *SESSION_OPTIONS], plugins=[self._session]))
         if self._session.collect_errors:
             raise RuntimeError(f"pytest could not collect {self.path.name}: {self._session.collect_errors[0]}")
         found = self._session.outcome(key)
+        if key not in self._session.reports and self._code in EXIT_WORDS:
+            raise RuntimeError(
+                f"pytest stopped with {EXIT_WORDS[self._code]} (exit code {self._code}) before running the test; "
+                f"run pytest on {self.path.name} to see why"
+            )
         if isinstance(found, BaseException):
             raise found
         return found
