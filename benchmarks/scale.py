@@ -1,4 +1,4 @@
-"""Speed at scale (issue #21): compare, report and baseline-update times of the real CLI at 500, 5,000 and 20,000
+"""Speed at scale: compare, report and baseline-update times of the real CLI at 500, 5,000 and 20,000
 cases, and the time the 5,000-case HTML report takes to open in headless Chromium.
 
     python benchmarks/scale.py [--sizes 500,5000,20000] [--repeats 3] [--rounds 5] [--samples 10-30]
