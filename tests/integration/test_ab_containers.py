@@ -218,22 +218,51 @@ def test_a_timed_out_worker_leaves_no_container(repo: Path, runtime: Path) -> No
     assert killed and killed <= {e["name"] for e in worker_runs(runtime)}
 
 
-def test_ctrl_c_leaves_no_container(repo: Path, runtime: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_an_interrupted_or_killed_ab_leaves_no_container(repo: Path, runtime: Path, sig: signal.Signals) -> None:
+    """Ctrl-C: perfci stops its workers (the supervisor's kill path); SIGKILL: perfci can do nothing, the kernel
+    kills each launcher (parent-death signal) and its watchdog kills the container."""
     env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(runtime)}
     proc = subprocess.Popen(
         ab_args("base", "base", "-k", "hang", "--pairs", "2", "--looks", "1"),
         cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # both images probed (torch imported in each) on a busy machine
         while not [e for e in worker_runs(runtime) if "pid" in e] and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert worker_runs(runtime), "no worker started in a container"
+        if not worker_runs(runtime):
+            proc.kill()
+            pytest.fail(f"no worker started in a container: {proc.communicate()[1]}")
         time.sleep(1.0)  # let the worker reach its hanging call
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert containers_gone(runtime) == []
     assert any(e["command"] == "kill" and e["found"] for e in log(runtime))
+
+
+def fake(state: Path, *args: str, **kw: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(state)}
+    return subprocess.Popen([str(FAKE), *args], env=env, text=True, **kw)
+
+
+def test_the_stand_in_refuses_a_run_without_stdin_and_kill_really_kills(runtime: Path, tmp_path: Path) -> None:
+    """The stand-in itself: what the tests above rely on."""
+    here = str(tmp_path)
+    refused = fake(runtime, "run", "--rm", "--name", "n0", "-w", here, "-v", f"{here}:{here}", "base", "python3", "-V",
+                   stderr=subprocess.PIPE)  # fmt: skip
+    assert refused.wait(timeout=60) == 125 and "without -i" in (refused.stderr.read() if refused.stderr else "")
+    sleeper = fake(runtime, "run", "--rm", "-i", "--name", "n1", "-w", here, "-v", f"{here}:{here}", "base",
+                   "python3", "-c", "import time; time.sleep(600)", stdin=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (runtime / "containers" / "n1.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int((runtime / "containers" / "n1.pid").read_text())
+    assert alive(pid)
+    assert fake(runtime, "kill", "n1").wait(timeout=60) == 0
+    assert sleeper.wait(timeout=60) == 128 + signal.SIGKILL  # the client reports its container's end
+    assert not alive(pid)
+    assert fake(runtime, "kill", "n1", stderr=subprocess.DEVNULL).wait(timeout=60) == 1  # no such container now
