@@ -174,7 +174,7 @@ def in_image(
     )  # fmt: skip
     launcher = write_launcher(spec, work / "containers")
     pip = f"(in the image's Dockerfile) RUN {python} -m pip install"
-    hint = f"the image needs Python 3.11+ on PATH as {python}, with numpy and psutil"
+    hint = f"the image needs Python 3.11+ on PATH as {python}, with msgspec, numpy and psutil"
     environment = probe_interpreter(image, str(launcher), option, side.env, side.root, pip, hint, toolkit=True)
     return replace(side, environment=replace(environment, image=image, runtime=runtime.command))
 

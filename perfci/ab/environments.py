@@ -24,7 +24,7 @@ from perfci.profilers.fingerprint_changes import Change, fingerprint_changes
 
 MIN_PYTHON = (3, 11)
 # Third-party modules a worker imports (engine/worker.py, profilers/), each with the package that installs it.
-WORKER_MODULES = {"numpy": "numpy", "psutil": "psutil"}
+WORKER_MODULES = {"msgspec": "msgspec", "numpy": "numpy", "psutil": "psutil"}
 PROBE_TIMEOUT_S = 300.0
 
 _PROBE = """

@@ -150,6 +150,6 @@ def test_environment_without_perfci_dependencies_is_one_clear_error(repo: Path, 
     bare = venv(tmp_path / "bare", with_packages=False)
     proc = perfci(repo, "ab", "--head-python", str(bare), "--path", str(TINY), "--out", str(repo / "out"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "--head-python" in proc.stderr and "lacks numpy, psutil" in proc.stderr
-    assert f"{bare.absolute() / 'bin' / 'python'} -m pip install numpy psutil" in proc.stderr.replace("\n", " ")
+    assert "--head-python" in proc.stderr and "lacks msgspec, numpy, psutil" in proc.stderr
+    assert f"{bare.absolute() / 'bin' / 'python'} -m pip install msgspec numpy psutil" in proc.stderr.replace("\n", " ")
     assert "Traceback" not in proc.stderr
