@@ -233,7 +233,8 @@ def ab_command(
     container_runtime: ContainerRuntime = "docker", pytest: PytestOpt = None,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
-    environments (--base-python, --head-python: a library upgrade), or both at once."""
+    environments (--base-python, --head-python: a library upgrade) or two container images (--base-image,
+    --head-image), or of revisions and environments at once."""
     from perfci.ab.containers import image_settings
     from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
 
