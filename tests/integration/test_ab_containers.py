@@ -69,13 +69,19 @@ def runtime(tmp_path: Path) -> Path:
     state.mkdir()
     path = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"
     images = {"base": {"env": {"PATH": path}}, "slow": {"env": {"PATH": path, "WORK_SCALE": "1.2"}}}
-    for name, version in (("old", "1.0"), ("new", "1.1")):
-        env = venv(tmp_path / f"venv-{name}")
-        install_slowlib(env, version, 1.0)
-        images[name] = {"env": {"PATH": f"{env / 'bin'}{os.pathsep}{path}"}}
-    images["new"]["env"]["WORK_SCALE"] = "1.2"
     (state / "images.json").write_text(json.dumps(images))
     return state
+
+
+def add_venv_images(state: Path, folder: Path) -> None:
+    """Images `old` and `new`: a virtual environment first on PATH with slowlib 1.0, or 1.1 (and WORK_SCALE=1.2)."""
+    images = json.loads((state / "images.json").read_text())
+    for name, version in (("old", "1.0"), ("new", "1.1")):
+        env = venv(folder / f"venv-{name}")
+        install_slowlib(env, version, 1.0)
+        images[name] = {"env": {"PATH": f"{env / 'bin'}{os.pathsep}{images['base']['env']['PATH']}"}}
+    images["new"]["env"]["WORK_SCALE"] = "1.2"
+    (state / "images.json").write_text(json.dumps(images))
 
 
 @pytest.fixture
@@ -125,7 +131,8 @@ def worker_runs(state: Path) -> list[dict[str, Any]]:
     return [e for e in log(state) if e["command"] == "run" and e["argv"][2:4] == ["-m", "perfci.engine.worker"]]
 
 
-def test_a_slower_image_is_a_regression(repo: Path, runtime: Path) -> None:
+def test_a_slower_image_is_a_regression(repo: Path, runtime: Path, tmp_path: Path) -> None:
+    add_venv_images(runtime, tmp_path)
     out = repo / "out"
     proc = perfci(repo, runtime, ab_args("old", "new", "-k", "loop", "--out", str(out)))
     assert proc.returncode == 1, proc.stdout + proc.stderr
