@@ -56,6 +56,7 @@ class LaunchSpec:
     python: str = "python3"  # the interpreter in the image
     mounts: tuple[str, ...] = ()  # host folders, mounted at the same paths
     gpus: bool = False  # pass the host's GPUs through (and the profiling permission CUPTI needs)
+    memory_bytes: int | None = None  # the container's memory limit: the supervisor's, which cannot see inside it
 
     def to_json(self) -> str:
         return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()})
@@ -90,6 +91,8 @@ def run_args(spec: LaunchSpec, name: str, cwd: str, env: Mapping[str, str], args
         cmd += ["-v", f"{folder}:{folder}"]
     for key, value in {**forwarded(env), CONTAINER_VAR: name}.items():
         cmd += ["-e", f"{key}={value}"]
+    if spec.memory_bytes:
+        cmd += ["--memory", str(spec.memory_bytes)]
     if spec.gpus:
         cmd += gpu_flags(spec.flavour)
     return [*cmd, spec.image, spec.python, *args]

@@ -142,16 +142,23 @@ def source_folders(sources: Iterable[str]) -> list[Path]:
 
 
 def sides_in_images(
-    sides: tuple[Side, Side], images: ImageSettings, work: Path, folders: Sequence[Path], gpus: bool | None = None
+    sides: tuple[Side, Side],
+    images: ImageSettings,
+    work: Path,
+    folders: Sequence[Path],
+    memory_bytes: int | None = None,
+    gpus: bool | None = None,
 ) -> tuple[Side, Side]:
     """Both sides with their processes started in their images (`in_image`), after the runtime is found. `work`:
     the A/B's temporary folder (worktrees, the shim, the launchers); `folders`: the working tree and any other
-    folder the workloads live in. `gpus`: pass GPUs through (None: where the host has an NVIDIA driver)."""
+    folder the workloads live in; `memory_bytes`: the workers' memory limit, given to each container (the
+    supervisor measures the runtime's client, not the container). `gpus`: pass GPUs through (None: where the host
+    has an NVIDIA driver)."""
     runtime = find_runtime(images.runtime)
     gpus = host_has_gpus() if gpus is None else gpus
     everything = [work, *folders]
-    base = in_image(sides[0], images.base, "--base-image", runtime, work, everything, gpus, images.python)
-    head = in_image(sides[1], images.head, "--head-image", runtime, work, everything, gpus, images.python)
+    base = in_image(sides[0], images.base, "--base-image", runtime, work, everything, gpus, images.python, memory_bytes)
+    head = in_image(sides[1], images.head, "--head-image", runtime, work, everything, gpus, images.python, memory_bytes)
     return base, head
 
 
@@ -164,13 +171,14 @@ def in_image(
     folders: Sequence[Path],
     gpus: bool,
     python: str = "python3",
+    memory_bytes: int | None = None,
 ) -> Side:
     """The side with its processes started in `image`, the image probed (its Python, the modules perfci's
     workers import, the runner fingerprint inside). `folders`: what the containers mount besides perfci."""
     check_image(runtime, image, option)
     spec = LaunchSpec(
         runtime=runtime.command, flavour=runtime.flavour, image=image, side=side.name, parent_pid=os.getpid(),
-        python=python, mounts=mounts([*folders, perfci_folder()]), gpus=gpus,
+        python=python, mounts=mounts([*folders, perfci_folder()]), gpus=gpus, memory_bytes=memory_bytes,
     )  # fmt: skip
     launcher = write_launcher(spec, work / "containers")
     pip = f"(in the image's Dockerfile) RUN {python} -m pip install"

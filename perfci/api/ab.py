@@ -154,7 +154,8 @@ def run_revisions(
                 b = with_environment(b, pythons[1], "--head-python")
             both = (side_sources(chosen, repo, a.root), side_sources(chosen, repo, b.root))
             if images is not None:
-                a, b = sides_in_images((a, b), images, work, [repo, Path.cwd(), *source_folders(both[0] + both[1])])
+                folders = [repo, Path.cwd(), *source_folders(both[0] + both[1])]
+                a, b = sides_in_images((a, b), images, work, folders, ab_settings.run.memory_limit_bytes)
             return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
 
 

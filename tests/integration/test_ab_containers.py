@@ -155,6 +155,7 @@ def test_a_slower_image_is_a_regression(repo: Path, runtime: Path, tmp_path: Pat
         assert e["interactive"] and e["stdin_is_pipe"], e
         assert f"{repo.resolve()}:{repo.resolve()}" in e["mounts"], e
         assert e["workdir"] == str(repo.resolve())
+        assert int(e["memory"][0]) > 0, e  # the supervisor's memory limit, which cannot see into a container
         assert re.fullmatch(rf"perfci-\d+-{'base' if e['argv'][0] == 'old' else 'head'}-\d+", e["name"]), e
     assert containers_gone(runtime) == []
     assert not list((runtime / "containers").glob("*.pid"))

@@ -92,6 +92,7 @@ def run(args: list[str]) -> int:
     entry: dict[str, object] = {
         "command": "run", "name": name, "interactive": "-i" in flags, "mounts": values.get("-v", []),
         "gpus": values.get("--gpus", []), "devices": values.get("--device", []), "cap_add": values.get("--cap-add", []),
+        "memory": values.get("--memory", []),
         "workdir": (values.get("-w") or [""])[-1], "argv": rest, "stdin_is_pipe": not os.isatty(0),
     }  # fmt: skip
     if "-i" not in flags:

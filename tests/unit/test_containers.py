@@ -3,6 +3,7 @@ spec, which variables a container gets, finding the runtime, and the image finge
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,13 @@ def test_podman_takes_the_cdi_device() -> None:
     assert cmd[i : i + 4] == ["--device", "nvidia.com/gpu=all", "--cap-add", "SYS_ADMIN"]
     assert "--gpus" not in cmd
     assert gpu_flags("podman") != gpu_flags("docker")
+
+
+def test_the_memory_limit_goes_to_the_container() -> None:
+    limited = run_args(replace(spec(), memory_bytes=8 * 2**30), "n", "/repo", {}, [])
+    i = limited.index("--memory")
+    assert limited[i + 1] == str(8 * 2**30) and i < limited.index("reg/img:1")
+    assert "--memory" not in run_args(spec(), "n", "/repo", {}, [])
 
 
 def test_no_gpu_flags_without_gpus() -> None:
