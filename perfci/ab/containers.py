@@ -54,7 +54,8 @@ def flavour_of(command: str) -> str:
 
 def find_runtime(named: str, which: Callable[[str], str | None] = shutil.which) -> Runtime:
     """The runtime `named` (docker, podman, or a path to an executable); a UsageError when it is not there."""
-    path = which(named) if os.sep not in named else (named if os.access(named, os.X_OK) else None)
+    executable = os.path.isfile(named) and os.access(named, os.X_OK)
+    path = which(named) if os.sep not in named else (named if executable else None)
     if path is None:
         raise UsageError(
             f"--container-runtime {named}: no such executable"

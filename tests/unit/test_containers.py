@@ -97,6 +97,8 @@ def test_missing_runtime_is_a_usage_error() -> None:
     assert (found.command, found.flavour) == ("/usr/bin/podman", "podman")
     with pytest.raises(UsageError, match="not executable"):
         find_runtime("/nonexistent/runtime")
+    with pytest.raises(UsageError, match="not executable"):
+        find_runtime("/")  # a folder is no runtime
 
 
 def test_mounts_drop_folders_inside_others() -> None:
