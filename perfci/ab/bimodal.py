@@ -56,7 +56,7 @@ def _note(modes: Modes) -> str:
     groups = ", ".join(f"{math.expm1(c):+.0%} ({n})" for c, n in zip(modes.centres, modes.sizes, strict=True))
     return (
         f"two speeds by process: its pairs fell into groups at {groups} (pairs per group), a layout or state "
-        "its processes draw; the pairs that drew alike do not show this change"
+        "its processes draw; the pairs that drew alike do not show a change"
     )
 
 
@@ -67,7 +67,11 @@ def matched_centre(modes: Modes) -> float:
 
 
 def _capped(row: MetricComparison, modes: Modes) -> MetricComparison:
-    if row.verdict not in CHANGES or not metric_def(row.metric).timed:
+    if not metric_def(row.metric).timed:
+        return row
+    if row.verdict is Verdict.INCONCLUSIVE and not row.note:  # say why more pairs were not taken
+        return replace(row, note=_note(modes))
+    if row.verdict not in CHANGES:
         return row
     centre = matched_centre(modes)
     worse = -centre if row.direction is Direction.HIGHER else centre

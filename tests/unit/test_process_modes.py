@@ -97,6 +97,9 @@ def test_a_test_that_only_draws_two_speeds_is_never_a_regression() -> None:
     assert moded == {ids}
     assert capped.rows[0].verdict is Verdict.INCONCLUSIVE
     assert "two speeds by process" in capped.rows[0].note
+    already = Comparison("a", "b", (_row(ids, Verdict.INCONCLUSIVE, 1.19),), mode="paired")  # said why, too
+    noted, _ = cap_process_modes(already, _run([_case(ids, base)]), _run([_case(ids, head)]))
+    assert "two speeds" in noted.rows[0].note
 
 
 def test_a_slower_test_whose_head_drew_the_slow_layout_in_two_pairs_stays_a_regression() -> None:
