@@ -39,7 +39,9 @@ def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float])
     ids = {
         r.case_id
         for r in comparison.rows
-        if (d := default_registry().get(r.metric)) is not None and d.comparable and d.timed
+        if (d := default_registry().get(r.metric)) is not None
+        and d.comparable
+        and d.timed
         and unsettled(r, theta_of(r.case_id, r.metric))
     }
     return sorted(ids)

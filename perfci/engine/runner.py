@@ -42,8 +42,8 @@ from perfci.engine.supervisor import Limits, WorkerProcess, discard, run_worker,
 from perfci.format.model import CaseError, CaseResult, CaseSpec, CaseStatus, GitInfo, Round, RunResult
 from perfci.format.schema import dump_results
 from perfci.metrics import case_metrics
-from perfci.profilers.device_time import STEADY_DEVICE, rests_on_device
 from perfci.options import CASE_TIMEOUT, ROUNDS, SEED, THREADS
+from perfci.profilers.device_time import STEADY_DEVICE, rests_on_device
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings

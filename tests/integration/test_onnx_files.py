@@ -27,7 +27,19 @@ def test_run_an_exported_onnx_file_measures_every_variant_and_records_accuracy(t
     out = tmp_path / "out"
     env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "perfci", "run", "model.onnx", "--out", str(out), "--rounds", "2", "--round-time", "0.05"],
+        [
+            sys.executable,
+            "-m",
+            "perfci",
+            "run",
+            "model.onnx",
+            "--out",
+            str(out),
+            "--rounds",
+            "2",
+            "--round-time",
+            "0.05",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -74,7 +86,19 @@ def test_int8_variants_far_past_their_tolerance_fail_the_run(tmp_path: Path) -> 
     out = tmp_path / "out"
     env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "perfci", "run", "model.onnx", "--out", str(out), "--rounds", "2", "--round-time", "0.05"],
+        [
+            sys.executable,
+            "-m",
+            "perfci",
+            "run",
+            "model.onnx",
+            "--out",
+            str(out),
+            "--rounds",
+            "2",
+            "--round-time",
+            "0.05",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

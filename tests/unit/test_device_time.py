@@ -15,9 +15,9 @@ from perfci.ab.orchestrate import _to_continue
 from perfci.compare import decide
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings, practical_threshold
-from perfci.metrics.definitions import OVERHEAD
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, DeviceTime, Round, Verdict
 from perfci.metrics import case_metrics
+from perfci.metrics.definitions import OVERHEAD
 from perfci.metrics.registry import (
     DEVICE_BUSY,
     DEVICE_TIME,

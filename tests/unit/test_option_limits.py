@@ -29,7 +29,7 @@ def test_the_same_bounds_hold_for_a_configured_value_and_name_the_file(tmp_path:
     cfg = Config(source=tmp_path / "perfci.toml", rounds=1, round_time_s=7200.0)
     with pytest.raises(UsageError, match=r"perfci.toml: key rounds: must be an integer >= 2, not 1\."):
         Settings({}, cfg).rounds(None)
-    with pytest.raises(UsageError, match="perfci.toml: key round_time_s: must be a number > 0 and at most 3600"):
+    with pytest.raises(UsageError, match=r"perfci.toml: key round_time_s: must be a number > 0 and at most 3600"):
         Settings({}, cfg).round_time_s(None)
     assert Settings({}, cfg).rounds(3) == 3  # the flag wins, and is checked alone
 
