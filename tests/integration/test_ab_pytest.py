@@ -178,3 +178,40 @@ def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: 
     rows = latency_rows(out)
     assert set(rows) == {"benchmarks/test_b.py::test_changed@cpu"}
     assert rows["benchmarks/test_b.py::test_changed@cpu"]["verdict"] == "regression"
+
+
+TWO_SPEEDS = """
+import os
+
+
+SLOW = os.getpid() % 2 == 0  # this process's speed, one of two, as a memory layout would choose it
+
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def test_two_speeds(benchmark):
+    benchmark(work, 4140 if SLOW else 3000)
+
+
+def test_steady(benchmark):
+    benchmark(work, 3000)
+"""
+
+
+def test_a_test_with_two_speeds_by_process_is_not_a_change(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"bench/test_two.py": TWO_SPEEDS}, "v1")
+    out = tmp_path / "out"
+    proc = perfci(
+        repo, "ab", "HEAD", "HEAD", "--pytest", "bench", "--pairs", "8", "--round-time", "0.05", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = latency_rows(out)
+    two = rows["bench/test_two.py::test_two_speeds@cpu"]
+    assert two["verdict"] in ("inconclusive", "unchanged"), two
+    assert rows["bench/test_two.py::test_steady@cpu"]["verdict"] not in ("regression", "improvement")
