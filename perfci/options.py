@@ -222,6 +222,15 @@ ALLOW_MISSING = Option(name="allow_missing", title="Baseline cases with no candi
                        "cases left out on purpose, deselected, skipped or in another shard, are never missing)",
                        kind="bool", flag="--allow-missing", default=False, plugin_flag="--perfci-allow-missing",
                        flags_doc="`--allow-missing` (`compare`, `run`, `ab`, `ci`, `merge`), `--perfci-allow-missing`")
+BASE_IMAGE = Option(name="base_image", title="Container image of the A/B's base side ([containers.md](containers.md))",
+                    help="Container image the base side's workers run in (docs/containers.md)", kind="text",
+                    flag="--base-image", default_text="none: workers run on the host")
+HEAD_IMAGE = Option(name="head_image", title="Container image of the A/B's head side",
+                    help="Container image the head side's workers run in", kind="text", flag="--head-image",
+                    default_text="none: workers run on the host")
+CONTAINER_RUNTIME = Option(name="container_runtime", title="Container runtime of an image A/B",
+                           help="docker, podman, or the path of a runtime with docker's command line", kind="text",
+                           flag="--container-runtime", default="docker")
 RANK = Option(name="rank", title="How decision tables rank each model's configurations ([reports.md](reports.md))",
               help="How decision tables rank each model's configurations: 'time' (per item) or 'memory' (peak)",
               kind="choice", flag="--rank", flags_doc="`--rank time\\|memory` (`run`, `compare`, `report`)",
@@ -235,7 +244,8 @@ MAX_MEMORY = Option(name="max_memory", title="Peak memory above which decision t
 OPTIONS: tuple[Option, ...] = (
     RUNNER, DB, MEMORY_LIMIT, PATHS, PYTEST, SUITES, DEVICES, ROUNDS, THREADS, CPUS, SEED, CASE_TIMEOUT, ROUND_TIME,
     SPEED_REFERENCE, GPU_MODE, THRESHOLD, THRESHOLDS, FAIL_ON, JOB_NOISE, HISTORY_NOISE, BUILD, AB_BUDGET, PAIRS,
-    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, ALLOW_MISSING, RANK, MAX_MEMORY,
+    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, ALLOW_MISSING, BASE_IMAGE, HEAD_IMAGE, CONTAINER_RUNTIME, RANK,
+    MAX_MEMORY,
 )  # fmt: skip
 
 

@@ -77,7 +77,17 @@ from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import LATENCY
-from perfci.options import AB_BUDGET, ALLOW_MISSING, EXTRA, LOCK_CLOCKS, LOOKS, SEED
+from perfci.options import (
+    AB_BUDGET,
+    ALLOW_MISSING,
+    BASE_IMAGE,
+    CONTAINER_RUNTIME,
+    EXTRA,
+    HEAD_IMAGE,
+    LOCK_CLOCKS,
+    LOOKS,
+    SEED,
+)
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
@@ -108,15 +118,9 @@ AllowMissing = Annotated[bool, typer.Option("--allow-missing", help=ALLOW_MISSIN
 BaseRev = Annotated[
     str | None, typer.Argument(help="Base revision (commit, branch, tag); optional with --base/--head-python.")
 ]
-BaseImage = Annotated[
-    str | None,
-    typer.Option("--base-image", help="Container image the base side's workers run in (docs/containers.md)."),
-]
-HeadImage = Annotated[str | None, typer.Option("--head-image", help="Container image the head side's workers run in.")]
-ContainerRuntime = Annotated[
-    str,
-    typer.Option("--container-runtime", help="docker, podman, or the path of a runtime with docker's command line."),
-]
+BaseImage = Annotated[str | None, typer.Option("--base-image", help=BASE_IMAGE.help_text())]
+HeadImage = Annotated[str | None, typer.Option("--head-image", help=HEAD_IMAGE.help_text())]
+ContainerRuntime = Annotated[str, typer.Option("--container-runtime", help=CONTAINER_RUNTIME.help_text())]
 HeadRev = Annotated[str | None, typer.Argument(help="Head revision (default: the working tree as it is).")]
 ABResumeOpt = Annotated[
     bool,
@@ -230,7 +234,7 @@ def ab_command(
     fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
     allow_missing: AllowMissing = False,
-    container_runtime: ContainerRuntime = "docker", pytest: PytestOpt = None,
+    container_runtime: ContainerRuntime = CONTAINER_RUNTIME.default, pytest: PytestOpt = None,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade) or two container images (--base-image,
