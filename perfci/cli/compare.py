@@ -120,7 +120,9 @@ BaseRev = Annotated[
 ]
 BaseImage = Annotated[str | None, typer.Option("--base-image", help=BASE_IMAGE.help_text())]
 HeadImage = Annotated[str | None, typer.Option("--head-image", help=HEAD_IMAGE.help_text())]
-ContainerRuntime = Annotated[str, typer.Option("--container-runtime", help=CONTAINER_RUNTIME.help_text())]
+ContainerRuntime = Annotated[
+    str, typer.Option("--container-runtime", help=CONTAINER_RUNTIME.help_text(), show_default=False)
+]
 HeadRev = Annotated[str | None, typer.Argument(help="Head revision (default: the working tree as it is).")]
 ABResumeOpt = Annotated[
     bool,
