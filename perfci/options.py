@@ -18,6 +18,7 @@ from perfci.fractions import FRACTION_EXAMPLE, MAX_FRACTION, check_fraction, par
 
 KINDS = ("int", "float", "fraction", "bool", "text", "choice", "other")
 DAY_S = 86_400.0
+MAX_EXACT_FLOAT = 2**53  # integers up to this convert to a float exactly
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,9 +113,11 @@ class Option:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if not number or (self.kind == "int" and not isinstance(value, int)):
             return False
-        v = float(value)  # type: ignore[arg-type]
-        if not math.isfinite(v):
-            return False
+        if isinstance(value, int) and self.kind == "float" and abs(value) > MAX_EXACT_FLOAT:
+            return False  # a number option's value becomes a float: one too large for it is refused, not overflowed
+        v: float | int = value if isinstance(value, int) else float(value)  # type: ignore[arg-type]
+        if isinstance(v, float) and not math.isfinite(v):
+            return False  # an int is compared exactly: a huge one must not overflow a float
         if self.low is not None and (v <= self.low if self.low_open else v < self.low):
             return False
         return self.high is None or v <= self.high
