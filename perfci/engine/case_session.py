@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgspec
+
 from perfci.engine.protocol import Job, JobCase, Result
 from perfci.format.model import DeviceTime, Round
 from perfci.profilers import memory
@@ -270,6 +272,20 @@ def _mhz(snapshot: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def checked_notes(notes: dict[str, Any]) -> dict[str, Any]:
+    """The workload's notes, refused (TypeError, the case's error) where one is not JSON serializable: it would
+    otherwise fail the worker's result message with no word of which note."""
+    for key, value in notes.items():
+        try:
+            msgspec.json.encode(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(
+                f"ctx.notes[{key!r}] is not JSON serializable ({type(value).__name__}: {exc}); record text, "
+                "numbers, lists or dicts of them"
+            ) from None
+    return dict(notes)
+
+
 def finish(s: CaseSession) -> Result:
     """Energy block, throttle rule, memory; the result event."""
     sampler = s.sampler
@@ -280,7 +296,7 @@ def finish(s: CaseSession) -> Result:
         **s.contention.stop(),  # the sampling's CPU contention; the energy block below is not sampling
     }
     if s.ctx.notes:
-        telemetry["notes"] = dict(s.ctx.notes)
+        telemetry["notes"] = checked_notes(s.ctx.notes)
     samples = tuple(sampler.samples)
     # the device clock's slice first: right after the samples, before the energy block heats the GPU (seen on
     # the H200: a slice after it read one BERT round 8% slower)
