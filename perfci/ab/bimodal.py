@@ -2,13 +2,14 @@
 
 After each look, each case's pairs are split into their log ratios of the median latency (the lockstep step
 ratios where the pair has them, else the ratio of its two rounds' medians). When those fall into groups far
-apart, most pairs compare draws of the process's speed, not the code; only the pairs whose two processes drew
-alike measure the code. Those are taken to be the largest group (on a tie, the one nearest no change). A timed row
-that named a change (`regression`, `improvement`, `slower`, `faster`) keeps it only when that group points the same
-way by at least half the threshold; otherwise it becomes `inconclusive`, with a note giving the groups. So a test
-that only draws two speeds ends `inconclusive` or `unchanged`, while a slower test whose head drew the slow layout
-in a few pairs stays a regression. A case in modes gets no further pairs (more draws would not settle it): the
-other cases' looks go on without it.
+apart, most pairs compare draws of the process's speed, not the code, and which group holds the pairs whose two
+processes drew alike cannot be told from the sizes: with 8 pairs of random draws, a mismatched group is the
+largest in about a fifth of A/Bs. So a timed row that named a change (`regression`, `improvement`, `slower`,
+`faster`) keeps it only when every group of two or more pairs points the same way by at least half the threshold
+(a change moves every group); otherwise it becomes `inconclusive`, with a note giving the groups. A test that only
+draws two speeds then ends `inconclusive` or `unchanged` whatever its draws, while a slower test whose head drew
+the slow layout in a few pairs stays a regression. A case in modes gets no further pairs (more draws would not
+settle it): the other cases' looks go on without it.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ def _note(modes: Modes) -> str:
     )
 
 
-def matched_centre(modes: Modes) -> float:
-    """The log ratio of the pairs taken to have drawn alike: the largest group's, on a tie the one nearest 0."""
-    best = max(range(len(modes.sizes)), key=lambda i: (modes.sizes[i], -abs(modes.centres[i])))
-    return modes.centres[best]
+def agreeing_groups(modes: Modes) -> tuple[float, ...]:
+    """The centres a change must show in: every group of two or more pairs (a lone pair is an outlier, the
+    trimmed estimate's job), or all of them where none has two."""
+    held = tuple(c for c, n in zip(modes.centres, modes.sizes, strict=True) if n >= 2)
+    return held or modes.centres
 
 
 def _capped(row: MetricComparison, modes: Modes) -> MetricComparison:
@@ -73,11 +75,10 @@ def _capped(row: MetricComparison, modes: Modes) -> MetricComparison:
         return replace(row, note=_note(modes))
     if row.verdict not in CHANGES:
         return row
-    centre = matched_centre(modes)
-    worse = -centre if row.direction is Direction.HIGHER else centre
     need = 0.5 * math.log1p(row.threshold if row.threshold is not None else 0.0)
-    held = worse if row.verdict in (Verdict.REGRESSION, Verdict.SLOWER) else -worse
-    if held >= need and held > 0:
+    sign = -1.0 if row.direction is Direction.HIGHER else 1.0
+    sign = sign if row.verdict in (Verdict.REGRESSION, Verdict.SLOWER) else -sign
+    if all(sign * c >= need and sign * c > 0 for c in agreeing_groups(modes)):
         return row
     return replace(row, verdict=Verdict.INCONCLUSIVE, note=_note(modes))
 

@@ -181,10 +181,10 @@ def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: 
 
 
 TWO_SPEEDS = """
-import os
+import random
 
 
-SLOW = os.getpid() % 2 == 0  # this process's speed, one of two, as a memory layout would choose it
+SLOW = random.SystemRandom().random() < 0.5  # this process's speed, one of two, as a memory layout would choose it
 
 
 def work(n):

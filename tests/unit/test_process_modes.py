@@ -6,7 +6,7 @@ import math
 import random
 from dataclasses import replace
 
-from perfci.ab.bimodal import cap_process_modes, case_modes, matched_centre
+from perfci.ab.bimodal import agreeing_groups, cap_process_modes, case_modes
 from perfci.format.model import (
     CaseResult,
     CaseSpec,
@@ -63,9 +63,9 @@ def test_groups_with_a_wide_group_beside_them_are_not_modes() -> None:
     assert split_modes([0.0, 0.02, 0.04, 0.10, 0.101]) is None
 
 
-def test_matched_centre_is_the_largest_group_else_the_one_nearest_no_change() -> None:
-    assert matched_centre(Modes((-0.3, 0.1, 0.4), (2, 4, 2))) == 0.1
-    assert matched_centre(Modes((-0.3, 0.02, 0.3), (3, 3, 2))) == 0.02
+def test_a_change_must_show_in_every_group_of_two_or_more_pairs() -> None:
+    assert agreeing_groups(Modes((-0.3, 0.1, 0.4), (2, 4, 1))) == (-0.3, 0.1)
+    assert agreeing_groups(Modes((0.0, 0.3), (1, 1))) == (0.0, 0.3)
 
 
 # ---- ab/bimodal.py: rows of an A/B -------------------------------------------------------------------------------
@@ -100,6 +100,16 @@ def test_a_test_that_only_draws_two_speeds_is_never_a_regression() -> None:
     already = Comparison("a", "b", (_row(ids, Verdict.INCONCLUSIVE, 1.19),), mode="paired")  # said why, too
     noted, _ = cap_process_modes(already, _run([_case(ids, base)]), _run([_case(ids, head)]))
     assert "two speeds" in noted.rows[0].note
+
+
+def test_two_speeds_whose_mismatched_group_is_the_largest_is_still_not_a_regression() -> None:
+    base = [6.0, 6.0, 6.0, 6.0, 8.3, 6.0, 8.3, 6.0]  # pairs 0-3: head slow by draw (+38%), the largest group
+    head = [8.3, 8.3, 8.3, 8.3, 8.3, 6.0, 8.3, 6.0]  # pairs 4, 6: both slow; 5, 7: both fast
+    cid = "bench/test_x.py::test_layout@cpu"
+    comparison = Comparison("a", "b", (_row(cid, Verdict.REGRESSION, 1.2),), mode="paired")
+    capped, moded = cap_process_modes(comparison, _run([_case(cid, base)]), _run([_case(cid, head)]))
+    assert moded == {cid}
+    assert capped.rows[0].verdict is Verdict.INCONCLUSIVE
 
 
 def test_a_slower_test_whose_head_drew_the_slow_layout_in_two_pairs_stays_a_regression() -> None:
