@@ -1,7 +1,7 @@
 """A/A stability across separate `perfci run` invocations.
 
 Runs `perfci run` N times on the same code (default suite unless paths are given), then reports per case the
-spread of the reported median latency across invocations: max/min - 1. The bar (issue #3) is <= 3% for cases of
+spread of the reported median latency across invocations: max/min - 1. The bar is <= 3% for cases of
 1 ms or more on the 2-core CI machine.
 
 Usage: python benchmarks/aa_stability.py [--runs 5] [--out DIR] [--reuse] [-- extra perfci run args]
@@ -28,7 +28,7 @@ from perfci.format.schema import load_results
 from perfci.metrics import reference_ratio
 from perfci.profilers.fingerprint import cpu_model
 
-BAR_INVOCATIONS = 5  # issue #3: the spread of 5 invocations' medians
+BAR_INVOCATIONS = 5  # the bar: the spread of 5 invocations' medians
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""GPU check for issue 15, run by hand on a CUDA machine: prints a short table.
+"""GPU memory check, run by hand on a CUDA machine: prints a short table.
 
 1. For each case of the `kernels` suite: `memory.device` (the case's own tensors and workspace) beside the
    worker's `memory.peak_device` and NVML's per-process figure (context).
@@ -7,7 +7,7 @@
    (median) and plain CUDA-event loops (`references`), with the SM clock, power and settle time the sustained
    modes reached.
 
-Bar (issue 15): the sustained-cold median (the L2 flushed before every call, as do_bench does) within 3% of
+Bar: the sustained-cold median (the L2 flushed before every call, as do_bench does) within 3% of
 do_bench's median at do_bench's own steady state (SETTLE_S of warm-up), for both sizes; the back-to-back sustained
 median is set against a plain back-to-back loop after SETTLE_S. Exit code 0 when met, 1 when not (or when a case
 failed, or triton is missing).

@@ -1,4 +1,4 @@
-"""History at fleet scale (issue #18): ingest rate, and `perfci trend` (table and HTML) over a million points.
+"""History at fleet scale: ingest rate, and `perfci trend` (table and HTML) over a million points.
 
     python benchmarks/history_scale.py [--cases 500] [--runners 4] [--runs 500] [--keep DIR] [--repeat N]
         [--files 20] [--postgres URL] [--ingest-only]

@@ -284,7 +284,7 @@ def check_rolling_baseline(url: str, tmp_path: Path) -> None:
         assert any("cross-job noise from the history store" in w for w in outcome.comparison.warnings)
         return {r.case_id: r.verdict.value for r in outcome.comparison.rows if r.metric == "latency.median"}
 
-    # beta's interval (-1.2% .. +3.5%) reaches past the 3% threshold: not equivalence, so inconclusive (issue #20)
+    # beta's interval (-1.2% .. +3.5%) reaches past the 3% threshold: not equivalence, so inconclusive
     assert verdicts(1.2, "step") == {"t.alpha[n=8]@cpu": "regression", "t.beta[n=8]@cpu": "inconclusive"}
     assert verdicts(1.0, "null") == {"t.alpha[n=8]@cpu": "unchanged", "t.beta[n=8]@cpu": "inconclusive"}
 

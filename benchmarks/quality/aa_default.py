@@ -1,4 +1,4 @@
-"""A/A false alarms of `perfci ab HEAD HEAD` over the built-in default suite (issue #5 bar: no `regression` in
+"""A/A false alarms of `perfci ab HEAD HEAD` over the built-in default suite (the bar: no `regression` in
 at least 19 of 20 runs).
 
 Each run is one real `perfci ab HEAD HEAD --suite default` (two worktrees of the same commit, real torch workers,

@@ -1,4 +1,4 @@
-"""Power and false alarms of `perfci ab` on injected slowdowns (issue #5 bar: >= 95% at 5%, >= 50% at 3%).
+"""Power and false alarms of `perfci ab` on injected slowdowns (the bar: >= 95% at 5%, >= 50% at 3%).
 
 One trial = one real `perfci ab HEAD~1 HEAD` (subprocesses, worktrees, paired rounds, adaptive looks) in a temp
 repo whose head commit scales the work of four cases by 1.02/1.03/1.05/1.10 and leaves two untouched

@@ -1,4 +1,4 @@
-"""Sweep charts of real runs in a real browser (issue #19): `perfci run` on the built-in default suite and on the
+"""Sweep charts of real runs in a real browser: `perfci run` on the built-in default suite and on the
 kernels suite (CPU; two real sweeps: matmul by size and dtype, gelu_chain by implementation), and a second
 kernels run compared with the first. Each report.html is opened in headless Chromium (the set-up and the
 skip rules of tests/integration/test_report_browser.py); there must be no console or page error, every sweep

@@ -1,4 +1,4 @@
-"""Calibration robust to a slow block (issue 15), with injected fake clocks and no sleeps: a GPU whose SM clock
+"""Calibration robust to a slow block, with injected fake clocks and no sleeps: a GPU whose SM clock
 ramps up over the first blocks, an idle GPU that wakes up slowly, one slow block at a random place. Every round of
 a case must get an iteration count within 2x of the case's other rounds."""
 
@@ -55,7 +55,7 @@ def test_every_rounds_count_is_within_2x_of_its_cases_other_rounds(seed: int) ->
 
 
 def test_the_fake_reproduces_the_failure_of_a_single_block_calibration() -> None:
-    """The count taken from the first block that reaches the target (the calibration before issue 15) falls to 1
+    """The count taken from the first block that reaches the target (the earlier calibration) falls to 1
     in the rounds that start with a slow block: the test above would catch it."""
     counts = []
     for clock in _round_clocks(10, 0):

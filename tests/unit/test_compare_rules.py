@@ -47,7 +47,7 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     )
     base = replace(base, cases=(*base.cases, make_case("broken", 1e-3)))
     rows = _rows(compare_runs(base, cand, STEADY))
-    # 5 rounds a side at 1% noise: an interval of about +-6%, so equivalence at 3% is not established (issue #20)
+    # 5 rounds a side at 1% noise: an interval of about +-6%, so equivalence at 3% is not established
     assert rows["same"].verdict is Verdict.INCONCLUSIVE and rows["same"].method == "unpaired"
     assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].ratio == pytest.approx(1.3, rel=0.02)
     assert rows["fresh"].verdict is Verdict.NEW and rows["gone"].verdict is Verdict.MISSING

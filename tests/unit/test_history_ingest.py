@@ -1,4 +1,4 @@
-"""`perfci history ingest` at speed (issue #18): files loaded in worker processes, rows written in bulk. The rows
+"""`perfci history ingest` at speed: files loaded in worker processes, rows written in bulk. The rows
 stored must be exactly those of the plain definition below, on the parallel path (CLI) and in-process
 (`HistoryStore.ingest_many`); a bad file among many still stores nothing and is the one named."""
 

@@ -1,4 +1,4 @@
-"""Speed at scale (issue #21): cases indexed once, ids made once, documents decoded without per-field copies,
+"""Speed at scale: cases indexed once, ids made once, documents decoded without per-field copies,
 the HTML table paged, large JSON printed plainly, every input file parsed once."""
 
 from __future__ import annotations

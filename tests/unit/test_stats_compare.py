@@ -76,7 +76,7 @@ def test_decision_rule_cases() -> None:
     # clear slowdown of 10%, tiny noise: regression
     d = decide(_est(math.log(1.10), 0.005), 0.03, 0.01)
     assert d.verdict == "regression" and d.bound > 1.0 and d.threshold == 0.03
-    # established but below theta (and at least theta / 3): slower (issue #20); below theta / 3: unchanged
+    # established but below theta (and at least theta / 3): slower; below theta / 3: unchanged
     assert decide(_est(math.log(1.01), 0.001), 0.03, 0.01).verdict == "slower"
     assert decide(_est(math.log(1.005), 0.001), 0.03, 0.01).verdict == "unchanged"
     # estimate beyond theta, bound not above 1: inconclusive

@@ -19,7 +19,7 @@ from tests.conftest import make_case, make_run
 
 
 def _skewed(case: CaseResult, factors: list[float]) -> CaseResult:
-    """Scale each round's samples: one wild pair that trimming drops, as in the GPU A/A of issue 15."""
+    """Scale each round's samples: one wild pair that trimming drops, as in a GPU A/A seen on the H200."""
     rounds = tuple(
         replace(r, samples=tuple(s * f for s in r.samples)) for r, f in zip(case.rounds, factors, strict=True)
     )

@@ -1,4 +1,4 @@
-"""The workflows and the action are safe and lint-clean (issue #16): zizmor (offline, medium and above) and
+"""The workflows and the action are safe and lint-clean: zizmor (offline, medium and above) and
 actionlint find nothing, every action is pinned to a full commit SHA with a version comment, checkouts do not
 persist credentials, no `${{ }}` expression is expanded inside a `run:` script, and only the comment workflow
 (which runs no code of the pull request) may write to pull requests."""

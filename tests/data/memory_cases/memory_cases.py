@@ -1,4 +1,4 @@
-"""Three cases whose own memory is known (issue 15): a resident 400 MB tensor read 1,000 elements a call, a
+"""Three cases whose own memory is known: a resident 400 MB tensor read 1,000 elements a call, a
 4 KB tensor, and a call that allocates, fills and sums its own 200 MB tensor."""
 
 import perfci
