@@ -47,6 +47,10 @@ class Option:
     plugin_default: Any = None  # the plugin's default, where it differs from `default`
     deprecated_flags: tuple[str, ...] = ()  # older flags, still taken with a note on stderr for one release
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
     def shown_default(self, plugin: bool = False) -> str:
         """The default as help texts and the docs show it."""
         value = self.plugin_default if plugin and self.plugin_default is not None else self.default
@@ -268,9 +272,10 @@ def _code(text: str | None) -> str:
 
 
 def _flags(o: Option) -> str:
-    if o.flags_doc:
-        return o.flags_doc
-    return _code(o.flag)
+    shown = o.flags_doc or _code(o.flag)
+    if o.deprecated_flags:
+        shown += " (older names, for one release: " + ", ".join(f"`{f}`" for f in o.deprecated_flags) + ")"
+    return shown
 
 
 def _bounds(o: Option) -> str:

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from perfci.workloads.pytest_capture import BenchmarkFace
+
 if TYPE_CHECKING:
     from perfci.format.model import Round
     from perfci.pytest_plugin.plugin import PerfciSession
@@ -36,24 +38,15 @@ class UsedTwice(Exception):
     """A test called its `benchmark` fixture a second time (pytest-benchmark refuses this too)."""
 
 
-class ServedBenchmark:
+class ServedBenchmark(BenchmarkFace):
     """The `benchmark` fixture of one test."""
 
     def __init__(self, state: PerfciSession, node: Any) -> None:
         self._state = state
         from perfci.pytest_plugin.plugin import node_test_id
 
+        super().__init__(node, state.disabled)
         self._nodeid: str = node_test_id(state, node)
-        marker = node.get_closest_marker("benchmark")
-        self.group: str | None = marker.kwargs.get("group") if marker is not None else None
-        self.extra_info: dict[str, Any] = {}
-        self.name: str = node.name
-        self.fullname: str = node.nodeid
-        callspec = getattr(node, "callspec", None)
-        self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
-        self.param: str | None = getattr(callspec, "id", None)
-        self.disabled: bool = state.disabled
-        self.skipped = False  # pytest-benchmark's report hook sets it
         self._rounds: tuple[Round, ...] = ()
         self._fixed: dict[str, Any] | None = None
         self._used = ""

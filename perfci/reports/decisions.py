@@ -74,8 +74,6 @@ class Choice:
     config: str
     batch: int | None
     per_call: float | None
-    per_call_low: float | None
-    per_call_high: float | None
     host_bytes: float | None
     device_bytes: float | None
     accuracy: Accuracy | None
@@ -181,8 +179,6 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
         config=_config(case, sweep.batch, sweep.swept),
         batch=batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
         per_call=latency.value if latency else None,
-        per_call_low=latency.low if latency else None,
-        per_call_high=latency.high if latency else None,
         host_bytes=host.value if host else None,
         device_bytes=device.value if device else None,
         accuracy=accuracy,

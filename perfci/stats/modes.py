@@ -27,10 +27,6 @@ class Modes:
     centres: tuple[float, ...]
     sizes: tuple[int, ...]
 
-    def spread(self) -> float:
-        """exp(highest centre - lowest centre): how far apart the outer groups are, as a ratio."""
-        return math.exp(self.centres[-1] - self.centres[0])
-
 
 def split_modes(log_ratios: Sequence[float]) -> Modes | None:
     """The groups of `log_ratios` (one per pair) when they fall into two or more, else None.

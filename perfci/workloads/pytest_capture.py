@@ -60,11 +60,11 @@ class Recorder:
         return captured.fn()
 
 
-class CapturingBenchmark:
-    """pytest-benchmark's `benchmark` fixture as far as a test body uses it, recording instead of timing."""
+class BenchmarkFace:
+    """What pytest-benchmark's `benchmark` fixture tells a test about itself (its group, name, parameters and
+    `extra_info`): shared by the fixture perfci serves (pytest_plugin) and the one that records for an A/B."""
 
-    def __init__(self, recorder: Recorder, node: Any) -> None:
-        self._recorder = recorder
+    def __init__(self, node: Any, disabled: bool = False) -> None:
         marker = node.get_closest_marker("benchmark")
         self.group: str | None = marker.kwargs.get("group") if marker is not None else None
         self.extra_info: dict[str, Any] = {}
@@ -73,8 +73,16 @@ class CapturingBenchmark:
         callspec = getattr(node, "callspec", None)
         self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
         self.param: str | None = getattr(callspec, "id", None)
-        self.disabled = False
+        self.disabled = disabled
         self.skipped = False  # pytest-benchmark's report hook sets it
+
+
+class CapturingBenchmark(BenchmarkFace):
+    """pytest-benchmark's `benchmark` fixture as far as a test body uses it, recording instead of timing."""
+
+    def __init__(self, recorder: Recorder, node: Any) -> None:
+        super().__init__(node)
+        self._recorder = recorder
 
     @property
     def enabled(self) -> bool:

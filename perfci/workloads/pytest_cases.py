@@ -30,10 +30,6 @@ MEASURING_FIXTURES = ("benchmark", "perf")
 GROUP_TAG = "group:"
 
 
-def is_pytest_source(source: str) -> bool:
-    return source.startswith(PYTEST_PREFIX)
-
-
 def pytest_source(path: Path) -> str:
     return f"{PYTEST_PREFIX}{path}"
 
