@@ -155,11 +155,13 @@ def explanations(case: CaseResult) -> list[str]:
 
 
 def _config(case: CaseResult, batch: str | None, swept: tuple[str, ...]) -> str:
-    shown = [p for p in swept if p != batch] or [p for p in case.spec.params if p != batch]
-    values = [str(case.spec.params[p]) for p in shown if p in case.spec.params]
-    if len(values) == 1:
-        return values[0]
-    return ",".join(f"{p}={case.spec.params[p]}" for p in shown if p in case.spec.params) or "-"
+    """The swept parameters other than the batch: a lone one by its value (`bf16`); else, or where only the batch
+    is swept, as name=value pairs (`hidden=512`), so a value never stands without its name when nothing varies."""
+    varied = [p for p in swept if p != batch and p in case.spec.params]
+    if len(varied) == 1:
+        return str(case.spec.params[varied[0]])
+    shown = varied or [p for p in case.spec.params if p != batch]
+    return ",".join(f"{p}={case.spec.params[p]}" for p in shown) or "-"
 
 
 def _choice(case: CaseResult, sweep: Sweep) -> Choice:

@@ -114,3 +114,9 @@ def test_provider_fallback_and_recompile_notes() -> None:
     surprises.explain(notes, "a")
     surprises.explain(notes, "a")
     assert notes == {"explain": ["a"]}
+
+
+def test_a_parameter_that_does_not_vary_is_shown_with_its_name() -> None:
+    grid = [("eager", 1, 80e-6, 2_000_000, 0.0), ("eager", 8, 212e-6, 2_100_000, 0.0)]
+    (table,) = decision_tables(model_run(grid))  # only the batch is swept
+    assert [r.config for r in table.rows] == ["variant=eager", "variant=eager"]
