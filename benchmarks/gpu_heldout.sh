@@ -8,6 +8,11 @@
 # Prints per run what benchmarks/two_clocks_table.py prints, then the true change.
 # Never passes --lock-clocks: a shared device's clock settings are left as they are.
 # Usage (device machine, repository root): benchmarks/gpu_heldout.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2)
+#   AB_TIMEOUT=S: stop an A/B that runs past S seconds (a bar missed by far still leaves time for the others)
+#   EXTRA=N:      N extra kernels, not calibrated here (the true change is measured all the same)
+#   AA_RUNS=1:    one A/A instead of two
+#   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
+#                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
 OUTDIR=${1:-gpu-heldout}
 SEED=${2:-1}
@@ -22,7 +27,7 @@ python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.g
 echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s"
 python3 -c "import torch, timm, transformers, perfci.engine.worker, perfci.cli" || exit 3
 
-N=$(python3 benchmarks/gpu_heldout.py calibrate 0.006 "$OUTDIR/calibration") || exit 3
+N=${EXTRA:-$(python3 benchmarks/gpu_heldout.py calibrate 0.006 "$OUTDIR/calibration")} || exit 3
 echo "head: $N extra kernels after OPT-125m"
 REPO=$(mktemp -d)
 mkdir -p "$REPO/perf"
@@ -39,7 +44,8 @@ one() {  # name, then the revisions and options
   shift
   local t0 t1 rc
   t0=$(date +%s.%N)
-  (cd "$REPO" && python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" >"$OUTDIR/$name.log" 2>&1)
+  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" \
+    >"$OUTDIR/$name.log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
@@ -49,7 +55,7 @@ one() {  # name, then the revisions and options
 }
 git_ checkout -q HEAD~1
 one aa-1 HEAD --seed "$SEED"
-one aa-2 HEAD --seed $((SEED + 1))
+[ "${AA_RUNS:-2}" = 1 ] || one aa-2 HEAD --seed $((SEED + 1))
 git_ checkout -q -
 one head HEAD~1 HEAD --seed $((SEED + 2))
-python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" 4
+[ -n "${SKIP_TRUTH:-}" ] || python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" 4

@@ -7,6 +7,7 @@
 # Prints, per run: exit code, wall time, pairs, and for each case and clock (latency, device.time,
 # host.overhead) the verdict, change and interval, plus the round-to-round spread (max/min of round values).
 # Usage (device machine, repository root): benchmarks/gpu_two_clocks.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2; default 1)
+#   AA_RUNS=1: one A/A instead of two;  AB_TIMEOUT=S: stop an A/B that runs past S seconds
 #   MODELS_ONLY=FILE benchmarks/gpu_two_clocks.sh: write the base's models file to FILE and stop
 set -uo pipefail
 OUTDIR=${1:-gpu-two-clocks}
@@ -87,13 +88,14 @@ one() {  # name, then the revisions
   shift
   local t0 t1 rc
   t0=$(date +%s.%N)
-  (cd "$REPO" && python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" >"$OUTDIR/$name.log" 2>&1)
+  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" \
+    >"$OUTDIR/$name.log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
 }
 git_ checkout -q HEAD~1  # A/A: the base commit against a working tree with the same files
 one aa-1 HEAD --seed "$SEED"
-one aa-2 HEAD --seed $((SEED + 1))
+[ "${AA_RUNS:-2}" = 1 ] || one aa-2 HEAD --seed $((SEED + 1))
 git_ checkout -q -  # back to the head commit
 one head HEAD~1 HEAD --seed $((SEED + 2))

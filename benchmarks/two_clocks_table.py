@@ -42,6 +42,14 @@ def main(out: Path, name: str, rc: str, wall: float) -> None:
             shown = " ".join(f"{v / mid - 1:+.1%}" for _, v in sorted(devs.items())) if mid else "-"
             sm = [r.telemetry.get("device_clock_sm_mhz") for r in c.rounds]
             print(f"  {case.id:<28} {side} device time by round vs median: {shown}; SM MHz {sm}")
+        phases: dict[str, list[float]] = {}
+        for run in runs:
+            for rnd in c.rounds if (c := run.case(case.id)) else ():
+                for step, seconds in rnd.telemetry.get("worker_phases_s", {}).items():
+                    phases.setdefault(step, []).append(seconds)
+        if phases:
+            shown = ", ".join(f"{k} {sorted(v)[len(v) // 2]:.2f}" for k, v in phases.items())
+            print(f"  {case.id:<28} worker s per round (median): {shown}")
         kernels = {r.device.kernels for r in case.rounds if r.device is not None}
         dropped = sum(r.device.dropped_calls for r in case.rounds if r.device is not None)
         print(f"  {case.id:<28} kernels per call {sorted(kernels)}, dropped calls {dropped}")

@@ -85,6 +85,7 @@ class CaseSession:
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     contention: ContentionWatch = field(default_factory=ContentionWatch)  # started when sampling starts
     steady: bool = False  # the verdict rests on the device clock: more profiled calls, fewer latency samples
+    phases_s: dict[str, float] = field(default_factory=dict)  # the worker's time per step (PHASES_KEY)
 
 
 def set_threads(threads: int) -> int:
@@ -149,6 +150,9 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     if steady:  # the round plan of a case decided on its device clock (profilers/device_time.rests_on_device)
         settings = steady_settings(settings)
     if cuda is not None:
+        settings = pair_settings(settings, job)
+    t0 = time.perf_counter()
+    if cuda is not None:
         cuda.cuda.synchronize()
         cuda.cuda.reset_peak_memory_stats()
     runtime = torch_for(wl.setup)  # imported here when the set-up would import it: not the case's memory
@@ -159,6 +163,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     memory.reset_peak_rss()
     rss_before = memory.current_rss()
     fn: Callable[[], object] = wl(ctx, **ctx.params)
+    t1 = time.perf_counter()
     own.set_up()
     own.call(fn)  # the first call: its largest transient, before anything else allocates
     threads = set_threads(job.threads)  # again: the set-up may have imported torch only now
@@ -167,6 +172,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)
     timer, fixed, timer_name = _timer(ctx.device, mode, torch)
     clock = time.perf_counter
+    t2 = clock()
     sustained = cuda is not None and mode in SETTLING_MODES
     if sustained:
         # blocks long enough that the GPU never idles between them (`sustain_block_s`), for the calibration,
@@ -203,6 +209,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
         sustained=settled,
         block_timer=timer,
         steady=steady,
+        phases_s={"set_up": t1 - t0, "first_call_and_work": t2 - t1, "calibration": clock() - t2},
     )
     if settled is not None:
         busy = settings.sustain_window_s / 4
@@ -217,7 +224,17 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     return session
 
 
+PHASES_KEY = "worker_phases_s"  # Round.telemetry of a CUDA case: where its worker's time went, by step (seconds)
 SLICE_TRIES = 2  # a slice taken while the GPU was throttled (thermal or hardware slowdown) is taken again once
+
+
+def pair_settings(settings: TimingSettings, job: Job) -> TimingSettings:
+    """A CUDA case in an A/B's lockstep pairs takes its energy block (0.5 s back to back) in the first pair only:
+    an A/B compares no energy row, the first pair's figure is each side's energy per call in its results, and in
+    later pairs the block was a sixth of the pair's time (docs/gpu.md, "Where a pair's time goes")."""
+    if job.lockstep and job.round_index > 0:
+        return replace(settings, energy_window_s=0.0)
+    return settings
 
 
 def steady_settings(settings: TimingSettings) -> TimingSettings:
@@ -300,7 +317,9 @@ def finish(s: CaseSession) -> Result:
     samples = tuple(sampler.samples)
     # the device clock's slice first: right after the samples, before the energy block heats the GPU (seen on
     # the H200: a slice after it read one BERT round 8% slower)
+    t0 = time.perf_counter()
     device = _device_clock(s, samples, telemetry) if s.torch is not None and s.settings.device_clock else None
+    t1 = time.perf_counter()
     if s.probe is not None and s.snapshots:
         start, end, calls = s.snapshots[0], s.snapshots[-1], 0
         if s.mode not in FLUSHING_MODES and s.settings.energy_window_s > 0:  # a flush's energy is not the call's
@@ -314,6 +333,8 @@ def finish(s: CaseSession) -> Result:
         telemetry.update(summarize(s.snapshots, start, end, calls))
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
+    if s.torch is not None:
+        telemetry[PHASES_KEY] = {**s.phases_s, "device_slice": t1 - t0, "energy_block": time.perf_counter() - t1}
     telemetry["minor_faults_per_call"] = s.faults.per_call()
     telemetry.update(s.own_memory)
     if s.sustained is not None:

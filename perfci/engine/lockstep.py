@@ -124,7 +124,10 @@ def _lockstep(
         wb = head.lockstep_worker(todo_b, index, done_b, "B")
         workers.append(wb)
         setup = timeout * max(1, len(todo_a)) + 120.0
-        agreed = agreed_iterations(wa.wait_for(Prepared, setup), wb.wait_for(Prepared, setup))
+        ready_a, ready_b = wa.wait_for(Prepared, setup), wb.wait_for(Prepared, setup)
+        base.learn_imports(ready_a.imported)
+        head.learn_imports(ready_b.imported)
+        agreed = agreed_iterations(ready_a, ready_b)
         t1 = clock()
         _add(phases, "start", t1 - t0)
         live = [s.id for s in todo_a if s.id in agreed]

@@ -22,8 +22,8 @@ import msgspec
 
 from perfci.format.model import Round
 
-# Environment variable of a worker started ahead of its job (engine/runner.py `prestart`): "torch" makes it
-# import torch while it waits for the job on stdin.
+# Environment variable of a worker started ahead of its job (engine/runner.py `prestart`): "torch", or a file of
+# module names, which it imports while it waits for the job on stdin (engine/preload.py).
 PRELOAD_VAR = "PERFCI_PRELOAD"
 HEAP_PAD_VAR = "PERFCI_HEAP_PAD"  # bytes the worker allocates and keeps before anything else (worker.shift_heap)
 
@@ -117,10 +117,12 @@ class Idle(Message, frozen=True, tag="idle"):
 
 class Prepared(Message, frozen=True, tag="prepared"):
     """Lockstep: set-up is over; these cases are ready to sample. `iterations`: each case's calibrated calls per
-    sample, so that the driver can give both sides of a pair the same count."""
+    sample, so that the driver can give both sides of a pair the same count. `imported`: the library modules the
+    set-ups imported, for the next pairs' workers to import while they wait (engine/preload.py)."""
 
     cases: tuple[str, ...]
     iterations: dict[str, Any] = {}
+    imported: tuple[str, ...] = ()
 
 
 class Sampled(Message, frozen=True, tag="sampled"):

@@ -24,6 +24,7 @@ import msgspec
 import psutil
 
 from perfci.engine import WORKER_UNSET_VAR
+from perfci.engine.preload import TORCH, write_list
 from perfci.engine.progress import ProgressFn, RoundStarted
 from perfci.engine.protocol import (
     HEAP_PAD_VAR,
@@ -193,6 +194,7 @@ class Runner:
     _header: tuple[str, dict[str, Any], GitInfo | None] | None = None
     _run_id: str = ""
     _spares: dict[tuple[int, str], subprocess.Popen[bytes]] = field(default_factory=dict)
+    learned: tuple[str, ...] = ()  # the library modules the first lockstep pair's set-ups imported (preload.py)
     started_ahead: int = 0  # lockstep workers that were started ahead (`prestart`) and used
 
     def run(self, specs: list[CaseSpec], resume_from: RunResult | None = None) -> RunResult:
@@ -262,6 +264,15 @@ class Runner:
                 self._lockstep_log(index, tag), self._lockstep_env(index, tag), self.worker_python
             )
 
+    def learn_imports(self, imported: tuple[str, ...]) -> None:
+        """Keep the library modules a lockstep worker's set-ups imported (the first pair's): the spares started
+        for later pairs import them while they wait (engine/preload.py)."""
+        if imported and not self.learned:
+            self.learned = imported
+
+    def _preload_file(self) -> Path:
+        return self.out_dir / "logs" / "preload.txt"
+
     def discard_spares(self) -> None:
         """Stop the spare workers that were started ahead but not needed (no further pair)."""
         while self._spares:
@@ -272,8 +283,8 @@ class Runner:
 
     def _lockstep_env(self, index: int, tag: str) -> dict[str, str]:
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
-        if self.uses_gpu():
-            env[PRELOAD_VAR] = "torch"  # worker.py imports it while it waits for its job
+        if self.uses_gpu():  # worker.py imports these while it waits for its job (engine/preload.py)
+            env[PRELOAD_VAR] = write_list(self._preload_file(), self.learned) if self.learned else TORCH
         return env
 
     def uses_gpu(self) -> bool:

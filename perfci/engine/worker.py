@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import IO, TypeVar
 
 from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
+from perfci.engine.preload import learned_imports, preload
 from perfci.engine.protocol import (
     HEAP_PAD_VAR,
     PRELOAD_VAR,
@@ -149,9 +150,11 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
     line on stdin: `Sample(case, n, rewarm)` -> `rewarm` untimed calls and `n` samples, then `Sampled`;
     `Finish` -> results. The driver alternates two such workers sample by sample, so both revisions see the
     same machine state (perfci/engine/lockstep.py)."""
+    before = set(sys.modules)
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
     _pin(job)  # only now: both workers of a pair start, import and set up at once, each on any CPU
-    _emit(out, Prepared(tuple(sessions), {c: s.sampler.iterations for c, s in sessions.items()}))
+    iterations = {c: s.sampler.iterations for c, s in sessions.items()}
+    _emit(out, Prepared(tuple(sessions), iterations, learned_imports(before)))
     gc.disable()
     while line := commands.readline():
         cmd = decode_command(line)
@@ -201,15 +204,6 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _preload() -> None:
-    """Import torch before the job arrives when the runner asks (a lockstep worker started ahead of its pair,
-    engine/runner.py `prestart`): the import is what a GPU worker's start spends most of its time on. Importing
-    touches no device. Without torch, nothing happens here; the case's own set-up reports it."""
-    if os.environ.get(PRELOAD_VAR) == "torch":
-        with contextlib.suppress(ImportError):
-            import torch  # noqa: F401
-
-
 _heap_pad: list[bytearray] = []  # held for the worker's life
 
 
@@ -230,7 +224,7 @@ def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    _preload()
+    preload(os.environ.get(PRELOAD_VAR))  # a lockstep worker started ahead of its pair: imports while it waits
     job = decode_job(sys.stdin.readline())
     if not os.environ.get(CONTAINER_VAR):  # in a container its parent is the runtime's (see CONTAINER_VAR)
         _die_with_parent(job.parent_pid)

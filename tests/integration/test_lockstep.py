@@ -107,3 +107,33 @@ def test_a_pair_uses_workers_started_ahead_and_replaces_a_dead_one(tmp_path: Pat
     base.discard_spares()
     head.discard_spares()
     assert all(p.poll() is not None for p in spares) and not base._spares and not head._spares
+
+
+def test_spares_import_what_the_first_pair_set_ups_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first pair's workers report the library modules their set-ups imported; a spare started for a later
+    pair imports them while it waits for its job (perfci/engine/preload.py). GPU runs only do this; the runner is
+    told it has a GPU case here, and the spare's set-up sees `colorsys` already imported."""
+    settings = RunSettings(rounds=2, case_timeout_s=20, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / "preload_cases.py")])
+    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
+    base.start(specs)
+    head.start(specs)
+    for runner in (base, head):
+        monkeypatch.setattr(runner, "uses_gpu", lambda: True)
+    rng = random.Random(0)
+
+    def ahead() -> None:
+        base.prestart(1, "A")
+        head.prestart(1, "B")
+
+    run_lockstep_pair(base, head, 0, None, rng, prestart=ahead)
+    assert "colorsys" in base.learned and "colorsys" in head.learned
+    assert not any(m.startswith("perfci") for m in base.learned)
+    run_lockstep_pair(base, head, 1, None, rng)
+    assert (base.started_ahead, head.started_ahead) == (1, 1)
+    for runner in (base, head):
+        (case,) = runner.finish().cases
+        before = {r.index: r.telemetry["notes"]["colorsys_before_setup"] for r in case.rounds}
+        assert before == {0: False, 1: True}
+        listed = (runner.out_dir / "logs" / "preload.txt").read_text().split()
+        assert listed[0] == "torch" and "colorsys" in listed

@@ -46,3 +46,19 @@ def test_gpu_pairs_finish_one_side_at_a_time(seed: int) -> None:
 def test_the_side_that_finishes_first_is_drawn_per_pair() -> None:
     firsts = [_run(True, seed)[0] for seed in range(40)]
     assert 10 <= firsts.count("finish A") <= 30  # both orders occur: a hot GPU after one side is no bias
+
+
+def test_only_the_first_lockstep_pair_takes_the_energy_block() -> None:
+    """An A/B compares no energy row: a CUDA case takes its 0.5 s energy block in the first pair only
+    (engine/case_session.pair_settings); ordinary rounds keep it."""
+    from perfci.engine.case_session import pair_settings
+    from perfci.engine.protocol import Job
+    from perfci.profilers.timing import TimingSettings
+
+    settings = TimingSettings()
+    assert settings.energy_window_s > 0
+    assert (
+        pair_settings(settings, Job(cases=(), round_index=0, lockstep=True)).energy_window_s == settings.energy_window_s
+    )
+    assert pair_settings(settings, Job(cases=(), round_index=3, lockstep=True)).energy_window_s == 0.0
+    assert pair_settings(settings, Job(cases=(), round_index=3)).energy_window_s == settings.energy_window_s
