@@ -10,7 +10,7 @@
 # Usage (device machine, repository root): benchmarks/gpu_heldout.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2)
 #   AB_TIMEOUT=S: stop an A/B that runs past S seconds (a bar missed by far still leaves time for the others)
 #   EXTRA=N:      N extra kernels, not calibrated here (the true change is measured all the same)
-#   AA_RUNS=1:    one A/A instead of two
+#   AA_RUNS=1:    one A/A instead of two;  TRUTH_PROCS=K: K processes a side for the true change (4)
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
 #                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
@@ -58,4 +58,4 @@ one aa-1 HEAD --seed "$SEED"
 [ "${AA_RUNS:-2}" = 1 ] || one aa-2 HEAD --seed $((SEED + 1))
 git_ checkout -q -
 one head HEAD~1 HEAD --seed $((SEED + 2))
-[ -n "${SKIP_TRUTH:-}" ] || python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" 4
+[ -n "${SKIP_TRUTH:-}" ] || python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" "${TRUTH_PROCS:-4}"
