@@ -292,6 +292,9 @@ def test_a_lockstep_pair_samples_less_latency_for_a_case_decided_on_its_device_c
         def uses_gpu(self) -> bool:
             return False
 
+        def learn_imports(self, imported: tuple[str, ...]) -> None:
+            pass
+
         def write_partial(self) -> None:
             pass
 
