@@ -145,6 +145,20 @@ def paired_differences(d: Sequence[float], trim: float = 0.0) -> LogRatio:
     return LogRatio(mean, se, dof, n, n)
 
 
+def narrower(first: LogRatio, second: LogRatio, confidence: float) -> LogRatio:
+    """The estimate with the narrower two-sided interval at `confidence` (`first` on a tie or where `second` has
+    no standard error). For two estimates of the same pairs, paired and unpaired, the choice rests on the sample
+    spreads alone (the differences' and each side's), which for normal values are independent of the sample
+    means: the chosen interval keeps its coverage."""
+    if math.isnan(second.se) or second.se <= 0:
+        return first
+    if math.isnan(first.se) or first.se <= 0:
+        return second
+    a = first.t_quantile(0.5 + confidence / 2.0) * first.se
+    b = second.t_quantile(0.5 + confidence / 2.0) * second.se
+    return second if b < a else first
+
+
 def step_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
     """One lockstep pair's log(B / A) from its samples step by step: the median over k of log(B_k / A_k), where
     A_k and B_k are the two sides' k-th samples, taken one right after the other (in random order).

@@ -15,6 +15,7 @@ import pytest
 
 from perfci.ab.looks import MIN_EXTRA, device_settled, pairs_to_settle
 from perfci.ab.orchestrate import _to_continue, needs_more, next_look_pairs
+from perfci.compare import decide
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
 from perfci.engine import case_session
@@ -88,16 +89,18 @@ def _case(values: list[float], latency_s: float | list[float] = 5e-3, clocks: li
     return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, None, None))
 
 
-def _ab(effect: float, sd: float, seed: int, settings: DecisionSettings) -> tuple[Comparison, int]:
+def _ab(effect: float, sd: float, seed: int, settings: DecisionSettings, shared: float = 0.0) -> tuple[Comparison, int]:
     """A CPU twin of the look loop (ab/orchestrate.run_ab): 4 pairs, then the pairs `next_look_pairs` asks for,
-    up to `looks`; each round's device time drawn with `sd` process-to-process noise; the head `effect` slower."""
+    up to `looks`; each round's device time drawn with `sd` process-to-process noise, and `shared` noise that both
+    sides of a pair share; the head `effect` slower."""
     rng = random.Random(seed)
     base: list[float] = []
     head: list[float] = []
     n, looks = 4, 0
     while True:
-        base += [2e-3 * (1 + rng.gauss(0, sd)) for _ in range(n)]
-        head += [2e-3 * (1 + effect) * (1 + rng.gauss(0, sd)) for _ in range(n)]
+        state = [1 + rng.gauss(0, shared) for _ in range(n)]
+        base += [2e-3 * s * (1 + rng.gauss(0, sd)) for s in state]
+        head += [2e-3 * (1 + effect) * s * (1 + rng.gauss(0, sd)) for s in state]
         looks += 1
         cmp = compare_runs(make_run([_case(base)]), make_run([_case(head)]), settings, paired=True)
         if not _to_continue(cmp, settings) or looks >= settings.looks:
@@ -127,6 +130,35 @@ def test_a_half_percent_kernel_change_is_named_in_a_handful_of_pairs() -> None:
     # at a 0.5% threshold the same change is a regression
     cmp, _ = _ab(0.006, 0.001, 7, DecisionSettings(looks=3, threshold=0.005))
     assert _device_row(cmp).verdict is Verdict.REGRESSION
+
+
+def test_kernels_that_move_with_the_pair_are_compared_pair_by_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ConvNeXt-Tiny's device time on the H200 moved by +-1% from pair to pair, both sides of a pair alike
+    (docs/gpu.md). Twin: 0.6% noise shared by a pair, 0.1% per process. The pairs' differences give the narrower
+    interval and are used: A/As settle `unchanged` at the first look and a +0.6% change is named in fewer pairs
+    than with the two sides as interleaved samples; no A/A blames the head."""
+    settings = DecisionSettings(looks=3)
+
+    def run(effect: float, seeds: range) -> tuple[list[Verdict], list[int], list[str]]:
+        verdicts, pairs, methods = [], [], []
+        for seed in seeds:
+            cmp, n = _ab(effect, 0.001, seed, settings, shared=0.006)
+            verdicts.append(_device_row(cmp).verdict)
+            methods.append(_device_row(cmp).method)
+            pairs.append(n)
+        return verdicts, pairs, methods
+
+    aa, aa_pairs, methods = run(0.0, range(300, 340))
+    assert methods.count("paired") >= 36 and aa.count(Verdict.UNCHANGED) == 40 and aa_pairs.count(4) >= 36, aa_pairs
+    named, named_pairs, _ = run(0.006, range(400, 440))
+    assert named.count(Verdict.SLOWER) == 40, named
+    monkeypatch.setattr(decide, "narrower", lambda first, second, confidence: first)  # interleaved only
+    aa_apart, aa_apart_pairs, _ = run(0.0, range(300, 340))
+    named_apart, named_apart_pairs, _ = run(0.006, range(400, 440))
+    assert named_apart.count(Verdict.SLOWER) < named.count(Verdict.SLOWER)  # 3 looks were too few for some
+    assert sum(aa_apart_pairs) >= sum(aa_pairs) + 40, (aa_apart_pairs, aa_pairs)
+    assert sum(named_apart_pairs) >= sum(named_pairs) + 40, (named_apart_pairs, named_pairs)
+    assert Verdict.REGRESSION not in aa + aa_apart
 
 
 def test_only_the_device_rows_size_the_next_look() -> None:
