@@ -8,7 +8,11 @@ and is at least CONTENTION_RATIO times it (a baseline without the figure, writte
 platform without it, counts as 0): two sides measured under the same load read 0.3-0.5 each, one round more or less,
 and are compared as usual. A quiet 2-core machine reads below 0.02; two busy processes beside a single-threaded
 measurement read 0.3-0.5 per round. Only rows that would blame the candidate change: an improvement measured on a
-busy machine stands, and a memory row is not a timing.
+busy machine stands, and a memory row is not a timing. Nor does a change larger than the wait can explain: a
+round that waited a share w of its runnable time ran at least 1 - w of the time, and its median sample, if the
+waits fell on half of the samples, at 1 - 2w; a row whose whole interval lies beyond (1 - b) / (1 - 2c) for the
+baseline's wait b and the candidate's c keeps its verdict, with the note (`explainable_ratio`; seen on CI's
+2-core machine: a test made three times slower called `inconclusive` because its rounds waited 10%).
 
 Both sides measured on a busy machine (`busy_machine`): a separate job on a busy machine runs at another speed, so
 an unpaired row that would blame the candidate is decided again with the job-to-job noise at least BUSY_JOB_NOISE
@@ -17,6 +21,7 @@ an unpaired row that would blame the candidate is decided again with the job-to-
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from perfci.format.model import CaseResult, MetricComparison, Verdict
@@ -65,9 +70,24 @@ def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTI
     )
 
 
-def unblamed(row: MetricComparison, note: str) -> MetricComparison:
-    """`row` as `inconclusive` with `note` when it blames the candidate and `note` says why it cannot."""
+def explainable_ratio(base: CaseResult, cand: CaseResult) -> float:
+    """The largest slowdown (candidate / baseline time) the two sides' CPU waits could explain (module doc)."""
+    c, b = busiest_wait(cand) or 0.0, busiest_wait(base) or 0.0
+    return math.inf if 2.0 * c >= 1.0 else (1.0 - b) / (1.0 - 2.0 * c)
+
+
+def unblamed(row: MetricComparison, note: str, explainable: float = math.inf) -> MetricComparison:
+    """`row` as `inconclusive` with `note` when it blames the candidate and `note` says why it cannot, unless its
+    whole interval lies beyond the slowdown (a ratio of times) the contention could explain."""
     if not note or row.verdict not in BLAMING or row.method not in ("paired", "unpaired"):
         return row
+    if row.ratio_low is not None and row.ratio_high is not None and row.ratio is not None:
+        higher = row.direction is not None and row.direction.value == "higher"
+        beyond = row.ratio_high < 1.0 / explainable if higher else row.ratio_low > explainable
+        if beyond:
+            return replace(
+                row,
+                note="; ".join(n for n in (row.note, f"{note}, but the change is larger than the wait explains") if n),
+            )
     why = f"{note} (estimate {row.ratio - 1:+.1%})" if row.ratio is not None else note
     return replace(row, verdict=Verdict.INCONCLUSIVE, note=why)

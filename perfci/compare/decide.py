@@ -23,7 +23,7 @@ import math
 from dataclasses import replace
 
 from perfci.compare.case_ids import moved_test_ids
-from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, unblamed
+from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, explainable_ratio, unblamed
 from perfci.compare.coverage import Scope, recorded_scope, require_common, settle_missing
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
@@ -222,7 +222,7 @@ def compare_case(
             row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                              interleaved=interleaved)  # fmt: skip
             if busy:  # the candidate was busier than the baseline: not blamed at all
-                row = unblamed(row, busy)
+                row = unblamed(row, busy, explainable_ratio(base, cand))
             elif busy_wait is not None and row.method == "unpaired" and not interleaved and row.verdict in BLAMING:
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
