@@ -81,7 +81,7 @@ def unblamed(row: MetricComparison, note: str, explainable: float = math.inf) ->
     whole interval lies beyond the slowdown (a ratio of times) the contention could explain."""
     if not note or row.verdict not in BLAMING or row.method not in ("paired", "unpaired"):
         return row
-    if row.ratio_low is not None and row.ratio_high is not None and row.ratio is not None:
+    if row.ratio_low is not None and row.ratio_high is not None:
         higher = row.direction is not None and row.direction.value == "higher"
         beyond = row.ratio_high < 1.0 / explainable if higher else row.ratio_low > explainable
         if beyond:

@@ -87,15 +87,15 @@ def _timed_row(
     noise_floor: float = 0.0, interleaved: bool = False,
 ) -> MetricComparison:  # fmt: skip
     common = sorted(set(base) & set(cand)) if paired else []
-    if interleaved and common:  # pair by pair only where that gives the narrower interval (INTERLEAVED)
+    # per pair: its step ratio where it has one (lockstep median latency), else the ratio of its rounds' values
+    d = [steps[i] if steps and i in steps else math.log(cand[i]) - math.log(base[i]) for i in common]
+    together = paired_differences(d, settings.trim) if common else None
+    if interleaved and together is not None:  # pair by pair only where that gives the narrower interval
         apart = unpaired_log_ratio(list(base.values()), list(cand.values()), 0.0)
-        d = [math.log(cand[i]) - math.log(base[i]) for i in common]
-        if narrower(apart, paired_differences(d, settings.trim), 1.0 - 2.0 * alpha) is apart:
-            common = []
-    if common:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired, below)
-        # per pair: its step ratio where it has one (lockstep median latency), else the ratio of its rounds' values
-        d = [steps[i] if steps and i in steps else math.log(cand[i]) - math.log(base[i]) for i in common]
-        est = paired_differences(d, settings.trim)
+        if narrower(apart, together, 1.0 - 2.0 * alpha) is apart:
+            common, together = [], None
+    if together is not None:  # paired (without a round index in common, e.g. an edited copy renumbered: unpaired)
+        est = together
         kept = kept_pairs(d, settings.trim)
         # geometric means over the pairs the estimate kept: the baseline's values, and the baseline times the
         # estimated change, so that candidate / baseline is exactly the change shown (step ratios are not a ratio
