@@ -23,6 +23,7 @@ MODELS = (
     ("pair-shared 0.6% + 0.1% own", 0.001, 0.006),
     ("independent 0.25%", 0.0025, 0.0),
     ("independent 0.1%", 0.001, 0.0),
+    ("independent 1.3% (by process)", 0.013, 0.0),
 )
 
 

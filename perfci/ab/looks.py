@@ -17,6 +17,14 @@ as sqrt(n), so it clears a boundary at distance d from the estimate after about 
 adds that many more, at least `MIN_EXTRA` and at most the plan's `extra`. The t quantile also falls as pairs
 are added, so the projection errs on the side of more pairs. Alpha stays split evenly over the planned looks
 (Bonferroni holds whatever the size of each look).
+
+A row is *out of reach* when, at its spread per pair, even all the pairs the A/B plans (first look plus
+`extra` per further look) are projected not to settle it (`stats/logratio.pairs_to_reach`, which follows the t
+quantile down as pairs are added): the process-to-process spread of some kernels (one cuDNN depthwise
+convolution of ConvNeXt-Tiny on the H200 read 1,866-1,910 us a call by process, +-1.3% per pair, where OPT-125m's
+pairs held within 0.1%) would need 40 pairs or more to bound a 1% threshold. Such a case gets no further pairs:
+its row keeps the verdict of the look (`inconclusive` where its interval straddles the threshold) with a note
+giving its spread and the pairs it would need, and the A/B stops when no other case asks for more.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ import math
 
 from perfci.format.model import MetricComparison, Verdict
 from perfci.stats.decision import MIN_FRACTION
+from perfci.stats.logratio import pairs_to_reach
 
+REACH_FACTOR = 1.0  # out of reach: projected to need more pairs than this many times the planned pairs
 MIN_EXTRA = 2  # the fewest pairs a look adds: one pair adds too little to move a Welch interval of a few pairs
 
 
@@ -69,3 +79,39 @@ def pairs_to_settle(row: MetricComparison, theta: float, pairs: int, extra: int,
         return extra
     needed = math.ceil(pairs * (half / distance) ** 2) - pairs
     return max(MIN_EXTRA, min(extra, needed))
+
+
+def _distance(row: MetricComparison, theta: float, named: float) -> tuple[float, float] | None:
+    """(half-width, distance from the estimate to the nearest boundary its interval straddles), log scale."""
+    interval = _log_interval(row)
+    if interval is None or row.ratio is None:
+        return None
+    low, high = interval
+    estimate = math.log(row.ratio)
+    boundaries = straddled(row, theta, named) or [math.copysign(math.log1p(theta), estimate)]
+    return (high - low) / 2.0, min(abs(estimate - b) for b in boundaries)
+
+
+def out_of_reach(
+    row: MetricComparison, theta: float, pairs: int, planned: int, named: float = MIN_FRACTION
+) -> float | None:
+    """The pairs in all that `row` is projected to need to settle, where that is more than REACH_FACTOR x the
+    `planned` pairs (module docstring); None where the plan may settle it, or where the row has no interval."""
+    found = _distance(row, theta, named)
+    if found is None or row.confidence is None or pairs < 2:
+        return None
+    half, distance = found
+    needed = pairs_to_reach(half, pairs, 2.0 * row.confidence - 1.0, distance)
+    return needed if needed > REACH_FACTOR * planned else None
+
+
+def reach_note(row: MetricComparison, theta: float, pairs: int, needed: float) -> str:
+    """Why an out-of-reach row got no further pairs: its spread per pair and the pairs it would need."""
+    found = _distance(row, theta, MIN_FRACTION)
+    half = found[0] if found else math.nan
+    low, high = (row.ratio_low or math.nan), (row.ratio_high or math.nan)
+    shown = "more than 10,000" if math.isinf(needed) else f"about {needed:,.0f}"
+    return (
+        f"its pairs spread too far to settle at the {theta:.1%} threshold: interval {low - 1:+.2%}..{high - 1:+.2%} "
+        f"(half-width {math.expm1(half):.2%}) on {pairs} pairs, {shown} pairs needed; no further pairs were taken"
+    )

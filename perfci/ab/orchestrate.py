@@ -8,7 +8,8 @@ Procedure (docs/compare.md explains why):
 3. Decide per case with the paired rule at alpha / looks (Bonferroni over the planned looks). Cases still
    undecided on a timed metric (`needs_more`: inconclusive, or unchanged but at least half-way to the threshold
    or with an interval still reaching past it) get `extra` more pairs, for at most `looks` looks in all, while
-   the time budget lasts. Every other case keeps the verdict of its last look.
+   the time budget lasts. Every other case keeps the verdict of its last look, and so does a case that runs at
+   two speeds by process (`ab/bimodal.py`) or whose device clock the plan cannot settle (`ab/looks.out_of_reach`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from perfci.ab.bimodal import cap_process_modes
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
-from perfci.ab.looks import device_settled, pairs_to_settle
+from perfci.ab.looks import device_settled, out_of_reach, pairs_to_settle, reach_note
 from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
@@ -180,6 +181,28 @@ def _unsettled_rows(comparison: Comparison, decision: DecisionSettings) -> list[
 def _to_continue(comparison: Comparison, decision: DecisionSettings) -> list[str]:
     """The cases that get more pairs (`_unsettled_rows`)."""
     return sorted({r.case_id for r in _unsettled_rows(comparison, decision)})
+
+
+def mark_out_of_reach(
+    comparison: Comparison, decision: DecisionSettings, pairs: int, planned: int
+) -> tuple[Comparison, set[str]]:
+    """The comparison with a note on each unsettled `device.time` row that the plan cannot settle
+    (`ab/looks.out_of_reach`), and the ids of the cases whose every unsettled row is such a row: they get no
+    further pairs."""
+    unsettled = _unsettled_rows(comparison, decision)
+    notes: dict[tuple[str, str], str] = {}
+    for r in unsettled:
+        if r.metric == DEVICE_TIME:
+            theta, n = _theta(decision, r), min(r.n_baseline or pairs, r.n_candidate or pairs)
+            needed = out_of_reach(r, theta, n, planned, decision.slower_min)
+            if needed is not None:
+                notes[(r.case_id, r.metric)] = reach_note(r, theta, n, needed)
+    if not notes:
+        return comparison, set()
+    blocked = {r.case_id for r in unsettled if (r.case_id, r.metric) not in notes}
+    rows = tuple(replace(r, note=notes[(r.case_id, r.metric)]) if (r.case_id, r.metric) in notes else r
+                 for r in comparison.rows)  # fmt: skip
+    return replace(comparison, rows=rows), {case for case, _ in notes} - blocked
 
 
 def next_look_pairs(comparison: Comparison, decision: DecisionSettings, pairs: int, extra: int) -> int:
@@ -362,7 +385,8 @@ def run_ab(
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
             comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
             comparison, moded = cap_process_modes(comparison, run_a, run_b)  # two speeds by process (ab/bimodal.py)
-            only = [c for c in _to_continue(comparison, decision) if c not in moded]
+            comparison, unreachable = mark_out_of_reach(comparison, decision, paired.next_index, planned)
+            only = [c for c in _to_continue(comparison, decision) if c not in moded and c not in unreachable]
             extra = next_look_pairs(comparison, decision, paired.next_index, settings.extra)
             analysis += clock() - t0
             if progress is not None:

@@ -87,6 +87,32 @@ def _t_quantile(dof: float, p: float) -> float:
     return float(stdtrit(dof, p))
 
 
+def pairs_to_reach(half: float, pairs: int, confidence: float, target: float, cap: int = 10_000) -> float:
+    """Pairs in all at which a paired interval, now `half` wide each way (log scale) at `pairs` pairs and two-sided
+    `confidence`, is projected to be at most `target` wide each way: its spread per pair held, t_{n-1} / sqrt(n)
+    followed as n grows (the t quantile falls with the pairs, which a plain sqrt(n) projection leaves out).
+    `inf` where even `cap` pairs would not do."""
+    if pairs < 2 or half <= 0.0 or target <= 0.0:
+        return math.inf if target <= 0.0 or pairs < 2 else float(pairs)
+    p = 0.5 + confidence / 2.0
+    spread = half * math.sqrt(pairs) / _t_quantile(pairs - 1, p)
+    if half <= target:
+        return float(pairs)
+    n = pairs
+    while n < cap:
+        n = min(cap, n * 2)
+        if _t_quantile(n - 1, p) * spread / math.sqrt(n) <= target:
+            low, high = n // 2, n  # the half-width falls with n: bisect between the last two doublings
+            while high - low > 1:
+                mid = (low + high) // 2
+                if _t_quantile(mid - 1, p) * spread / math.sqrt(mid) <= target:
+                    high = mid
+                else:
+                    low = mid
+            return float(high)
+    return math.inf
+
+
 def prepare() -> None:
     """Import what the quantiles need now (a quarter of a second), e.g. while a helper process checks files."""
     _quantiles()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from perfci.ab.looks import MIN_EXTRA, device_settled, pairs_to_settle
-from perfci.ab.orchestrate import _to_continue, needs_more, next_look_pairs
+from perfci.ab.looks import MIN_EXTRA, device_settled, out_of_reach, pairs_to_settle
+from perfci.ab.orchestrate import _to_continue, mark_out_of_reach, needs_more, next_look_pairs
 from perfci.compare import decide
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
@@ -103,7 +103,8 @@ def _ab(effect: float, sd: float, seed: int, settings: DecisionSettings, shared:
         head += [2e-3 * (1 + effect) * s * (1 + rng.gauss(0, sd)) for s in state]
         looks += 1
         cmp = compare_runs(make_run([_case(base)]), make_run([_case(head)]), settings, paired=True)
-        if not _to_continue(cmp, settings) or looks >= settings.looks:
+        cmp, unreachable = mark_out_of_reach(cmp, settings, len(base), 4 + 6 * (settings.looks - 1))
+        if not [c for c in _to_continue(cmp, settings) if c not in unreachable] or looks >= settings.looks:
             return cmp, len(base)
         n = next_look_pairs(cmp, settings, len(base), 6)
 
@@ -150,15 +151,42 @@ def test_kernels_that_move_with_the_pair_are_compared_pair_by_pair(monkeypatch: 
 
     aa, aa_pairs, methods = run(0.0, range(300, 340))
     assert methods.count("paired") >= 36 and aa.count(Verdict.UNCHANGED) == 40 and aa_pairs.count(4) >= 36, aa_pairs
-    named, named_pairs, _ = run(0.006, range(400, 440))
+    named, _, _ = run(0.006, range(400, 440))
     assert named.count(Verdict.SLOWER) == 40, named
     monkeypatch.setattr(decide, "narrower", lambda first, second, confidence: first)  # interleaved only
     aa_apart, aa_apart_pairs, _ = run(0.0, range(300, 340))
-    named_apart, named_apart_pairs, _ = run(0.006, range(400, 440))
-    assert named_apart.count(Verdict.SLOWER) < named.count(Verdict.SLOWER)  # 3 looks were too few for some
+    named_apart, _, _ = run(0.006, range(400, 440))
+    # apart, the +0.6% is out of reach in many A/Bs (left after 4 pairs) and missed in more
+    assert named_apart.count(Verdict.SLOWER) < named.count(Verdict.SLOWER)
     assert sum(aa_apart_pairs) >= sum(aa_pairs) + 40, (aa_apart_pairs, aa_pairs)
-    assert sum(named_apart_pairs) >= sum(named_pairs) + 40, (named_apart_pairs, named_pairs)
     assert Verdict.REGRESSION not in aa + aa_apart
+
+
+def test_a_device_clock_that_spreads_by_process_is_left_at_the_first_look() -> None:
+    """ConvNeXt-Tiny's device time on the H200 read 1,866-1,910 us a call by process (+-1.3% per pair, the two
+    sides of a pair independent; docs/gpu.md). Twin: 1.3% per process. No plan of 16 pairs bounds that at 1%:
+    the row is left at the first look (33-36 of 40 A/Bs; 1-2 without the rule) with a note giving the pairs it
+    would need."""
+    settings = DecisionSettings(looks=3)
+    for effect, seeds in ((0.0, range(500, 540)), (0.006, range(600, 640))):
+        pairs, verdicts = [], []
+        for seed in seeds:
+            cmp, n = _ab(effect, 0.013, seed, settings)
+            row = _device_row(cmp)
+            pairs.append(n)
+            verdicts.append(row.verdict)
+            if n == 4 and not device_settled(row, 0.01):
+                assert "pairs needed; no further pairs were taken" in row.note, row.note
+        # at most the error rate alpha allows (the same seeds without the rule: 1 of 40 each, on 15-16 pairs)
+        assert verdicts.count(Verdict.REGRESSION) + verdicts.count(Verdict.IMPROVEMENT) <= 1, verdicts
+        assert pairs.count(4) >= 30 and sum(pairs) / len(pairs) <= 5.5, pairs
+    # the projection follows the t quantile: +0.64% with a half-width of 0.46% at 4 pairs (99.7%) is in reach
+    near = _row(math.exp(0.0064), math.exp(0.0018), math.exp(0.011), Verdict.SLOWER)
+    assert out_of_reach(replace(near, confidence=0.9983), 0.01, pairs=4, planned=16) is None
+    wide = _row(1.004, 0.96, 1.05, Verdict.INCONCLUSIVE)  # +-4.5% at 4 pairs
+    needed = out_of_reach(replace(wide, confidence=0.9983), 0.01, pairs=4, planned=16)
+    assert needed is not None and needed > 32
+    assert out_of_reach(wide, 0.01, pairs=4, planned=16) is None  # no confidence, no projection
 
 
 def test_only_the_device_rows_size_the_next_look() -> None:
