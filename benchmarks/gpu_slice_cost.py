@@ -5,7 +5,9 @@ for 32 calls of 1-2 ms: the calls are not the cost. This runs, in a fresh proces
 held-out models (benchmarks/gpu_heldout.py) three times each and prints each step's wall time:
   profile:  perfci's profiled slice (profilers/kineto.profile_device), timed step by step;
   raw:      the same calls and events through torch's profiler entry points without the `torch.profiler.profile`
-            wrapper (prepare, enable, disable), to see what the wrapper adds.
+            wrapper (prepare, enable, disable), to see what the wrapper adds;
+  *-keep:   either, with TEARDOWN_CUPTI=0 (Kineto keeps CUPTI attached between sessions instead of tearing it
+            down after each and setting it up again for the next).
 
     python3 benchmarks/gpu_heldout.py models 0 > /tmp/models.py
     python3 benchmarks/gpu_slice_cost.py /tmp/models.py        # device machine; prints one line per slice
@@ -78,7 +80,7 @@ def raw_way(fn, n):
 for rep in range(3):
     for name, fn in fns.items():
         t0 = time.perf_counter()
-        d, steps, n_events = (profile_way if way == "profile" else raw_way)(fn, 30)
+        d, steps, n_events = (profile_way if way.startswith("profile") else raw_way)(fn, 30)
         total = time.perf_counter() - t0
         med = sorted(d.samples)[len(d.samples) // 2] * 1e6 if d else float("nan")
         shown = " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in steps.items())
@@ -88,8 +90,11 @@ for rep in range(3):
 
 
 def main(models: str) -> None:
-    for way in ("profile", "raw", "profile"):
-        subprocess.run([sys.executable, "-c", CHILD, way, models], check=False)
+    import os
+
+    keep = {**os.environ, "TEARDOWN_CUPTI": "0"}  # Kineto leaves CUPTI attached between profiling sessions
+    for way, env in (("profile", None), ("raw", None), ("profile-keep", keep), ("raw-keep", keep)):
+        subprocess.run([sys.executable, "-c", CHILD, way, models], check=False, env=env)
 
 
 if __name__ == "__main__":
