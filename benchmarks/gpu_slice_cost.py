@@ -6,7 +6,9 @@ held-out models (benchmarks/gpu_heldout.py) three times each and prints each ste
   profile:  perfci's profiled slice (profilers/kineto.profile_device), timed step by step;
   raw:      the same calls and events through torch's profiler entry points without the `torch.profiler.profile`
             wrapper (prepare, enable, disable), to see what the wrapper adds;
-  *-keep:   either, with TEARDOWN_CUPTI=0 (Kineto keeps CUPTI attached between sessions instead of tearing it
+  autograd: torch.autograd.profiler.profile (the object the wrapper builds), without the wrapper;
+  cuda-only: CUDA activities only (no host ops recorded), calls told apart by the synchronize after each;
+  *-keep:   with TEARDOWN_CUPTI=0 (Kineto keeps CUPTI attached between sessions instead of tearing it
             down after each and setting it up again for the next).
 
     python3 benchmarks/gpu_heldout.py models 0 > /tmp/models.py
@@ -77,10 +79,55 @@ def raw_way(fn, n):
     d = summarize(calls(w, o, a), CUPTI); steps["summarize"] = time.perf_counter() - t
     return d, steps, len(events)
 
+def autograd_way(fn, n):
+    from torch.autograd import profiler as ap
+    steps = {}
+    t = time.perf_counter()
+    prof = ap.profile(use_cpu=True, use_device="cuda", use_kineto=True)
+    prof.__enter__(); steps["enter"] = time.perf_counter() - t; t = time.perf_counter()
+    run_calls(fn, n); steps["calls"] = time.perf_counter() - t; t = time.perf_counter()
+    prof.__exit__(None, None, None); steps["exit"] = time.perf_counter() - t; t = time.perf_counter()
+    events = list(prof.kineto_results.events()); steps["events"] = time.perf_counter() - t; t = time.perf_counter()
+    w, o, a = read_events(events, WARM_CALLS); steps["read"] = time.perf_counter() - t; t = time.perf_counter()
+    d = summarize(calls(w, o, a), CUPTI); steps["summarize"] = time.perf_counter() - t
+    return d, steps, len(events)
+
+def cuda_only_way(fn, n):
+    from collections import Counter
+    from torch.autograd.profiler import _disable_profiler, _enable_profiler, _prepare_profiler
+    from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, _ExperimentalConfig
+    from perfci.profilers.device_time import Activity, Window
+    steps = {}
+    acts = {ProfilerActivity.CUDA}
+    cfg = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+    t = time.perf_counter()
+    _prepare_profiler(cfg, acts); _enable_profiler(cfg, acts); steps["start"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for i in range(WARM_CALLS + n):
+        fn()
+        torch.cuda.synchronize()
+    steps["calls"] = time.perf_counter() - t; t = time.perf_counter()
+    res = _disable_profiler(); steps["disable"] = time.perf_counter() - t; t = time.perf_counter()
+    events = list(res.events()); steps["events"] = time.perf_counter() - t; t = time.perf_counter()
+    kinds = Counter((str(e.device_type()).split(".")[-1], e.name()[:24]) for e in events)
+    host = [e for e in events if "CUDA" not in str(e.device_type()).upper()]
+    syncs = sorted(e.end_ns() for e in host if "ynchronize" in e.name())
+    gpu = [e for e in events if "CUDA" in str(e.device_type()).upper() and not e.is_user_annotation()]
+    edges = [0] + syncs
+    windows = [Window(i, edges[i], edges[i + 1]) for i in range(WARM_CALLS, len(edges) - 1)]
+    acts_ = [Activity(e.name(), e.start_ns(), e.end_ns(), 0) for e in gpu]
+    steps["read"] = time.perf_counter() - t; t = time.perf_counter()
+    d = summarize(calls(windows, [], acts_), CUPTI); steps["summarize"] = time.perf_counter() - t
+    if not getattr(cuda_only_way, "shown", False):
+        cuda_only_way.shown = True
+        print("cuda-only event kinds:", kinds.most_common(12), "syncs", len(syncs), "gpu", len(gpu), flush=True)
+    return d, steps, len(events)
+
+WAYS = {"profile": profile_way, "raw": raw_way, "autograd": autograd_way, "cuda-only": cuda_only_way}
 for rep in range(3):
     for name, fn in fns.items():
         t0 = time.perf_counter()
-        d, steps, n_events = (profile_way if way.startswith("profile") else raw_way)(fn, 30)
+        d, steps, n_events = WAYS[way.removesuffix("-keep")](fn, 30)
         total = time.perf_counter() - t0
         med = sorted(d.samples)[len(d.samples) // 2] * 1e6 if d else float("nan")
         shown = " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in steps.items())
@@ -93,7 +140,8 @@ def main(models: str) -> None:
     import os
 
     keep = {**os.environ, "TEARDOWN_CUPTI": "0"}  # Kineto leaves CUPTI attached between profiling sessions
-    for way, env in (("profile", None), ("raw", None), ("profile-keep", keep), ("raw-keep", keep)):
+    ways = (("profile", None), ("autograd", None), ("raw", None), ("cuda-only", None), ("profile-keep", keep))
+    for way, env in ways:
         subprocess.run([sys.executable, "-c", CHILD, way, models], check=False, env=env)
 
 
