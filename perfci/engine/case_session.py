@@ -225,6 +225,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
 
 
 PHASES_KEY = "worker_phases_s"  # Round.telemetry of a CUDA case: where its worker's time went, by step (seconds)
+SLICE_STEPS_KEY = "device_slice_steps_s"  # Round.telemetry: the profiled slice's wall time by step (kineto.py)
 SLICE_TRIES = 2  # a slice taken while the GPU was throttled (thermal or hardware slowdown) is taken again once
 
 
@@ -255,10 +256,11 @@ def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[st
     per_call = sorted(samples)[len(samples) // 2] / s.sampler.iterations if samples else 0.0
     n = calls_for(per_call, STEADY_CALLS_FACTOR if s.steady else 1)
     drop: list[str] = []
+    steps: dict[str, float] = {}
     for _ in range(SLICE_TRIES):
         before = _snapshot(s.probe)
         try:
-            device = profile_device(s.torch, s.sampler.fn, n)
+            device = profile_device(s.torch, s.sampler.fn, n, steps=steps)
         except Exception as exc:
             telemetry.setdefault("notes", {})["device_clock"] = f"not measured: {type(exc).__name__}: {exc}"[:300]
             return None
@@ -266,6 +268,8 @@ def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[st
         seen, drop = slice_throttle(before, after)
         if not drop:
             break
+    if steps:
+        telemetry[SLICE_STEPS_KEY] = {k: round(v, 4) for k, v in steps.items()}  # the last try's time per step
     clocks = [_mhz(before), _mhz(after)]
     if None not in clocks:
         telemetry[CLOCK_KEY] = clocks  # the SM clock before and after the profiled calls

@@ -10,6 +10,7 @@ later cases' energy blocks, never their samples, which are all taken by then.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -61,15 +62,25 @@ def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp
     return windows, ops, acts
 
 
-def profile_device(torch: Any, fn: Callable[[], object], n_calls: int, warm: int = WARM_CALLS) -> DeviceTime | None:
-    """`warm + n_calls` calls of `fn` under torch.profiler; the device clock of the last `n_calls`."""
+def profile_device(
+    torch: Any, fn: Callable[[], object], n_calls: int, warm: int = WARM_CALLS, steps: dict[str, float] | None = None
+) -> DeviceTime | None:
+    """`warm + n_calls` calls of `fn` under torch.profiler; the device clock of the last `n_calls`. Where the
+    slice's wall time went is added to `steps` (seconds): `profiler_start`, `calls`, `profiler_stop`, `read`."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    spent = steps if steps is not None else {}
     torch.cuda.synchronize()
+    t0 = t1 = t2 = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t1 = time.perf_counter()
         for i in range(warm + n_calls):
             with record_function(f"{MARK}{i}"):
                 fn()
             torch.cuda.synchronize()
+        t2 = time.perf_counter()
+    t3 = time.perf_counter()
     windows, ops, acts = read_events(list(prof.profiler.kineto_results.events()), warm)
-    return summarize(calls(windows, ops, acts), CUPTI)
+    device = summarize(calls(windows, ops, acts), CUPTI)
+    spent.update(profiler_start=t1 - t0, calls=t2 - t1, profiler_stop=t3 - t2, read=time.perf_counter() - t3)
+    return device

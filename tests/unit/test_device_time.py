@@ -289,7 +289,7 @@ def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.Mon
     telemetry: dict[str, Any] = {}
     assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")
-    monkeypatch.setattr(case_session, "profile_device", lambda torch, fn, n: DeviceTime("cupti", (1e-4,), 1))
+    monkeypatch.setattr(case_session, "profile_device", lambda *_a, **_k: DeviceTime("cupti", (1e-4,), 1))
     assert case_session._device_clock(s, (1e-3,), {}) == DeviceTime("cupti", (1e-4,), 1)
 
 

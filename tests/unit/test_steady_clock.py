@@ -245,7 +245,7 @@ def _session(probe: FakeProbe, steady: bool = False) -> Any:
 def test_a_throttled_slice_is_taken_again_and_left_out_when_it_stays_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[int] = []
 
-    def profile(torch: Any, fn: Any, n: int) -> DeviceTime:
+    def profile(torch: Any, fn: Any, n: int, steps: dict[str, float] | None = None) -> DeviceTime:
         taken.append(n)
         return DeviceTime("cupti", (1e-3,), 3)
 
