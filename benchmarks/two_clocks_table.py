@@ -47,6 +47,8 @@ def main(out: Path, name: str, rc: str, wall: float) -> None:
             for rnd in c.rounds if (c := run.case(case.id)) else ():
                 for step, seconds in rnd.telemetry.get("worker_phases_s", {}).items():
                     phases.setdefault(step, []).append(seconds)
+                for step, seconds in rnd.telemetry.get("device_slice_steps_s", {}).items():
+                    phases.setdefault(f"slice.{step}", []).append(seconds)
         if phases:
             shown = ", ".join(f"{k} {sorted(v)[len(v) // 2]:.2f}" for k, v in phases.items())
             print(f"  {case.id:<28} worker s per round (median): {shown}")
