@@ -49,7 +49,7 @@ one() {  # name, then the revisions and options
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'phases', a.get('phases_s'))" \
+  [ -f "$OUTDIR/$name/comparison.json" ] && python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'phases', a.get('phases_s'))" \
     "$OUTDIR/$name/comparison.json"
   grep -h "could detect\|device time could detect" "$OUTDIR/$name/summary.md" 2>/dev/null | head -4
 }

@@ -15,7 +15,8 @@ CLOCKS = (LATENCY, DEVICE_TIME, HOST_OVERHEAD)
 
 
 def main(out: Path, name: str, rc: str, wall: float) -> None:
-    comp = json.loads((out / "comparison.json").read_text())
+    found = out / "comparison.json"  # absent where the A/B was stopped (a time-out): the rounds so far are shown
+    comp = json.loads(found.read_text()) if found.exists() else {"settings": {}, "rows": []}
     ab = comp["settings"].get("ab", {})
     print(f"{name}: exit {rc}, wall {wall:.1f} s, {ab.get('pairs_run')} pairs / {ab.get('looks_run')} looks")
     runs = [load_results(out / side / "results.json") for side in ("base", "head")]
