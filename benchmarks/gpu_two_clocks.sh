@@ -93,7 +93,7 @@ one() {  # name, then the revisions
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'phases', a.get('phases_s'))" \
+  [ -f "$OUTDIR/$name/comparison.json" ] && python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'phases', a.get('phases_s'))" \
     "$OUTDIR/$name/comparison.json"
 }
 git_ checkout -q HEAD~1  # A/A: the base commit against a working tree with the same files
