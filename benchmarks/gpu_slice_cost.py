@@ -6,6 +6,7 @@ held-out models (benchmarks/gpu_heldout.py) three times each and prints each ste
   profile:  perfci's profiled slice (profilers/kineto.profile_device), timed step by step;
   raw:      the same calls and events through torch's profiler entry points without the `torch.profiler.profile`
             wrapper (prepare, enable, disable), to see what the wrapper adds;
+  scoped:   raw, with only user-scope ranges recorded on the host (perfci's call markers, no aten ops);
   autograd: torch.autograd.profiler.profile (the object the wrapper builds), without the wrapper;
   cuda-only: CUDA activities only (no host ops recorded), calls told apart by the synchronize after each;
   *-keep:   with TEARDOWN_CUPTI=0 (Kineto keeps CUPTI attached between sessions instead of tearing it
@@ -63,7 +64,10 @@ def profile_way(fn, n):
     )
     return d, steps, len(events)
 
-def raw_way(fn, n):
+def scoped_way(fn, n):
+    return raw_way(fn, n, user_scope=True)
+
+def raw_way(fn, n, user_scope=False):
     from torch.autograd.profiler import _disable_profiler, _enable_profiler, _prepare_profiler
     from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, _ExperimentalConfig
     steps = {}
@@ -71,7 +75,8 @@ def raw_way(fn, n):
     cfg = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
     t = time.perf_counter()
     _prepare_profiler(cfg, acts); steps["prepare"] = time.perf_counter() - t; t = time.perf_counter()
-    _enable_profiler(cfg, acts); steps["enable"] = time.perf_counter() - t; t = time.perf_counter()
+    from torch._C._profiler import RecordScope
+    _enable_profiler(cfg, acts, {RecordScope.USER_SCOPE} if user_scope else set()); steps["enable"] = time.perf_counter() - t; t = time.perf_counter()
     run_calls(fn, n); steps["calls"] = time.perf_counter() - t; t = time.perf_counter()
     res = _disable_profiler(); steps["disable"] = time.perf_counter() - t; t = time.perf_counter()
     events = list(res.events()); steps["events"] = time.perf_counter() - t; t = time.perf_counter()
@@ -123,7 +128,7 @@ def cuda_only_way(fn, n):
         print("cuda-only event kinds:", kinds.most_common(12), "syncs", len(syncs), "gpu", len(gpu), flush=True)
     return d, steps, len(events)
 
-WAYS = {"profile": profile_way, "raw": raw_way, "autograd": autograd_way, "cuda-only": cuda_only_way}
+WAYS = {"profile": profile_way, "raw": raw_way, "scoped": scoped_way, "autograd": autograd_way, "cuda-only": cuda_only_way}
 for rep in range(3):
     for name, fn in fns.items():
         t0 = time.perf_counter()
@@ -140,7 +145,8 @@ def main(models: str) -> None:
     import os
 
     keep = {**os.environ, "TEARDOWN_CUPTI": "0"}  # Kineto leaves CUPTI attached between profiling sessions
-    ways = (("profile", None), ("autograd", None), ("raw", None), ("cuda-only", None), ("profile-keep", keep))
+    ways = (("profile", None), ("scoped", None), ("autograd", None), ("raw", None), ("cuda-only", None))
+    ways += (("profile-keep", keep),)
     for way, env in ways:
         subprocess.run([sys.executable, "-c", CHILD, way, models], check=False, env=env)
 
