@@ -29,9 +29,11 @@ from perfci.profilers.kineto import MARK, read_events, WARM_CALLS
 from perfci.profilers.device_time import CUPTI, calls, summarize
 from perfci.workloads.api import WorkloadContext
 way, path = sys.argv[1], sys.argv[2]
+if not torch.cuda.is_available():  # a smoke test of this script on a CPU (no device clock: medians are nan)
+    torch.cuda.synchronize = lambda: None
 spec = importlib.util.spec_from_file_location("models", path)
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-ctx = WorkloadContext(device="cuda", params={}, seed=0)
+ctx = WorkloadContext(device="cuda" if torch.cuda.is_available() else "cpu", params={}, seed=0)
 fns = {name: getattr(mod, name)(ctx) for name in ("opt125m", "convnext_tiny")}
 for fn in fns.values():
     for _ in range(10):

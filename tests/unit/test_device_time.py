@@ -321,3 +321,29 @@ def test_a_launch_bound_case_takes_the_host_threshold_on_its_host_set_figures() 
     assert practical_threshold(settings, bound.id, dev, launch_bound=True) == 0.01
     assert practical_threshold(settings, bound.id, lat, launch_bound=True) == 0.03
     assert practical_threshold(settings, bound.id, lat) == 0.01
+
+
+def test_the_profiled_slice_records_only_its_call_markers_on_the_host() -> None:
+    """The slice's host side holds perfci's call markers, not the aten ops of each call (profilers/kineto.py):
+    run on this CPU-only torch, where no GPU activity comes back and the slice has no device clock, with its
+    wall time by step recorded."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import record_function
+
+    from perfci.profilers import kineto
+
+    session = kineto._scoped_session()
+    assert session is not None
+    stop = session()
+    layer, x = torch.nn.Linear(16, 16), torch.randn(4, 16)
+    for i in range(3):
+        with record_function(f"{kineto.MARK}{i}"):
+            layer(x).relu()
+    names = sorted(e.name() for e in stop())
+    assert names == [f"{kineto.MARK}{i}" for i in range(3)]  # no aten::linear, aten::relu
+    windows, ops, acts = kineto.read_events([], 0)
+    assert (windows, ops, acts) == ([], [], [])
+    fake = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    steps: dict[str, float] = {}
+    assert kineto.profile_device(fake, lambda: layer(x), 5, steps=steps) is None  # nothing ran on a GPU
+    assert set(steps) == {"profiler_start", "calls", "profiler_stop", "read"} and all(v >= 0 for v in steps.values())
