@@ -13,7 +13,7 @@ held-out models (benchmarks/gpu_heldout.py) three times each and prints each ste
             down after each and setting it up again for the next).
 
     python3 benchmarks/gpu_heldout.py models 0 > /tmp/models.py
-    python3 benchmarks/gpu_slice_cost.py /tmp/models.py        # device machine; prints one line per slice
+    python3 benchmarks/gpu_slice_cost.py /tmp/models.py [WAY...]   # device machine; one line per slice
 """
 
 from __future__ import annotations
@@ -145,15 +145,16 @@ for rep in range(3):
 """
 
 
-def main(models: str) -> None:
+def main(models: str, chosen: list[str]) -> None:
     import os
 
     keep = {**os.environ, "TEARDOWN_CUPTI": "0"}  # Kineto leaves CUPTI attached between profiling sessions
     ways = (("profile", None), ("scoped", None), ("autograd", None), ("raw", None), ("cuda-only", None))
     ways += (("profile-keep", keep),)
     for way, env in ways:
-        subprocess.run([sys.executable, "-c", CHILD, way, models], check=False, env=env)
+        if not chosen or way in chosen:
+            subprocess.run([sys.executable, "-c", CHILD, way, models], check=False, env=env)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
