@@ -189,6 +189,26 @@ def test_a_device_clock_that_spreads_by_process_is_left_at_the_first_look() -> N
     assert out_of_reach(wide, 0.01, pairs=4, planned=16) is None  # no confidence, no projection
 
 
+def test_a_busy_cpu_does_not_take_a_kernel_time_change_away() -> None:
+    """Seen on the H200 (docs/gpu.md): a head whose worker waited for a CPU 39% of its runnable time (the base 1%)
+    had its +0.68% [+0.48..+0.88] device time made `inconclusive` by the busy-CPU rule. Kernel time on the GPU
+    does not wait for the host: the device row keeps its verdict with the note; the host-side rows are still
+    not blamed on the code."""
+    settings = DecisionSettings(looks=3)
+
+    def busy(case: CaseResult, wait: float) -> CaseResult:
+        rounds = tuple(replace(r, telemetry={**r.telemetry, "cpu_wait": wait}) for r in case.rounds)
+        return replace(case, rounds=rounds)
+
+    base = busy(_case([2e-3 * (1 + 0.0005 * k) for k in (-1, 1, 0, 1)], 5e-3), 0.01)
+    head = busy(_case([2e-3 * 1.007 * (1 + 0.0005 * k) for k in (1, -1, 1, 0)], [6e-3] * 4), 0.39)
+    cmp = compare_runs(make_run([base]), make_run([head]), settings, paired=True)
+    device = _device_row(cmp)
+    assert device.verdict is Verdict.SLOWER and "GPU kernel time does not depend on it" in device.note
+    latency = next(r for r in cmp.rows if r.metric == LATENCY)
+    assert latency.verdict is not Verdict.REGRESSION and "busy CPU" in latency.note
+
+
 def test_only_the_device_rows_size_the_next_look() -> None:
     settings = DecisionSettings(looks=3)
     noisy = _case([2e-3 * (1 + 0.004 * s) for s in (-1, 1, -1, 1)])
