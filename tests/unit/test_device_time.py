@@ -143,7 +143,7 @@ def test_kineto_events_are_read_into_windows_ops_and_activities() -> None:
 
 
 def test_the_profiled_call_count_fits_the_slice() -> None:
-    assert calls_for(1e-4) == 30 and calls_for(0.1) == 10 and calls_for(5.0) == 5 and calls_for(0.0) == 30
+    assert calls_for(1e-4) == 15 and calls_for(0.05) == 10 and calls_for(5.0) == 5 and calls_for(0.0) == 15
 
 
 def _device_case(

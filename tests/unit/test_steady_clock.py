@@ -242,7 +242,7 @@ def test_a_case_decided_on_its_device_clock_profiles_more_and_samples_less(tmp_p
     steady = case_session.steady_settings(plain)
     assert steady.budget_s == plain.budget_s / 2 and steady.min_samples == 5
     assert case_session.steady_settings(replace(plain, min_samples=3)).min_samples == 3
-    assert calls_for(2e-3, STEADY_CALLS_FACTOR) == 2 * calls_for(2e-3) == 60
+    assert calls_for(2e-3, STEADY_CALLS_FACTOR) == 2 * calls_for(2e-3) == 30
 
 
 class FakeProbe:
@@ -276,13 +276,13 @@ def test_a_throttled_slice_is_taken_again_and_left_out_when_it_stays_throttled(m
     assert telemetry["device_clock_sm_mhz"] == [1980.0, 1965.0] and telemetry["device_clock_throttle"] == [
         "sw_power_cap"
     ]
-    assert "device_clock_left_out" not in telemetry and taken == [30, 30]
+    assert "device_clock_left_out" not in telemetry and taken == [15, 15]
     telemetry = {}
     hot = FakeProbe([(1980, ["hw_slowdown"]), (1980, []), (1700, []), (1700, ["hw_thermal_slowdown"])])
     assert case_session._device_clock(_session(hot, steady=True), (2e-2,), telemetry) is None
     assert telemetry["device_clock_left_out"] == "the GPU was throttled around the profiled calls (hw_thermal_slowdown)"
     assert telemetry["notes"]["device_clock"].startswith("left out: the GPU was throttled")
-    assert taken[2:] == [60, 60]  # a case decided on its device clock profiles twice the calls
+    assert taken[2:] == [30, 30]  # a case decided on its device clock profiles twice the calls
     quiet: dict[str, Any] = {}  # no NVML: the slice is taken once and nothing is recorded about the clock
     assert case_session._device_clock(_session(None), (2e-2,), quiet) is not None  # type: ignore[arg-type]
     assert quiet == {}
