@@ -21,7 +21,7 @@ are added, so the projection errs on the side of more pairs. Alpha stays split e
 A row is *out of reach* when, at its spread per pair, even all the pairs the A/B plans (first look plus
 `extra` per further look) are projected not to settle it (`stats/logratio.pairs_to_reach`, which follows the t
 quantile down as pairs are added): the process-to-process spread of some kernels (one cuDNN depthwise
-convolution of ConvNeXt-Tiny on the H200 read 1,866-1,910 us a call by process, +-1.3% per pair, where OPT-125m's
+convolution of ConvNeXt-Tiny on the H200 read 1,858-1,910 us a call by process, +-1.3% per pair, where OPT-125m's
 pairs held within 0.1%) would need 40 pairs or more to bound a 1% threshold. Such a case gets no further pairs:
 its row keeps the verdict of the look (`inconclusive` where its interval straddles the threshold) with a note
 giving its spread and the pairs it would need, and the A/B stops when no other case asks for more.
@@ -105,9 +105,9 @@ def out_of_reach(
     return needed if needed > REACH_FACTOR * planned else None
 
 
-def reach_note(row: MetricComparison, theta: float, pairs: int, needed: float) -> str:
-    """Why an out-of-reach row got no further pairs: its spread per pair and the pairs it would need."""
-    found = _distance(row, theta, MIN_FRACTION)
+def reach_note(row: MetricComparison, theta: float, pairs: int, needed: float, named: float = MIN_FRACTION) -> str:
+    """Why an out-of-reach row got no further pairs: its interval and the pairs it would need."""
+    found = _distance(row, theta, named)
     half = found[0] if found else math.nan
     low, high = (row.ratio_low or math.nan), (row.ratio_high or math.nan)
     shown = "more than 10,000" if math.isinf(needed) else f"about {needed:,.0f}"

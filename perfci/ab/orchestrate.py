@@ -196,7 +196,7 @@ def mark_out_of_reach(
             theta, n = _theta(decision, r), min(r.n_baseline or pairs, r.n_candidate or pairs)
             needed = out_of_reach(r, theta, n, planned, decision.slower_min)
             if needed is not None:
-                notes[(r.case_id, r.metric)] = reach_note(r, theta, n, needed)
+                notes[(r.case_id, r.metric)] = reach_note(r, theta, n, needed, decision.slower_min)
     if not notes:
         return comparison, set()
     blocked = {r.case_id for r in unsettled if (r.case_id, r.metric) not in notes}

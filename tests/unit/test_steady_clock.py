@@ -163,7 +163,7 @@ def test_kernels_that_move_with_the_pair_are_compared_pair_by_pair(monkeypatch: 
 
 
 def test_a_device_clock_that_spreads_by_process_is_left_at_the_first_look() -> None:
-    """ConvNeXt-Tiny's device time on the H200 read 1,866-1,910 us a call by process (+-1.3% per pair, the two
+    """ConvNeXt-Tiny's device time on the H200 read 1,858-1,910 us a call by process (+-1.3% per pair, the two
     sides of a pair independent; docs/gpu.md). Twin: 1.3% per process. No plan of 16 pairs bounds that at 1%:
     the row is left at the first look (33-36 of 40 A/Bs; 1-2 without the rule) with a note giving the pairs it
     would need."""
