@@ -224,7 +224,10 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     return session
 
 
-PHASES_KEY = "worker_phases_s"  # Round.telemetry of a CUDA case: where its worker's time went, by step (seconds)
+# Round.telemetry of a CUDA case (and of a lockstep worker's first case): where its worker's time went, by step
+# (seconds); a lockstep worker's first case adds the worker's own start: `preload` (its imports) and
+# `waited_for_job` (idle until its pair's job came: near 0 when the pair waited for those imports)
+PHASES_KEY = "worker_phases_s"
 SLICE_STEPS_KEY = "device_slice_steps_s"  # Round.telemetry: the profiled slice's wall time by step (kineto.py)
 SLICE_TRIES = 2  # a slice taken while the GPU was throttled (thermal or hardware slowdown) is taken again once
 
@@ -337,7 +340,7 @@ def finish(s: CaseSession) -> Result:
         telemetry.update(summarize(s.snapshots, start, end, calls))
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
-    if s.torch is not None:
+    if s.torch is not None or "preload" in s.phases_s:  # a CUDA case, or a lockstep worker's first case
         telemetry[PHASES_KEY] = {**s.phases_s, "device_slice": t1 - t0, "energy_block": time.perf_counter() - t1}
     telemetry["minor_faults_per_call"] = s.faults.per_call()
     telemetry.update(s.own_memory)

@@ -21,6 +21,7 @@ import gc
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import IO, TypeVar
@@ -145,13 +146,16 @@ def run_job(job: Job, out: IO[str]) -> None:
     _finish_all(sessions, out)
 
 
-def run_lockstep(job: Job, out: IO[str], commands: IO[str]) -> None:
+def run_lockstep(job: Job, out: IO[str], commands: IO[str], started: dict[str, float] | None = None) -> None:
     """Lockstep mode (A/B pairs): after set-up (answered by `Prepared`), sample only when told, one command per
     line on stdin: `Sample(case, n, rewarm)` -> `rewarm` untimed calls and `n` samples, then `Sampled`;
     `Finish` -> results. The driver alternates two such workers sample by sample, so both revisions see the
-    same machine state (perfci/engine/lockstep.py)."""
+    same machine state (perfci/engine/lockstep.py). `started`, the worker's own start (`main`), is added to
+    its first case's step times."""
     before = set(sys.modules)
     sessions = {s.case_id: s for s in _prepare_all(job, out)}
+    if started and sessions:
+        next(iter(sessions.values())).phases_s.update(started)
     _pin(job)  # only now: both workers of a pair start, import and set up at once, each on any CPU
     iterations = {c: s.sampler.iterations for c, s in sessions.items()}
     _emit(out, Prepared(tuple(sessions), iterations, learned_imports(before)))
@@ -224,15 +228,19 @@ def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    t0 = time.perf_counter()
     preload(os.environ.get(PRELOAD_VAR))  # a lockstep worker started ahead of its pair: imports while it waits
+    t1 = time.perf_counter()
     job = decode_job(sys.stdin.readline())
+    # a spare whose job came before its imports were done kept its pair waiting (waited_for_job near 0)
+    started = {"preload": t1 - t0, "waited_for_job": time.perf_counter() - t1}
     if not os.environ.get(CONTAINER_VAR):  # in a container its parent is the runtime's (see CONTAINER_VAR)
         _die_with_parent(job.parent_pid)
     if not job.lockstep:
         _pin(job)
     _emit(protocol, Ready())
     if job.lockstep:
-        run_lockstep(job, protocol, sys.stdin)
+        run_lockstep(job, protocol, sys.stdin, started)
     else:
         run_job(job, protocol)
     _emit(protocol, Done())

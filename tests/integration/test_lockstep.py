@@ -135,5 +135,8 @@ def test_spares_import_what_the_first_pair_set_ups_imported(tmp_path: Path, monk
         (case,) = runner.finish().cases
         before = {r.index: r.telemetry["notes"]["colorsys_before_setup"] for r in case.rounds}
         assert before == {0: False, 1: True}
+        # each worker's own start: its imports (torch, for a GPU run), then the wait for its job
+        starts = [r.telemetry["worker_phases_s"] for r in case.rounds]
+        assert all(p["preload"] > 0.01 and p["waited_for_job"] >= 0 for p in starts), starts
         listed = (runner.out_dir / "logs" / "preload.txt").read_text().split()
         assert listed[0] == "torch" and "colorsys" in listed
