@@ -67,14 +67,10 @@ def device_settled(row: MetricComparison, theta: float, named: float = MIN_FRACT
 
 def pairs_to_settle(row: MetricComparison, theta: float, pairs: int, extra: int, named: float = MIN_FRACTION) -> int:
     """More pairs that would settle `row` by the noise target (module docstring), within [MIN_EXTRA, extra]."""
-    interval = _log_interval(row)
-    if interval is None or row.ratio is None or pairs < 1:
+    found = _distance(row, theta, named)
+    if found is None or pairs < 1:
         return extra
-    low, high = interval
-    half = (high - low) / 2.0
-    estimate = math.log(row.ratio)
-    boundaries = straddled(row, theta, named) or [math.copysign(math.log1p(theta), estimate)]
-    distance = min(abs(estimate - b) for b in boundaries)
+    half, distance = found
     if distance <= half * 1e-3:  # the estimate sits on the threshold: no number of pairs is projected to settle it
         return extra
     needed = math.ceil(pairs * (half / distance) ** 2) - pairs

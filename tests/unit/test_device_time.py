@@ -347,3 +347,25 @@ def test_the_profiled_slice_records_only_its_call_markers_on_the_host() -> None:
     steps: dict[str, float] = {}
     assert kineto.profile_device(fake, lambda: layer(x), 5, steps=steps) is None  # nothing ran on a GPU
     assert set(steps) == {"profiler_start", "calls", "profiler_stop", "read"} and all(v >= 0 for v in steps.values())
+
+
+def test_the_profiled_slice_falls_back_to_torch_profiler_where_the_entry_points_are_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another torch without the profiler entry points the slice uses: `torch.profiler.profile`, every host op."""
+    pytest.importorskip("torch")
+    from perfci.profilers import kineto
+
+    monkeypatch.setattr(kineto, "_scoped_session", lambda: None)
+    fake = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    steps: dict[str, float] = {}
+    seen: list[int] = []
+    real = kineto.read_events
+
+    def read(events: list[Any], warm: int) -> Any:
+        seen.append(len(events))
+        return real(events, warm)
+
+    monkeypatch.setattr(kineto, "read_events", read)
+    assert kineto.profile_device(fake, lambda: sum(range(10)), 5, steps=steps) is None
+    assert seen and seen[0] >= 7 and set(steps) == {"profiler_start", "calls", "profiler_stop", "read"}
