@@ -1,4 +1,4 @@
-"""Where the profiled slice of the device clock spends its wall time (docs/gpu.md, "What a pair costs").
+"""Where the profiled slice of the device clock spends its wall time (docs/gpu.md, "Held-out bars on the H200").
 
 The held-out A/B of 2026-12-05 spent 1.3-4.1 s per case in the profiled slice (`worker_phases_s.device_slice`)
 for 32 calls of 1-2 ms: the calls are not the cost. This runs, in a fresh process per way, the slices of the

@@ -21,7 +21,7 @@ MARK = "perfci.call#"
 # Within one process a call's device time spreads +-0.1-0.3% (H200: OPT-125m, ConvNeXt-Tiny, ResNet-50, BERT-base),
 # so the median of 15 calls is within about 0.05%, below the spread from process to process (0.1% for the
 # steadiest, 1% for ConvNeXt-Tiny), which more calls do not reduce; each call profiled costs its host time
-# (13 ms for a launch-bound OPT-125m), four slices a lockstep pair (docs/gpu.md, "What a pair costs").
+# (13 ms for a launch-bound OPT-125m), four slices a lockstep pair (docs/gpu.md, "Held-out bars on the H200").
 MIN_CALLS, MAX_CALLS = 5, 15
 SLICE_S = 0.5  # the profiled calls' time, at most (beyond MIN_CALLS)
 WARM_CALLS = 2
@@ -74,11 +74,11 @@ def profile_device(
 
     The host records user-scope ranges only (perfci's call markers), not every aten op: the kernels are placed in
     calls by their GPU start (each call ends with a synchronize, so a call's kernels start after its marker and
-    before the next one's), and a slice of 60 calls of a 200-kernel model then leaves Kineto a few thousand
-    events to process instead of tens of thousands. torch's profiler entry points are used directly:
-    `torch.profiler.profile` does not take record scopes, and its start imports `torch._inductor` (1.2 s on this
-    machine's CPU, once per worker). Where those entry points are missing (another torch), the slice falls back to
-    `torch.profiler.profile` with every host op."""
+    before the next one's). A slice of 30 calls of OPT-125m (207 kernels a call) then hands Kineto 14,561 events
+    instead of 54,242 and takes 0.40-0.57 s instead of 0.51-1.38 s on an H200 (benchmarks/gpu_slice_cost.py).
+    torch's profiler entry points are used directly: `torch.profiler.profile` does not take record scopes, and
+    its start imports `torch._inductor` (1.2 s on a CPU, once per worker). Where those entry points are missing
+    (another torch), the slice falls back to `torch.profiler.profile` with every host op."""
     from torch.profiler import record_function
 
     spent = steps if steps is not None else {}
