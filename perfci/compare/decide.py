@@ -221,7 +221,7 @@ def compare_case(
             interleaved = paired and name in INTERLEAVED
             row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                              interleaved=interleaved)  # fmt: skip
-            if busy and name == DEVICE_TIME:  # kernel time on the GPU does not wait for the host's CPUs
+            if busy and not mdef.threshold.host_set:  # the GPU's own clock does not wait for the host's CPUs
                 row = replace(row, note="; ".join(n for n in (row.note, f"{busy}; GPU kernel time does not "
                                                                         "depend on it") if n))  # fmt: skip
             elif busy:  # the candidate was busier than the baseline: not blamed at all

@@ -18,9 +18,9 @@ from perfci.format.model import DeviceTime
 from perfci.profilers.device_time import CUPTI, Activity, HostOp, Window, calls, summarize
 
 MARK = "perfci.call#"
-# Within one process a call's device time spreads +-0.1-0.3% (H200: OPT-125m, ConvNeXt-Tiny, ResNet-50, BERT-base),
-# so the median of 15 calls is within about 0.05%, below the spread from process to process (0.1% for the
-# steadiest, 1% for ConvNeXt-Tiny), which more calls do not reduce; each call profiled costs its host time
+# Within one process a call's device time spreads +-0.1-0.4% (H200: OPT-125m, ConvNeXt-Tiny), so the median of 15
+# calls is expected within about 0.1% of the process's figure, below the spread from process to process (1.3% a
+# pair for ConvNeXt-Tiny), which more calls do not reduce; each call profiled costs its host time
 # (13 ms for a launch-bound OPT-125m), four slices a lockstep pair (docs/gpu.md, "Held-out bars on the H200").
 MIN_CALLS, MAX_CALLS = 5, 15
 SLICE_S = 0.5  # the profiled calls' time, at most (beyond MIN_CALLS)
