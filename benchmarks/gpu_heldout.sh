@@ -11,6 +11,7 @@
 #   AB_TIMEOUT=S: stop an A/B that runs past S seconds (a bar missed by far still leaves time for the others)
 #   EXTRA=N:      N extra kernels, not calibrated here (the true change is measured all the same)
 #   AA_RUNS=1:    one A/A instead of two;  TRUTH_PROCS=K: K processes a side for the true change (4)
+#   AB_OPTS="...": more `perfci ab` options for every A/B (e.g. AB_OPTS="--pairs-at-once 1": one pair at a time)
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
 #                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
@@ -44,12 +45,12 @@ one() {  # name, then the revisions and options
   shift
   local t0 t1 rc
   t0=$(date +%s.%N)
-  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" \
+  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" ${AB_OPTS:-} --path perf --out "$OUTDIR/$name" \
     >"$OUTDIR/$name.log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
-  [ -f "$OUTDIR/$name/comparison.json" ] && python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'phases', a.get('phases_s'))" \
+  [ -f "$OUTDIR/$name/comparison.json" ] && python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['settings']['ab']; print('  look pairs', a.get('look_pairs'), 'blocks', a.get('pair_blocks'), 'phases', a.get('phases_s'))" \
     "$OUTDIR/$name/comparison.json"
   grep -h "could detect\|device time could detect" "$OUTDIR/$name/summary.md" 2>/dev/null | head -4
 }

@@ -208,6 +208,10 @@ PAIRS = Option(name="pairs", title="A/B: pairs in the first look", help="Pairs i
 EXTRA = Option(name="extra", title="A/B: pairs added per further look (undecided cases)",
                help="Pairs added per further look (undecided cases)", kind="int", flag="--extra", default=6, low=1,
                high=10_000)
+PAIRS_AT_ONCE = Option(name="pairs_at_once", title="A/B: pairs whose workers start and set up together (after the "
+                       "first pair)", help="Pairs whose workers start and set up together, after the first pair (0: "
+                       "one per 4 CPUs, as many as half the free memory holds)", kind="int", flag="--pairs-at-once",
+                       default=0, low=0, high=64)
 LOOKS = Option(name="looks", title="A/B: looks in all (alpha is split over them)", help="Looks in all (alpha is "
                "split over them)", kind="int", flag="--looks", default=3, low=1, high=100)
 CI_ENVIRONMENT = Option(name="ci_environment", title="`perfci ci`: event, A/B base, step summary, outputs file",
@@ -251,8 +255,8 @@ MAX_MEMORY = Option(name="max_memory", title="Peak memory above which decision t
 OPTIONS: tuple[Option, ...] = (
     RUNNER, DB, MEMORY_LIMIT, PATHS, PYTEST, SUITES, DEVICES, ROUNDS, THREADS, CPUS, SEED, CASE_TIMEOUT, ROUND_TIME,
     SPEED_REFERENCE, GPU_MODE, THRESHOLD, THRESHOLDS, FAIL_ON, JOB_NOISE, HISTORY_NOISE, BUILD, AB_BUDGET, PAIRS,
-    EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, ALLOW_MISSING, BASE_IMAGE, HEAD_IMAGE, CONTAINER_RUNTIME,
-    RANK, MAX_MEMORY,
+    PAIRS_AT_ONCE, EXTRA, LOOKS, CI_ENVIRONMENT, SHARD, RESUME, LOCK_CLOCKS, ALLOW_MISSING, BASE_IMAGE, HEAD_IMAGE,
+    CONTAINER_RUNTIME, RANK, MAX_MEMORY,
 )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from perfci.ab.bimodal import cap_process_modes
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
@@ -33,7 +36,7 @@ from perfci.ab.looks import device_settled, out_of_reach, pairs_to_settle, reach
 from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
-from perfci.engine.lockstep import run_lockstep_pair
+from perfci.engine.lockstep import pairs_at_once, run_lockstep_block
 from perfci.engine.progress import LookDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, UsageError, WorkloadDefinitionError
@@ -72,6 +75,7 @@ class ABSettings:
     build_command: str | None = None
     lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/engine/lockstep.py)
     resume: bool = False  # continue the pairs an interrupted A/B left in its output folder (`kept_pairs`)
+    pairs_at_once: int = 0  # pairs whose workers start and set up together; 0: automatic (engine/lockstep.py)
 
 
 @dataclass(frozen=True)
@@ -260,39 +264,69 @@ class _PairedRunner:
     rng: random.Random
     next_index: int = 0
     order: list[str] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)  # pairs each lockstep block started together
 
     lockstep: bool = True
     phases: dict[str, float] = field(default_factory=dict)  # where the pairs' time went (engine/lockstep.py)
     clock: Callable[[], float] = time.monotonic
+    at_once: int = 0  # pairs started together (`--pairs-at-once`); 0: engine/lockstep.pairs_at_once decides
+    extra: int = AB_DEFAULTS.extra  # pairs a further look adds at most (how many spares a look's end starts)
 
-    def prestart(self, index: int) -> None:
-        """Start pair `index`'s two worker processes ahead (they wait for their jobs); speculative at the end of
-        a look, so `discard_spares` stops them when no pair follows."""
-        self.base.prestart(index, "A")
-        self.head.prestart(index, "B")
+    def prestart(self, first: int, count: int) -> None:
+        """Start the worker processes of pairs `first`..`first + count - 1` ahead (they wait for their jobs);
+        speculative at the end of a look, so `discard_spares` stops them when no pair follows."""
+        for index in range(first, first + count):
+            self.base.prestart(index, "A")
+            self.head.prestart(index, "B")
 
     def discard_spares(self) -> None:
         self.base.discard_spares()
         self.head.discard_spares()
 
+    def block_size(self, remaining: int, measured: bool = True) -> int:
+        """Pairs to start together next, at most `remaining` (engine/lockstep.pairs_at_once). The A/B's first pair
+        runs alone: later pairs' jobs use what its rounds say (the clock a case is decided on, the imports to
+        preload, how much memory a worker takes). `measured=False` leaves the memory bound out (used before
+        the first pair's results are in, to start spares ahead)."""
+        if not (self.base.has_rounds() and self.head.has_rounds()) and measured:
+            return 1
+        cpus = len(os.sched_getaffinity(0))
+        if not measured:
+            return max(1, min(remaining, pairs_at_once(self.at_once, cpus, None, None, None, None)))
+        (host_a, dev_a, total_a), (host_b, dev_b, total_b) = self.base.worker_footprint(), self.head.worker_footprint()
+        host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
+        free = psutil.virtual_memory().available
+        return max(1, min(remaining, pairs_at_once(self.at_once, cpus, free, host, total_a or total_b, device)))
+
     def pairs(self, n: int, only: list[str] | None, last_look: bool = False) -> None:
-        """`n` more pairs; each starts the next pair's workers as it finishes (`prestart`), except the last pair
-        of the `last_look`, which no pair can follow."""
-        for k in range(n):
+        """`n` more pairs, in blocks whose workers start together (`block_size`); each block starts the next
+        block's workers as it finishes (`prestart`), except the last block of the `last_look`, which no pair can
+        follow."""
+        k = 0
+        while k < n:
             i = self.next_index
-            if self.lockstep:
-                ahead = None if last_look and k == n - 1 else functools.partial(self.prestart, i + 1)
-                run_lockstep_pair(self.base, self.head, i, only, self.rng, self.phases, self.clock, ahead)
-                self.order.append("lockstep")
+            if not self.lockstep:
+                first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
+                self.order.append("AB" if first is self.base else "BA")
+                t0 = self.clock()
+                first.run_round(i, only)
+                second.run_round(i, only)
+                self.phases["rounds"] = self.phases.get("rounds", 0.0) + self.clock() - t0
                 self.next_index += 1
+                k += 1
                 continue
-            first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
-            self.order.append("AB" if first is self.base else "BA")
-            t0 = self.clock()
-            first.run_round(i, only)
-            second.run_round(i, only)
-            self.phases["rounds"] = self.phases.get("rounds", 0.0) + self.clock() - t0
-            self.next_index += 1
+            size = self.block_size(n - k)
+            after = n - k - size  # pairs of this look after the block
+            ahead = None
+            if after or not last_look:
+                count = self.block_size(after if after else self.extra, measured=False)
+                ahead = functools.partial(self.prestart, i + size, count)
+            run_lockstep_block(self.base, self.head, list(range(i, i + size)), only, self.rng, self.phases,
+                               self.clock, ahead)  # fmt: skip
+            self.order.extend(["lockstep"] * size)
+            self.blocks.append(size)
+            self.next_index += size
+            k += size
 
 
 def kept_pairs(
@@ -364,7 +398,13 @@ def run_ab(
         runner_a.resume(specs_a, kept[0])
         runner_b.resume(specs_b, kept[1])
     paired = _PairedRunner(
-        runner_a, runner_b, random.Random(f"ab:{settings.seed}"), lockstep=settings.lockstep, clock=clock
+        runner_a,
+        runner_b,
+        random.Random(f"ab:{settings.seed}"),
+        lockstep=settings.lockstep,
+        clock=clock,
+        at_once=settings.pairs_at_once,
+        extra=settings.extra,
     )
     resumed = paired.next_index = kept[2] if kept is not None else 0
     decision = replace(settings.decision, looks=settings.looks)
@@ -415,6 +455,7 @@ def run_ab(
         "pairs_run": paired.next_index,
         "pairs_resumed": resumed,  # pairs kept from an interrupted A/B (`--resume`)
         "pair_order": "".join(o[0] for o in paired.order),
+        "pair_blocks": paired.blocks,  # pairs each lockstep block started and set up together
         # worker processes started while the previous pair finished (engine/runner.py `prestart`) and used
         "workers_started_ahead": runner_a.started_ahead + runner_b.started_ahead,
         "budget_s": settings.budget_s,

@@ -34,7 +34,7 @@ from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
-from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS
+from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
 from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
 from perfci.workloads.conventional import conventional_sources
@@ -171,6 +171,7 @@ class ABRequest:
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
     pairs: int | None = None  # first look; None: 4 when every case runs on a GPU, else 8 (compare/ab.first_look)
+    pairs_at_once: int = 0  # pairs whose workers start together after the first; 0: automatic (engine/lockstep.py)
     extra: int = AB_DEFAULTS.extra
     looks: int = AB_DEFAULTS.looks
     budget_s: float = AB_DEFAULTS.budget_s
@@ -207,7 +208,8 @@ class ABResult:
 def _check_ab_limits(req: ABRequest) -> None:
     """Options checked before anything is checked out (`--budget nan` never stopped a look, and
     `--pairs 1000000000` ran on past its time budget, which is only read between looks)."""
-    for option, value in ((AB_BUDGET, req.budget_s), (PAIRS, req.pairs), (EXTRA, req.extra), (LOOKS, req.looks)):
+    for option, value in ((AB_BUDGET, req.budget_s), (PAIRS, req.pairs), (EXTRA, req.extra), (LOOKS, req.looks),
+                          (PAIRS_AT_ONCE, req.pairs_at_once)):  # fmt: skip
         if value is not None and (problem := option.problem(value)) is not None:  # the bounds of the options table
             raise UsageError(f"{option.flag}: {problem}.")
 
@@ -252,6 +254,7 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
         decision=decision, build_command=settings.build_command(req.build), resume=req.resume,
+        pairs_at_once=req.pairs_at_once,
     )  # fmt: skip
 
 

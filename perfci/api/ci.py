@@ -48,6 +48,7 @@ class CIRequest:
     shard: Shard | None = None
     # A/B
     pairs: int | None = None
+    pairs_at_once: int = 0  # 0: automatic (perfci/engine/lockstep.pairs_at_once)
     extra: int = AB_DEFAULTS.extra
     looks: int = AB_DEFAULTS.looks
     budget_s: float = AB_DEFAULTS.budget_s
@@ -158,6 +159,7 @@ def run_ci(
             base_rev=plan.base_rev,
             sources=req.sources,
             pairs=req.pairs,
+            pairs_at_once=req.pairs_at_once,
             extra=req.extra,
             looks=req.looks,
             budget_s=req.budget_s,

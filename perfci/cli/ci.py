@@ -35,6 +35,7 @@ from perfci.cli.options import (
     ExtraOpt,
     HeadPythonOpt,
     LooksOpt,
+    PairsAtOnceOpt,
     PairsOpt,
     PathOpt,
     PatternOpt,
@@ -47,7 +48,7 @@ from perfci.cli.options import (
     planned_pairs,
 )
 from perfci.compare.gate import ExitCode
-from perfci.options import AB_BUDGET, EXTRA, LOOKS
+from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS_AT_ONCE
 from perfci.reports.terminal import verdict_line
 
 Mode = Annotated[
@@ -77,6 +78,7 @@ def ci_command(
     step_summary: Summary = None, github_output: Output = None, config: ConfigOpt = None,
     base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None, durations: DurationsOpt = None,
     allow_missing: AllowMissing = False, pytest: PytestOpt = None,
+    pairs_at_once: PairsAtOnceOpt = PAIRS_AT_ONCE.default,
 ) -> None:  # fmt: skip
     """The gate for CI: A/B on a pull request, a run (and history) on a push; summary, annotations, outputs."""
     req = CIRequest(
@@ -90,6 +92,7 @@ def ci_command(
         report_only=report_only,
         shard=shard,
         pairs=pairs,
+        pairs_at_once=pairs_at_once,
         extra=extra,
         looks=looks,
         budget_s=budget,

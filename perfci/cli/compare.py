@@ -59,6 +59,7 @@ from perfci.cli.options import (
     JobNoiseOpt,
     LooksOpt,
     MaxMemoryOpt,
+    PairsAtOnceOpt,
     PairsOpt,
     PathOpt,
     PatternOpt,
@@ -86,6 +87,7 @@ from perfci.options import (
     HEAD_IMAGE,
     LOCK_CLOCKS,
     LOOKS,
+    PAIRS_AT_ONCE,
     SEED,
 )
 from perfci.profilers.nvml import locked_sm_clocks
@@ -237,6 +239,7 @@ def ab_command(
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
     allow_missing: AllowMissing = False,
     container_runtime: ContainerRuntime = CONTAINER_RUNTIME.default, pytest: PytestOpt = None,
+    pairs_at_once: PairsAtOnceOpt = PAIRS_AT_ONCE.default,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade) or two container images (--base-image,
@@ -249,6 +252,7 @@ def ab_command(
         head_rev=head_rev,
         sources=Sources(paths, suites, patterns, pytest),
         pairs=pairs,
+        pairs_at_once=pairs_at_once,
         extra=extra,
         looks=looks,
         budget_s=budget,

@@ -25,6 +25,7 @@ from perfci.options import (
     LOOKS,
     MAX_MEMORY,
     PAIRS,
+    PAIRS_AT_ONCE,
     PATHS,
     PYTEST,
     RANK,
@@ -91,6 +92,7 @@ BuildOpt = Annotated[str | None, option(BUILD)]
 AbBudgetOpt = Annotated[float, option(AB_BUDGET)]
 PairsOpt = Annotated[int | None, option(PAIRS)]
 ExtraOpt = Annotated[int, option(EXTRA)]
+PairsAtOnceOpt = Annotated[int, option(PAIRS_AT_ONCE)]
 LooksOpt = Annotated[int, option(LOOKS)]
 PathOpt = Annotated[list[Path] | None, option(PATHS, "--path", help="Workload file or folder (repeatable)")]
 SuiteOpt = Annotated[list[str] | None, option(SUITES, help="Suite, built-in or a suite= of yours (repeatable)")]

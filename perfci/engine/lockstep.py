@@ -19,10 +19,13 @@ error, and the pair's remaining cases are measured by ordinary rounds on each si
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
-from perfci.engine.protocol import Done, Finish, Prepared, Sample, Sampled
+from perfci.engine.protocol import Done, Event, Finish, Prepared, Sample, Sampled
 from perfci.engine.runner import Runner
 from perfci.engine.supervisor import WorkerLost, WorkerProcess
 from perfci.format.model import CaseSpec
@@ -32,6 +35,34 @@ from perfci.profilers.device_time import MIN_STEADY_SAMPLES, STEADY_SAMPLE_SHARE
 # caches; without them every sample pays the refill once, which dilutes the ratio of a slower revision towards
 # 1 (measured before this: injected 3%/5%/10% slowdowns estimated at +2.73%/+4.70%/+9.58%).
 REWARM_CALLS = 1
+
+
+# Pairs started together (`pairs_at_once`, automatic): a worker's start (interpreter, imports, CUDA context, the
+# cases' set-up, first call, calibration) is mostly one CPU's work for a few seconds, and a pair's two workers
+# already start side by side; four CPUs a pair leaves room for the imports' and set-ups' own threads. Memory: the
+# block's workers all hold their cases at once, so together they may take this share of what is free.
+CPUS_PER_PAIR = 4
+MEMORY_SHARE = 0.5
+
+
+def pairs_at_once(
+    requested: int,
+    cpus: int,
+    host_free: int | None,
+    host_per_worker: int | None,
+    device_total: int | None,
+    device_per_worker: int | None,
+) -> int:
+    """How many lockstep pairs start and set up together: `requested` when given (> 0); else one pair per
+    CPUS_PER_PAIR CPUs, as many as MEMORY_SHARE of the free host memory and of the GPU's memory hold at the
+    measured size of a worker (two a pair), at least 1."""
+    if requested > 0:
+        return requested
+    n = max(1, cpus // CPUS_PER_PAIR)
+    for room, per_worker in ((host_free, host_per_worker), (device_total, device_per_worker)):
+        if room and per_worker:
+            n = min(n, int(MEMORY_SHARE * room // (2 * per_worker)))
+    return max(1, n)
 
 
 def agreed_iterations(a: Prepared, b: Prepared) -> dict[str, int]:
@@ -66,71 +97,148 @@ def finish_pair(workers: list[WorkerProcess], one_at_a_time: bool, rng: random.R
         worker.wait_for(Done, timeout_s)
 
 
-def run_lockstep_pair(
+def run_lockstep_block(
     base: Runner,
     head: Runner,
-    index: int,
+    indexes: list[int],
     only: list[str] | None,
     rng: random.Random,
     phases: dict[str, float] | None = None,
     clock: Callable[[], float] = time.monotonic,
     prestart: Callable[[], None] | None = None,
 ) -> None:
-    """Pair `index` of an A/B: cases present on both sides in lockstep, the others in ordinary rounds. Where the
-    pair's time went is added to `phases` (seconds): `start` (both workers started, set up and calibrated),
-    `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds` (cases on one
-    side only, and a lost worker's remaining cases). `prestart` is called once sampling is over (before the
-    energy blocks and results): it starts the next pair's worker processes (`Runner.prestart`)."""
+    """Pairs `indexes` of an A/B whose workers start and set up together, then are sampled and finished pair
+    after pair (`pairs_at_once`). Cases present on both sides run in lockstep, the others in ordinary rounds.
+    Where the time went is added to `phases` (seconds): `start` (every worker of the block started, set up and
+    calibrated), `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds`
+    (cases on one side only, and a lost worker's remaining cases). `prestart` is called once the block's last
+    sampling is over (before its energy blocks and results): it starts the next pairs' worker processes
+    (`Runner.prestart`). A worker lost in set-up or sampling costs only its own pair: that pair's remaining cases
+    are measured in ordinary rounds on each side."""
     spent = phases if phases is not None else {}
-    todo_a, todo_b = base.todo(index, only), head.todo(index, only)
-    ids_b = {s.id for s in todo_b}
-    common = [s.id for s in todo_a if s.id in ids_b]
-    for runner, todo in ((base, todo_a), (head, todo_b)):
-        alone = [s.id for s in todo if s.id not in common]
-        if alone:
-            t0 = clock()
-            runner.run_round(index, alone)
-            _add(spent, "rounds", clock() - t0)
-    if common:
-        pick_a, pick_b = [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common]
-        _lockstep(base, head, pick_a, pick_b, index, rng, spent, clock, prestart)
+    block: list[_Pair] = []
+    for index in indexes:
+        todo_a, todo_b = base.todo(index, only), head.todo(index, only)
+        ids_b = {s.id for s in todo_b}
+        common = [s.id for s in todo_a if s.id in ids_b]
+        for runner, todo in ((base, todo_a), (head, todo_b)):
+            alone = [s.id for s in todo if s.id not in common]
+            if alone:
+                t0 = clock()
+                runner.run_round(index, alone)
+                _add(spent, "rounds", clock() - t0)
+        if common:
+            pick_a, pick_b = [s for s in todo_a if s.id in common], [s for s in todo_b if s.id in common]
+            block.append(_Pair(index, pick_a, pick_b))
+    if not block:
+        base.write_partial()
+        head.write_partial()
+        return
+    try:
+        t0 = clock()
+        _set_up(base, head, block)
+        _add(spent, "start", clock() - t0)
+        for k, pair in enumerate(block):
+            if pair.lost is None:
+                ahead = prestart if k == len(block) - 1 else None
+                _sample_and_finish(base, head, pair, rng, spent, clock, ahead)
+            if pair.lost is not None:
+                _recover(base, head, pair, spent, clock)
+            pair.close()
+            base.write_partial()
+            head.write_partial()
+    finally:
+        for pair in block:
+            pair.close()
 
 
-def _add(phases: dict[str, float], name: str, seconds: float) -> None:
-    phases[name] = phases.get(name, 0.0) + seconds
+@dataclass
+class _Pair:
+    """One lockstep pair of a block: its cases on each side, its two workers once started, what they prepared,
+    and the worker it lost, if any."""
+
+    index: int
+    todo_a: list[CaseSpec]
+    todo_b: list[CaseSpec]
+    done_a: list[str] = field(default_factory=list)
+    done_b: list[str] = field(default_factory=list)
+    workers: list[WorkerProcess] = field(default_factory=list)
+    ready: tuple[Prepared, Prepared] | None = None
+    lost: WorkerLost | None = None
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
 
 
-def _lockstep(
+def _set_up(base: Runner, head: Runner, block: list[_Pair]) -> None:
+    """Start every worker of the block, then wait for all of them to be set up (`Prepared`) at once: each is
+    watched by its own thread, so a worker that hangs or outgrows its memory limit in set-up is stopped while
+    the others still set up. Their events reach the runners one at a time. A pair whose worker is lost records
+    it in `lost`; the others proceed."""
+    lock = threading.Lock()
+    for pair in block:
+        try:
+            pair.workers.append(base.lockstep_worker(pair.todo_a, pair.index, pair.done_a, "A"))
+            pair.workers.append(head.lockstep_worker(pair.todo_b, pair.index, pair.done_b, "B"))
+        except WorkerLost as lost:
+            pair.lost = lost
+        for w in pair.workers:
+            w.on_event = _one_at_a_time(w.on_event, lock)
+    timeout = base.settings.case_timeout_s
+    waiting = [(pair, w) for pair in block if pair.lost is None for w in pair.workers]
+    pool = ThreadPoolExecutor(max_workers=max(1, len(waiting)), thread_name_prefix="perfci-setup")
+    try:
+        futures = [pool.submit(w.wait_for, Prepared, timeout * max(1, len(pair.todo_a)) + 120.0) for pair, w in waiting]
+        outcomes = [(pair, f.exception() or f.result()) for (pair, _), f in zip(waiting, futures, strict=True)]
+    except BaseException:  # interrupted: stop every worker, which ends the threads that watch them
+        for pair in block:
+            pair.close()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    for pair, outcome in outcomes:
+        if isinstance(outcome, WorkerLost):
+            pair.lost = pair.lost or outcome
+        elif isinstance(outcome, BaseException):
+            raise outcome
+    for pair in block:
+        if pair.lost is None:
+            ready_a, ready_b = (r for p, r in outcomes if p is pair)
+            assert isinstance(ready_a, Prepared) and isinstance(ready_b, Prepared)
+            base.learn_imports(ready_a.imported)
+            head.learn_imports(ready_b.imported)
+            pair.ready = (ready_a, ready_b)
+
+
+def _one_at_a_time(handler: Callable[[Event], None], lock: threading.Lock) -> Callable[[Event], None]:
+    """`handler` called under `lock`: the set-up threads of a block report to the same runners."""
+
+    def locked(event: Event) -> None:
+        with lock:
+            handler(event)
+
+    return locked
+
+
+def _sample_and_finish(
     base: Runner,
     head: Runner,
-    todo_a: list[CaseSpec],
-    todo_b: list[CaseSpec],
-    index: int,
+    pair: _Pair,
     rng: random.Random,
     phases: dict[str, float],
     clock: Callable[[], float],
     prestart: Callable[[], None] | None,
 ) -> None:
+    """The pair's alternating samples and its finish; a worker lost on the way is recorded in `pair.lost`."""
+    assert pair.ready is not None
     settings = base.settings
     timeout = settings.case_timeout_s
-    done_a: list[str] = []
-    done_b: list[str] = []
-    workers: list[WorkerProcess] = []
-    sides = {id(base): done_a, id(head): done_b}
-    t0 = clock()
+    wa, wb = pair.workers
+    agreed = agreed_iterations(*pair.ready)
     try:
-        wa = base.lockstep_worker(todo_a, index, done_a, "A")
-        workers.append(wa)
-        wb = head.lockstep_worker(todo_b, index, done_b, "B")
-        workers.append(wb)
-        setup = timeout * max(1, len(todo_a)) + 120.0
-        ready_a, ready_b = wa.wait_for(Prepared, setup), wb.wait_for(Prepared, setup)
-        base.learn_imports(ready_a.imported)
-        head.learn_imports(ready_b.imported)
-        agreed = agreed_iterations(ready_a, ready_b)
         t1 = clock()
-        _add(phases, "start", t1 - t0)
-        live = [s.id for s in todo_a if s.id in agreed]
+        live = [s.id for s in pair.todo_a if s.id in agreed]
         spent = {c: [0.0, 0.0] for c in live}
         counts = dict.fromkeys(live, 0)
         budget, least, most = settings.timing.budget_s, settings.timing.min_samples, settings.timing.max_samples
@@ -141,8 +249,8 @@ def _lockstep(
             order = list(live)
             rng.shuffle(order)
             for case_id in order:
-                pair = [(0, wa), (1, wb)] if rng.random() < 0.5 else [(1, wb), (0, wa)]
-                for side, worker in pair:
+                sides = [(0, wa), (1, wb)] if rng.random() < 0.5 else [(1, wb), (0, wa)]
+                for side, worker in sides:
                     elapsed, failed = _sample(worker, case_id, timeout, agreed[case_id])
                     spent[case_id][side] += elapsed
                     if failed:
@@ -154,23 +262,30 @@ def _lockstep(
         t2 = clock()
         _add(phases, "sampling", t2 - t1)
         if prestart is not None:
-            prestart()  # the next pair's processes start while this one finishes: no sample is being taken
-        finish_pair([wa, wb], base.uses_gpu() or head.uses_gpu(), rng, timeout * max(1, len(todo_a)))
+            prestart()  # the next pairs' processes start while this one finishes: no sample is being taken
+        finish_pair([wa, wb], base.uses_gpu() or head.uses_gpu(), rng, timeout * max(1, len(pair.todo_a)))
         _add(phases, "finish", clock() - t2)
     except WorkerLost as lost:
-        failed_side = base if workers and lost.worker is workers[0] else head
-        if lost.case is not None:
-            failed_side.record_error(lost.case, lost.kind, lost.reason, index, sides[id(failed_side)])
-        for w in workers:
-            w.close()
-        for runner, todo, done in ((base, todo_a, done_a), (head, todo_b, done_b)):
-            rest = [s.id for s in todo if s.id not in done]
-            if rest:
-                t3 = clock()
-                runner.run_round(index, rest)
-                _add(phases, "rounds", clock() - t3)
-    finally:
-        for w in workers:
-            w.close()
-    base.write_partial()
-    head.write_partial()
+        pair.lost = lost
+
+
+def _recover(base: Runner, head: Runner, pair: _Pair, phases: dict[str, float], clock: Callable[[], float]) -> None:
+    """After a lost worker: the case in flight gets the error on its side, both workers stop, and the pair's
+    cases not yet finished are measured in ordinary rounds on each side, so nothing is lost."""
+    lost = pair.lost
+    assert lost is not None
+    failed_side = base if pair.workers and lost.worker is pair.workers[0] else head
+    if lost.case is not None:
+        done = pair.done_a if failed_side is base else pair.done_b
+        failed_side.record_error(lost.case, lost.kind, lost.reason, pair.index, done)
+    pair.close()
+    for runner, todo, done in ((base, pair.todo_a, pair.done_a), (head, pair.todo_b, pair.done_b)):
+        rest = [s.id for s in todo if s.id not in done]
+        if rest:
+            t3 = clock()
+            runner.run_round(pair.index, rest)
+            _add(phases, "rounds", clock() - t3)
+
+
+def _add(phases: dict[str, float], name: str, seconds: float) -> None:
+    phases[name] = phases.get(name, 0.0) + seconds

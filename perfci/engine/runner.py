@@ -300,6 +300,26 @@ class Runner:
         want = self.settings.threads or len(cpus)
         return tuple(cpus[-want:])
 
+    def has_rounds(self) -> bool:
+        """Whether any case has a measured round (the first pair is over, or an interrupted run was resumed)."""
+        return any(st.rounds for st in self.states.values())
+
+    def worker_footprint(self) -> tuple[int | None, int | None, int | None]:
+        """What one worker of this runner needs, from the rounds so far: the most host memory a round's process
+        held (its peak resident set), the most GPU memory (NVML's figure for the process, context included,
+        else torch's peak allocation), and the GPU's total memory from the fingerprint; None where unknown."""
+        rounds = [r for st in self.states.values() for r in st.rounds]
+        host = max((r.peak_rss_bytes for r in rounds if r.peak_rss_bytes), default=None)
+        nvml = [v for r in rounds if isinstance(v := r.telemetry.get("nvml_process_bytes"), int | float)]
+        device = max(nvml, default=None) or max(
+            (r.peak_device_bytes for r in rounds if r.peak_device_bytes), default=None
+        )
+        gpus = self._header[1].get("gpus") if self._header is not None else None
+        total = (
+            gpus[0].get("memory_total_bytes") if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) else None
+        )
+        return host, (int(device) if device else None), (int(total) if total else None)
+
     def record_error(self, case_id: str, kind: ErrorKind, message: str, index: int, finished: list[str]) -> None:
         self._on_event(Error(case_id, kind, message), index, [], finished)
 

@@ -63,7 +63,7 @@ def repo(tmp_path: Path) -> Path:
 def test_ab_flags_the_slower_case_only(repo: Path) -> None:
     out = repo / "out"
     args = ("ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "3", "--looks", "1", "--out", str(out))
-    proc = perfci(repo, *args, "--format", "json")
+    proc = perfci(repo, *args, "--pairs-at-once", "2", "--format", "json")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = json.loads((out / "comparison.json").read_text())
     assert doc["mode"] == "paired"
@@ -73,8 +73,9 @@ def test_ab_flags_the_slower_case_only(repo: Path) -> None:
     assert same["verdict"] != "regression"
     assert changed["method"] == "paired" and changed["n_baseline"] == 3
     assert len(doc["settings"]["ab"]["pair_order"]) == 3
-    # pairs 2 and 3 used workers started while the pair before them finished; none is started after the last
-    # pair of the last look (--looks 1)
+    assert doc["settings"]["ab"]["pair_blocks"] == [1, 2]  # the first pair alone, then two pairs set up together
+    # pairs 2 and 3 used workers started while the first pair finished; none is started after the last block
+    # of the last look (--looks 1)
     assert doc["settings"]["ab"]["workers_started_ahead"] == 4
     assert not (out / "base" / "logs" / "worker-r3-A.log").exists()
     phases = doc["settings"]["ab"]["phases_s"]  # where the wall time went: every phase there, none negative

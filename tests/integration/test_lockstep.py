@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfci.engine.lockstep import run_lockstep_pair
+from perfci.engine.lockstep import run_lockstep_block
 from perfci.engine.runner import Runner, RunSettings
 from perfci.workloads.discovery import cases_from_sources
 
@@ -32,10 +32,10 @@ def test_lockstep_pairs_measure_both_sides_and_isolate_failures(tmp_path: Path) 
     phases: dict[str, float] = {}
     ticks = iter(range(1000))
     for i in range(2):
-        run_lockstep_pair(base, head, i, None, rng, phases, clock=lambda: float(next(ticks)))
-    # pair 0 lost a worker in set-up (ordinary rounds for the rest, on each side: one tick each); pair 1 ran in
-    # lockstep: start, sampling and finish, one tick each on the injected clock
-    assert phases == {"rounds": 2.0, "start": 1.0, "sampling": 1.0, "finish": 1.0}
+        run_lockstep_block(base, head, [i], None, rng, phases, clock=lambda: float(next(ticks)))
+    # pair 0 lost a worker in set-up (its start counts one tick, then ordinary rounds for the rest, on each side:
+    # one tick each); pair 1 ran in lockstep: start, sampling and finish, one tick each on the injected clock
+    assert phases == {"rounds": 2.0, "start": 2.0, "sampling": 1.0, "finish": 1.0}
     for runner in (base, head):
         run = runner.finish()
         by_name = {c.spec.workload.split(".", 1)[1]: c for c in run.cases}
@@ -69,7 +69,7 @@ def test_lockstep_workers_start_on_any_cpu_and_sample_on_the_shared_ones(tmp_pat
     base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
     base.start(specs)
     head.start(specs)
-    run_lockstep_pair(base, head, 0, None, random.Random(0))
+    run_lockstep_block(base, head, [0], None, random.Random(0))
     allowed = sorted(os.sched_getaffinity(0))
     for runner in (base, head):
         (case,) = runner.finish().cases
@@ -93,12 +93,12 @@ def test_a_pair_uses_workers_started_ahead_and_replaces_a_dead_one(tmp_path: Pat
         base.prestart(index, "A")
         head.prestart(index, "B")
 
-    run_lockstep_pair(base, head, 0, None, rng, prestart=lambda: prestart(1))  # loses a worker in set-up
+    run_lockstep_block(base, head, [0], None, rng, prestart=lambda: prestart(1))  # loses a worker in set-up
     prestart(1)  # pair 0 ended before its sampling: start pair 1's workers here
     dead = head._spares[(1, "B")]
     dead.kill()
     dead.wait()
-    run_lockstep_pair(base, head, 1, None, rng, prestart=lambda: prestart(2))
+    run_lockstep_block(base, head, [1], None, rng, prestart=lambda: prestart(2))
     assert prestarted == [1, 2]  # pair 1 sampled, then started pair 2's workers
     assert (base.started_ahead, head.started_ahead) == (1, 0)  # the dead spare was not adopted ...
     healthy = {c.spec.workload.split(".", 1)[1]: c for c in head.finish().cases}["healthy"]
@@ -126,10 +126,10 @@ def test_spares_import_what_the_first_pair_set_ups_imported(tmp_path: Path, monk
         base.prestart(1, "A")
         head.prestart(1, "B")
 
-    run_lockstep_pair(base, head, 0, None, rng, prestart=ahead)
+    run_lockstep_block(base, head, [0], None, rng, prestart=ahead)
     assert "colorsys" in base.learned and "colorsys" in head.learned
     assert not any(m.startswith("perfci") for m in base.learned)
-    run_lockstep_pair(base, head, 1, None, rng)
+    run_lockstep_block(base, head, [1], None, rng)
     assert (base.started_ahead, head.started_ahead) == (1, 1)
     for runner in (base, head):
         (case,) = runner.finish().cases
@@ -140,3 +140,55 @@ def test_spares_import_what_the_first_pair_set_ups_imported(tmp_path: Path, monk
         assert all(p["preload"] > 0.01 and p["waited_for_job"] >= 0 for p in starts), starts
         listed = (runner.out_dir / "logs" / "preload.txt").read_text().split()
         assert listed[0] == "torch" and "colorsys" in listed
+
+
+def test_a_block_of_pairs_sets_up_together_and_measures_each_pair_in_lockstep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three pairs started as one block: all six workers set up at the same time (the workload's set-up passes
+    only when six processes set it up at once), then each pair is sampled in lockstep, in its own processes."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    monkeypatch.setenv("PERFCI_TEST_BARRIER", str(barrier))
+    monkeypatch.setenv("PERFCI_TEST_BARRIER_N", "6")
+    settings = RunSettings(rounds=3, case_timeout_s=90, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / "barrier_cases.py")])
+    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
+    base.start(specs)
+    head.start(specs)
+    phases: dict[str, float] = {}
+    ticks = iter(range(1000))
+    run_lockstep_block(base, head, [0, 1, 2], None, random.Random(0), phases, clock=lambda: float(next(ticks)))
+    assert phases == {"start": 1.0, "sampling": 3.0, "finish": 3.0}  # one start for the block; each pair its own
+    pids: set[int] = set()
+    for runner in (base, head):
+        (case,) = runner.finish().cases
+        assert not case.errors, case.errors
+        assert sorted(r.index for r in case.rounds) == [0, 1, 2]
+        assert {r.stop_reason for r in case.rounds} == {"lockstep"}
+        assert all(r.telemetry["notes"]["setting_up_together"] == 6 for r in case.rounds)
+        pids |= {r.pid for r in case.rounds}
+    assert len(pids) == 6 and len(list(barrier.iterdir())) == 6
+
+
+def test_a_worker_lost_in_a_block_costs_only_its_own_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block of two pairs in which one worker crashes in set-up: its pair falls back to ordinary rounds (the
+    crash recorded on its side), the other pair is measured in lockstep, and every worker of the block stops."""
+    monkeypatch.setenv("PERFCI_TEST_CRASH_ONCE", str(tmp_path / "crashed"))
+    settings = RunSettings(rounds=2, case_timeout_s=30, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / "crash_once_cases.py")])
+    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
+    base.start(specs)
+    head.start(specs)
+    run_lockstep_block(base, head, [0, 1], None, random.Random(0))
+    healthy_rounds = []
+    errors = []
+    for runner in (base, head):
+        by_name = {c.spec.workload.split(".", 1)[1]: c for c in runner.finish().cases}
+        healthy_rounds += by_name["healthy"].rounds
+        errors += by_name["crashes_once"].errors
+    assert [e.kind for e in errors] == ["crash"] and "SIGSEGV" in errors[0].message
+    lost = errors[0].round_index
+    by_pair = {i: {r.stop_reason for r in healthy_rounds if r.index == i} for i in (0, 1)}
+    assert by_pair[1 - lost] == {"lockstep"}  # the other pair: lockstep on both sides
+    assert "lockstep" not in by_pair[lost] and len([r for r in healthy_rounds if r.index == lost]) == 2

@@ -1,0 +1,87 @@
+"""Blocks of lockstep pairs whose workers start together: how many (engine/lockstep.pairs_at_once) and how an
+A/B's looks are cut into blocks, with the next block's workers started ahead (ab/orchestrate._PairedRunner)."""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from perfci.ab import orchestrate
+from perfci.engine.lockstep import CPUS_PER_PAIR, pairs_at_once
+
+GiB = 2**30
+
+
+def test_one_pair_per_four_cpus_when_memory_is_unknown() -> None:
+    assert [pairs_at_once(0, cpus, None, None, None, None) for cpus in (1, 2, 4, 8, 16, 64)] == [1, 1, 1, 2, 4, 16]
+    assert CPUS_PER_PAIR == 4
+
+
+def test_memory_bounds_the_block() -> None:
+    # 16 CPUs allow 4 pairs; half of 8 GiB free holds two 1-GiB workers (one pair), of 40 GiB ten (five pairs)
+    assert pairs_at_once(0, 16, 8 * GiB, 1 * GiB, None, None) == 2
+    assert pairs_at_once(0, 16, 40 * GiB, 1 * GiB, None, None) == 4
+    # the GPU: half of 80 GiB holds twelve 3-GiB workers (six pairs); of 24 GiB four (two pairs)
+    assert pairs_at_once(0, 16, 400 * GiB, GiB, 80 * GiB, 3 * GiB) == 4
+    assert pairs_at_once(0, 16, 400 * GiB, GiB, 24 * GiB, 3 * GiB) == 2
+    assert pairs_at_once(0, 16, 1 * GiB, 4 * GiB, None, None) == 1  # never less than one pair
+
+
+def test_a_requested_size_is_taken_as_given() -> None:
+    assert pairs_at_once(3, 2, 1 * GiB, 4 * GiB, None, None) == 3
+
+
+@dataclass
+class FakeRunner:
+    """What _PairedRunner asks of a runner: whether the first pair is in, a worker's footprint, spares."""
+
+    rounds: bool = False
+    spares: list[int] = field(default_factory=list)
+
+    def has_rounds(self) -> bool:
+        return self.rounds
+
+    def worker_footprint(self) -> tuple[int | None, int | None, int | None]:
+        return 1 * GiB, None, None
+
+    def prestart(self, index: int, tag: str) -> None:
+        self.spares.append(index)
+
+
+def _paired(monkeypatch: pytest.MonkeyPatch, at_once: int, cpus: int = 16) -> tuple[Any, list[Any]]:
+    monkeypatch.setattr(orchestrate.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    monkeypatch.setattr(orchestrate.psutil, "virtual_memory", lambda: type("VM", (), {"available": 64 * GiB})())
+    base, head = FakeRunner(), FakeRunner()
+    blocks: list[Any] = []
+
+    def fake_block(b: FakeRunner, h: FakeRunner, indexes: list[int], only: Any, rng: Any, phases: Any, clock: Any,
+                   prestart: functools.partial[None] | None) -> None:  # fmt: skip
+        blocks.append((indexes, None if prestart is None else prestart.args))
+        if prestart is not None:
+            prestart()
+        b.rounds = h.rounds = True  # the block's results are in
+
+    monkeypatch.setattr(orchestrate, "run_lockstep_block", fake_block)
+    paired = orchestrate._PairedRunner(base, head, random.Random(0), at_once=at_once, extra=6)  # type: ignore[arg-type]
+    return paired, blocks
+
+
+def test_the_first_pair_runs_alone_then_blocks_with_spares_started_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    paired, blocks = _paired(monkeypatch, at_once=0)  # automatic: 16 CPUs -> 4 pairs, memory allows more
+    paired.pairs(4, None)
+    # pair 0 alone; it starts pairs 1-3's workers; the block of 1-3 starts 4 speculative spares for a next look
+    assert blocks == [([0], (1, 3)), ([1, 2, 3], (4, 4))]
+    paired.pairs(6, ["x"], last_look=True)
+    assert blocks[2:] == [([4, 5, 6, 7], (8, 2)), ([8, 9], None)]  # the last block of the last look starts none
+    assert paired.blocks == [1, 3, 4, 2] and paired.next_index == 10
+    assert paired.base.spares == paired.head.spares == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_one_pair_at_a_time_on_a_small_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    paired, blocks = _paired(monkeypatch, at_once=0, cpus=2)
+    paired.pairs(3, None, last_look=True)
+    assert blocks == [([0], (1, 1)), ([1], (2, 1)), ([2], None)]
