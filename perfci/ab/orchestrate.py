@@ -283,20 +283,25 @@ class _PairedRunner:
         self.base.discard_spares()
         self.head.discard_spares()
 
-    def block_size(self, remaining: int, measured: bool = True) -> int:
+    def block_size(self, remaining: int, ahead: bool = False) -> int:
         """Pairs to start together next, at most `remaining` (engine/lockstep.pairs_at_once). The A/B's first pair
         runs alone: later pairs' jobs use what its rounds say (the clock a case is decided on, the imports to
-        preload, how much memory a worker takes). `measured=False` leaves the memory bound out (used before
-        the first pair's results are in, to start spares ahead)."""
-        if not (self.base.has_rounds() and self.head.has_rounds()) and measured:
+        preload, how much memory a worker takes). `ahead`: how many pairs' spares to start before the first
+        pair's results are in (by the CPUs alone; once they are in, memory bounds it too)."""
+        measured = self.base.has_rounds() and self.head.has_rounds()
+        if not measured and not ahead:
             return 1
         cpus = len(os.sched_getaffinity(0))
-        if not measured:
-            return max(1, min(remaining, pairs_at_once(self.at_once, cpus, None, None, None, None)))
-        (host_a, dev_a, total_a), (host_b, dev_b, total_b) = self.base.worker_footprint(), self.head.worker_footprint()
-        host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
-        free = psutil.virtual_memory().available
-        return max(1, min(remaining, pairs_at_once(self.at_once, cpus, free, host, total_a or total_b, device)))
+        host = device = total = None
+        free = None
+        if measured:
+            (host_a, dev_a, total_a), (host_b, dev_b, total_b) = (
+                self.base.worker_footprint(),
+                self.head.worker_footprint(),
+            )
+            host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
+            total, free = total_a or total_b, psutil.virtual_memory().available
+        return max(1, min(remaining, pairs_at_once(self.at_once, cpus, free, host, total, device)))
 
     def pairs(self, n: int, only: list[str] | None, last_look: bool = False) -> None:
         """`n` more pairs, in blocks whose workers start together (`block_size`); each block starts the next
@@ -319,7 +324,7 @@ class _PairedRunner:
             after = n - k - size  # pairs of this look after the block
             ahead = None
             if after or not last_look:
-                count = self.block_size(after if after else self.extra, measured=False)
+                count = self.block_size(after if after else self.extra, ahead=True)
                 ahead = functools.partial(self.prestart, i + size, count)
             run_lockstep_block(self.base, self.head, list(range(i, i + size)), only, self.rng, self.phases,
                                self.clock, ahead)  # fmt: skip

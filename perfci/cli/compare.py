@@ -237,9 +237,8 @@ def ab_command(
     gpu_mode: GpuModeOpt = None, base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None,
     fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
-    allow_missing: AllowMissing = False,
+    allow_missing: AllowMissing = False, pairs_at_once: PairsAtOnceOpt = PAIRS_AT_ONCE.default,
     container_runtime: ContainerRuntime = CONTAINER_RUNTIME.default, pytest: PytestOpt = None,
-    pairs_at_once: PairsAtOnceOpt = PAIRS_AT_ONCE.default,
 ) -> None:  # fmt: skip
     """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
     environments (--base-python, --head-python: a library upgrade) or two container images (--base-image,

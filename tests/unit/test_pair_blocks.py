@@ -41,21 +41,22 @@ class FakeRunner:
 
     rounds: bool = False
     spares: list[int] = field(default_factory=list)
+    host_bytes: int = 1 * GiB
 
     def has_rounds(self) -> bool:
         return self.rounds
 
     def worker_footprint(self) -> tuple[int | None, int | None, int | None]:
-        return 1 * GiB, None, None
+        return self.host_bytes, None, None
 
     def prestart(self, index: int, tag: str) -> None:
         self.spares.append(index)
 
 
-def _paired(monkeypatch: pytest.MonkeyPatch, at_once: int, cpus: int = 16) -> tuple[Any, list[Any]]:
+def _paired(monkeypatch: pytest.MonkeyPatch, at_once: int, cpus: int = 16, worker: int = GiB) -> tuple[Any, list[Any]]:
     monkeypatch.setattr(orchestrate.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
     monkeypatch.setattr(orchestrate.psutil, "virtual_memory", lambda: type("VM", (), {"available": 64 * GiB})())
-    base, head = FakeRunner(), FakeRunner()
+    base, head = FakeRunner(host_bytes=worker), FakeRunner(host_bytes=worker)
     blocks: list[Any] = []
 
     def fake_block(b: FakeRunner, h: FakeRunner, indexes: list[int], only: Any, rng: Any, phases: Any, clock: Any,
@@ -85,3 +86,11 @@ def test_one_pair_at_a_time_on_a_small_runner(monkeypatch: pytest.MonkeyPatch) -
     paired, blocks = _paired(monkeypatch, at_once=0, cpus=2)
     paired.pairs(3, None, last_look=True)
     assert blocks == [([0], (1, 1)), ([1], (2, 1)), ([2], None)]
+
+
+def test_large_workers_keep_blocks_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers of 20 GiB with 64 GiB free: half of it holds one pair. The first pair's spares were started by the
+    CPUs alone (its size was not known yet); the later pairs adopt them one block at a time."""
+    paired, blocks = _paired(monkeypatch, at_once=0, worker=20 * GiB)
+    paired.pairs(4, None, last_look=True)
+    assert blocks == [([0], (1, 3)), ([1], (2, 1)), ([2], (3, 1)), ([3], None)]

@@ -333,6 +333,7 @@ class _LockWorker:
 
     def __init__(self, cases: list[str], counts: dict[str, int]) -> None:
         self.cases, self.counts, self.asked = cases, counts, ""
+        self.on_event: Any = lambda event: None
 
     def send(self, message: Any) -> None:
         self.asked = getattr(message, "case", "")
@@ -363,6 +364,9 @@ def test_a_lockstep_pair_samples_less_latency_for_a_case_decided_on_its_device_c
     class FakeRunner:
         settings = RunSettings(peaks_cache=None)
 
+        def todo(self, index: int, only: list[str] | None) -> list[CaseSpec]:
+            return specs
+
         def lockstep_worker(self, todo: list[CaseSpec], index: int, done: list[str], tag: str) -> _LockWorker:
             return _LockWorker([s.id for s in todo], counts)
 
@@ -380,5 +384,5 @@ def test_a_lockstep_pair_samples_less_latency_for_a_case_decided_on_its_device_c
 
     specs = [CaseSpec(workload=w, params={}, device="cuda:0") for w in ("lm", "other")]
     base, head = FakeRunner(), FakeRunner()
-    lockstep._lockstep(base, head, specs, specs, 1, random.Random(0), {}, lambda: 0.0, None)  # type: ignore[arg-type]
+    lockstep.run_lockstep_block(base, head, [1], None, random.Random(0), {}, lambda: 0.0)  # type: ignore[arg-type]
     assert counts == {steady: 2 * 20, plain: 2 * 40}
