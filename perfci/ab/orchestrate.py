@@ -37,7 +37,7 @@ from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
 from perfci.engine.lockstep import pairs_at_once, run_lockstep_block
-from perfci.engine.progress import LookDone, ProgressFn
+from perfci.engine.progress import LookDone, PairsDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, UsageError, WorkloadDefinitionError
 from perfci.format.model import (
@@ -271,6 +271,7 @@ class _PairedRunner:
     clock: Callable[[], float] = time.monotonic
     at_once: int = 0  # pairs started together (`--pairs-at-once`); 0: engine/lockstep.pairs_at_once decides
     extra: int = AB_DEFAULTS.extra  # pairs a further look adds at most (how many spares a look's end starts)
+    progress: ProgressFn | None = None  # told the pairs done after each block (`PairsDone`)
 
     def prestart(self, first: int, count: int) -> None:
         """Start the worker processes of pairs `first`..`first + count - 1` ahead (they wait for their jobs);
@@ -319,6 +320,7 @@ class _PairedRunner:
                 self.phases["rounds"] = self.phases.get("rounds", 0.0) + self.clock() - t0
                 self.next_index += 1
                 k += 1
+                self._done()
                 continue
             size = self.block_size(n - k)
             after = n - k - size  # pairs of this look after the block
@@ -332,6 +334,11 @@ class _PairedRunner:
             self.blocks.append(size)
             self.next_index += size
             k += size
+            self._done()
+
+    def _done(self) -> None:
+        if self.progress is not None:
+            self.progress(PairsDone(self.next_index))
 
 
 def kept_pairs(
@@ -410,6 +417,7 @@ def run_ab(
         clock=clock,
         at_once=settings.pairs_at_once,
         extra=settings.extra,
+        progress=progress,
     )
     resumed = paired.next_index = kept[2] if kept is not None else 0
     decision = replace(settings.decision, looks=settings.looks)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from perfci.engine.progress import LookDone, ProgressEvent
+from perfci.engine.progress import LookDone, PairsDone, ProgressEvent
 
 
 class PlainProgress:
@@ -36,7 +36,8 @@ class PlainProgress:
         self.start = clock()
         self.last: float | None = None
         self.message, self.done, self.total = "starting", 0, 0
-        self.pair = 0
+        self.pair = 0  # the highest pair a worker started on
+        self.pairs_done = 0
         self.decided: tuple[int, int] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -46,6 +47,8 @@ class PlainProgress:
         with self._lock:
             if isinstance(event, LookDone):
                 self.decided = (event.decided, event.cases)
+            elif isinstance(event, PairsDone):
+                self.pairs_done = event.pairs
             else:
                 self.pair = max(self.pair, event.round)
                 self.message, self.done, self.total = event.describe(), event.done, event.total
@@ -65,7 +68,7 @@ class PlainProgress:
         elapsed = now - self.start
         parts = [f"{self.label}: {elapsed:.0f} s"]
         if self.pairs_planned is not None:
-            parts.append(f"pair {self.pair} of up to {self.pairs_planned} running ({max(0, self.pair - 1)} done)")
+            parts.append(self._pairs())
             if self.decided is not None:
                 parts.append(f"{self.decided[0]} of {self.decided[1]} cases decided")
         elif self.total:
@@ -75,6 +78,14 @@ class PlainProgress:
         elif self.done and self.total:
             parts.append(f"about {elapsed / self.done * (self.total - self.done):.0f} s left")
         return ", ".join(parts) + f"; now: {self.message}"[:200]
+
+    def _pairs(self) -> str:
+        """The pairs in flight (several while a block of pairs sets up together) and those done."""
+        done, planned = self.pairs_done, self.pairs_planned
+        if self.pair <= done:
+            return f"{done} of up to {planned} pairs done"
+        running = f"pair {self.pair}" if self.pair == done + 1 else f"pairs {done + 1}-{self.pair}"
+        return f"{running} of up to {planned} running ({done} done)"
 
     def _beat(self) -> None:
         while not self._stop.wait(self.tick_s):

@@ -33,5 +33,15 @@ class LookDone:
         return f"look {self.look}: {self.decided} of {self.cases} cases decided"
 
 
-ProgressEvent = RoundStarted | LookDone
+@dataclass(frozen=True)
+class PairsDone:
+    """An A/B has finished `pairs` pairs in all (reported after each block of pairs, engine/lockstep.py)."""
+
+    pairs: int
+
+    def describe(self) -> str:
+        return f"{self.pairs} pair(s) done"
+
+
+ProgressEvent = RoundStarted | LookDone | PairsDone
 ProgressFn = Callable[[ProgressEvent], None]

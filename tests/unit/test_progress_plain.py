@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 from perfci.cli.progress import PlainProgress
-from perfci.engine.progress import LookDone, RoundStarted
+from perfci.engine.progress import LookDone, PairsDone, RoundStarted
 
 
 class Clock:
@@ -29,6 +29,8 @@ def test_ab_prints_a_line_at_least_every_15_s_with_pairs_decided_and_budget() ->
     for second in range(0, 301):
         clock.now = float(second)
         if second % 37 == 0:  # events come far apart: the heartbeat (tick) must fill the gaps
+            if second:
+                progress(PairsDone(second // 37))
             progress(RoundStarted("wl.loop[which=slowed]@cpu", second // 37 + 1, 0, 0))
         if second == 150:
             progress(LookDone(1, 1, 2))
@@ -40,6 +42,21 @@ def test_ab_prints_a_line_at_least_every_15_s_with_pairs_decided_and_budget() ->
     assert "1 of 2 cases decided" in last
     assert "600 s left of the 900 s budget" in last
     assert "now: round 9: wl.loop[which=slowed]@cpu" in last
+
+
+def test_a_block_of_pairs_shows_every_pair_in_flight() -> None:
+    """Pairs 2-4 set up together (engine/lockstep.py): the line names them all until the block is done."""
+    lines: list[str] = []
+    progress = PlainProgress("perfci a/b", lines.append, Clock(), every_s=0.0, pairs_planned=4)
+    progress(RoundStarted("a@cuda", 1, 0, 0))
+    assert "pair 1 of up to 4 running (0 done)" in lines[-1]
+    progress(PairsDone(1))
+    assert "1 of up to 4 pairs done" in lines[-1]
+    for pair in (2, 3, 4):
+        progress(RoundStarted("a@cuda", pair, 0, 0))
+    assert "pairs 2-4 of up to 4 running (1 done)" in lines[-1]
+    progress(PairsDone(4))
+    assert "4 of up to 4 pairs done" in lines[-1]
 
 
 def test_run_lines_count_case_rounds_and_estimate_the_time_left() -> None:
