@@ -52,6 +52,7 @@ from perfci.format.model import (
 )
 from perfci.format.schema import load_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
+from perfci.options import PAIRS_AT_ONCE
 
 _LIST_SCRIPT = """
 import json, sys
@@ -75,7 +76,7 @@ class ABSettings:
     build_command: str | None = None
     lockstep: bool = True  # alternate base and head sample by sample within each pair (perfci/engine/lockstep.py)
     resume: bool = False  # continue the pairs an interrupted A/B left in its output folder (`kept_pairs`)
-    pairs_at_once: int = 0  # pairs whose workers start and set up together; 0: automatic (engine/lockstep.py)
+    pairs_at_once: int = PAIRS_AT_ONCE.default  # pairs whose workers start and set up together; 0: automatic
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,9 @@ class _PairedRunner:
     lockstep: bool = True
     phases: dict[str, float] = field(default_factory=dict)  # where the pairs' time went (engine/lockstep.py)
     clock: Callable[[], float] = time.monotonic
-    at_once: int = 0  # pairs started together (`--pairs-at-once`); 0: engine/lockstep.pairs_at_once decides
+    at_once: int = (
+        PAIRS_AT_ONCE.default
+    )  # pairs started together (`--pairs-at-once`); 0: lockstep.pairs_at_once decides
     extra: int = AB_DEFAULTS.extra  # pairs a further look adds at most (how many spares a look's end starts)
     progress: ProgressFn | None = None  # told the pairs done after each block (`PairsDone`)
 

@@ -171,7 +171,9 @@ class ABRequest:
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
     pairs: int | None = None  # first look; None: 4 when every case runs on a GPU, else 8 (compare/ab.first_look)
-    pairs_at_once: int = 0  # pairs whose workers start together after the first; 0: automatic (engine/lockstep.py)
+    pairs_at_once: int = (
+        PAIRS_AT_ONCE.default
+    )  # pairs started together after the first; 0: automatic (engine/lockstep.py)
     extra: int = AB_DEFAULTS.extra
     looks: int = AB_DEFAULTS.looks
     budget_s: float = AB_DEFAULTS.budget_s

@@ -29,6 +29,7 @@ from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
+from perfci.options import PAIRS_AT_ONCE
 
 MODES = ("auto", "ab", "baseline")
 MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report
@@ -48,7 +49,7 @@ class CIRequest:
     shard: Shard | None = None
     # A/B
     pairs: int | None = None
-    pairs_at_once: int = 0  # 0: automatic (perfci/engine/lockstep.pairs_at_once)
+    pairs_at_once: int = PAIRS_AT_ONCE.default  # 0: automatic (perfci/engine/lockstep.pairs_at_once)
     extra: int = AB_DEFAULTS.extra
     looks: int = AB_DEFAULTS.looks
     budget_s: float = AB_DEFAULTS.budget_s
