@@ -270,9 +270,7 @@ class _PairedRunner:
     lockstep: bool = True
     phases: dict[str, float] = field(default_factory=dict)  # where the pairs' time went (engine/lockstep.py)
     clock: Callable[[], float] = time.monotonic
-    at_once: int = (
-        PAIRS_AT_ONCE.default
-    )  # pairs started together (`--pairs-at-once`); 0: lockstep.pairs_at_once decides
+    at_once: int = PAIRS_AT_ONCE.default  # pairs started together; 0: engine/lockstep.pairs_at_once
     extra: int = AB_DEFAULTS.extra  # pairs a further look adds at most (how many spares a look's end starts)
     progress: ProgressFn | None = None  # told the pairs done after each block (`PairsDone`)
 
@@ -295,17 +293,15 @@ class _PairedRunner:
         measured = self.base.has_rounds() and self.head.has_rounds()
         if not measured and not ahead:
             return 1
-        cpus = len(os.sched_getaffinity(0))
-        host = device = total = None
-        free = None
-        if measured:
-            (host_a, dev_a, total_a), (host_b, dev_b, total_b) = (
-                self.base.worker_footprint(),
-                self.head.worker_footprint(),
-            )
-            host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
-            total, free = total_a or total_b, psutil.virtual_memory().available
-        return max(1, min(remaining, pairs_at_once(self.at_once, cpus, free, host, total, device)))
+        memory = self._memory() if measured else (None, None, None, None)
+        return max(1, min(remaining, pairs_at_once(self.at_once, len(os.sched_getaffinity(0)), *memory)))
+
+    def _memory(self) -> tuple[int | None, int | None, int | None, int | None]:
+        """Free host memory, a worker's host memory, the GPU's memory and a worker's GPU memory (the larger of
+        the two sides' workers), for `pairs_at_once`."""
+        (host_a, dev_a, total_a), (host_b, dev_b, total_b) = self.base.worker_footprint(), self.head.worker_footprint()
+        host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
+        return psutil.virtual_memory().available, host, total_a or total_b, device
 
     def pairs(self, n: int, only: list[str] | None, last_look: bool = False) -> None:
         """`n` more pairs, in blocks whose workers start together (`block_size`); each block starts the next

@@ -94,3 +94,23 @@ def test_large_workers_keep_blocks_small(monkeypatch: pytest.MonkeyPatch) -> Non
     paired, blocks = _paired(monkeypatch, at_once=0, worker=20 * GiB)
     paired.pairs(4, None, last_look=True)
     assert blocks == [([0], (1, 3)), ([1], (2, 1)), ([2], (3, 1)), ([3], None)]
+
+
+def test_a_workers_footprint_comes_from_its_rounds_and_the_fingerprint(tmp_path: Any) -> None:
+    """Host: the largest peak resident set of a round; GPU: NVML's figure for the process where a round has it,
+    else torch's peak allocation; the GPU's memory from the runner's fingerprint."""
+    from perfci.engine.runner import Runner, RunSettings, _CaseState
+    from perfci.format.model import CaseSpec, Round
+
+    def rnd(rss: int, device: int, telemetry: dict[str, Any]) -> Round:
+        return Round(0, 1, 1, (0.001,), 0.0, "lockstep", 1, peak_rss_bytes=rss, peak_device_bytes=device,
+                     telemetry=telemetry)  # fmt: skip
+
+    runner = Runner(RunSettings(peaks_cache=None), tmp_path)
+    assert not runner.has_rounds() and runner.worker_footprint() == (None, None, None)
+    spec = CaseSpec(workload="m.a", params={}, device="cuda")
+    runner.states = {spec.id: _CaseState(spec, [rnd(3 * GiB, 1 * GiB, {}), rnd(2 * GiB, GiB, {})])}
+    runner._header = ("2026-12-05T00:00:00Z", {"gpus": [{"memory_total_bytes": 80 * GiB}]}, None)
+    assert runner.has_rounds() and runner.worker_footprint() == (3 * GiB, 1 * GiB, 80 * GiB)
+    runner.states[spec.id].rounds.append(rnd(GiB, GiB, {"nvml_process_bytes": 2 * GiB}))
+    assert runner.worker_footprint() == (3 * GiB, 2 * GiB, 80 * GiB)
