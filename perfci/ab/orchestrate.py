@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -389,7 +390,11 @@ def run_ab(
     if settings.build_command:
         for side in (base, head):
             build(side, settings.build_command, out_dir / "logs" / f"build-{side.name}.log")
-    listed_a, listed_b = list_cases(base, sources[0], base.python), list_cases(head, sources[1], head.python)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="perfci-list") as pool:  # both sides at once
+        listing = [
+            pool.submit(list_cases, side, src, side.python) for side, src in ((base, sources[0]), (head, sources[1]))
+        ]
+        listed_a, listed_b = (f.result() for f in listing)
     chosen = None if select is None else select([s.id for s in (*listed_a, *listed_b)])  # one split of both sides
     specs_a = [s for s in listed_a if chosen is None or s.id in chosen]
     specs_b = [s for s in listed_b if chosen is None or s.id in chosen]
