@@ -104,6 +104,16 @@ def test_ab_bad_revision_is_a_usage_error(repo: Path) -> None:
     assert "not a revision" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_ab_names_the_side_whose_cases_cannot_be_listed(repo: Path) -> None:
+    """Both sides are listed at once; a workload file that does not compile on the head side stops the A/B with
+    one line naming that side and the file (exit 2), whatever the base side's listing did."""
+    (repo / "perf" / "wl.py").write_text("def broken(:\n")
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--out", str(repo / "o4"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot list the cases of working tree" in proc.stderr and "wl.py:1: syntax error" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_ab_build_failure_is_an_infrastructure_error(repo: Path) -> None:
     proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--path", "perf", "--build", "exit 7", "--out", str(repo / "o3"))
     assert proc.returncode == 3
