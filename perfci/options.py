@@ -136,7 +136,8 @@ RUNNER = Option(name="runner", title="Runner class (names `baselines/<runner>.js
 DB = Option(name="db", title="History store URL", help="History store URL", kind="text", flag="--db",
             default_text="$PERFCI_DB, else sqlite:///.perfci/history.db", env="PERFCI_DB")
 MEMORY_LIMIT = Option(name="memory_limit", title="Worker memory limit", help="Worker memory limit, e.g. 8GiB",
-                      kind="text", flag="--memory-limit", default_text="$PERFCI_MEMORY_LIMIT, else half of RAM",
+                      kind="text", flag="--memory-limit", flags_doc="`--memory-limit SIZE` (`run`, `ab`)",
+                      default_text="$PERFCI_MEMORY_LIMIT, else half of RAM",
                       env="PERFCI_MEMORY_LIMIT")
 PATHS = Option(name="paths", title="Workload paths", help="Workload file or folder (repeatable)",
                flags_doc="`PATHS` (`--path` for `ab`)", default_text="the built-in default suite", config="paths")

@@ -27,6 +27,7 @@ from perfci.api.compare import (
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
+from perfci.api.sizes import memory_limit_bytes
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.engine.progress import ProgressFn
@@ -194,6 +195,7 @@ class ABRequest:
     images: ImageSettings | None = None  # run each side's workers in a container image (`--base-image/--head-image`)
     resume: bool = False  # continue the pairs an interrupted A/B left in `out` (which must be given)
     allow_missing: bool = False  # a case only the base side has passes (compare/coverage.py)
+    memory_limit: str | None = None  # each worker's (`--memory-limit`, else $PERFCI_MEMORY_LIMIT, else half of RAM)
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,8 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
             energy_window_s=energy_s,
         ),
     )
+    if (limit := settings.memory_limit(req.memory_limit)) is not None:  # workers of a block hold theirs at once
+        run_settings = replace(run_settings, memory_limit_bytes=memory_limit_bytes(limit))
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
         decision=decision, build_command=settings.build_command(req.build), resume=req.resume,

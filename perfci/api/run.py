@@ -14,7 +14,7 @@ from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, wit
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
-from perfci.api.sizes import parse_size
+from perfci.api.sizes import memory_limit_bytes
 from perfci.compare.baselines import baseline_path
 from perfci.compare.coverage import LEFT_OUT_KEY, Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -85,19 +85,6 @@ def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
     )
     limit = settings.memory_limit(req.memory_limit)
     return replace(out, memory_limit_bytes=memory_limit_bytes(limit)) if limit else out
-
-
-MEMORY_LIMIT_RANGE = (64 * 2**20, 2**60)  # a worker's limit: what Python itself needs, to an exbibyte
-
-
-def memory_limit_bytes(text: str) -> int:
-    """`--memory-limit` / $PERFCI_MEMORY_LIMIT in bytes; UsageError outside MEMORY_LIMIT_RANGE (`0` or
-    `1B` made every case fail as out of memory, and 10^23 GiB was taken)."""
-    limit = parse_size(text)
-    low, high = MEMORY_LIMIT_RANGE
-    if not low <= limit <= high:
-        raise UsageError(f"memory limit {text!r} is not between 64 MiB and 1 EiB.", hint="e.g. --memory-limit 8GiB")
-    return limit
 
 
 @dataclass(frozen=True)

@@ -31,3 +31,16 @@ def parse_size(text: str) -> int:
     if not match or unit not in _SIZE_UNITS:
         raise UsageError(f"cannot read {text!r} as a memory size.", hint="write it like 8GiB, 512MiB or 2GB")
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+MEMORY_LIMIT_RANGE = (64 * 2**20, 2**60)  # a worker's limit: what Python itself needs, to an exbibyte
+
+
+def memory_limit_bytes(text: str) -> int:
+    """`--memory-limit` / $PERFCI_MEMORY_LIMIT in bytes; UsageError outside MEMORY_LIMIT_RANGE (`0` or
+    `1B` made every case fail as out of memory, and 10^23 GiB was taken)."""
+    limit = parse_size(text)
+    low, high = MEMORY_LIMIT_RANGE
+    if not low <= limit <= high:
+        raise UsageError(f"memory limit {text!r} is not between 64 MiB and 1 EiB.", hint="e.g. --memory-limit 8GiB")
+    return limit

@@ -59,6 +59,7 @@ from perfci.cli.options import (
     JobNoiseOpt,
     LooksOpt,
     MaxMemoryOpt,
+    MemoryOpt,
     PairsAtOnceOpt,
     PairsOpt,
     PathOpt,
@@ -232,17 +233,16 @@ def ab_command(
     budget: AbBudgetOpt = AB_BUDGET.default, round_time: RoundTimeOpt = None, threads: ThreadsOpt = None,
     cpus: ABCpusOpt = None, timeout: TimeoutOpt = None, seed: SeedOpt = SEED.default, build: BuildOpt = None,
     threshold: ThresholdOpt = None, confidence: Conf = 0.99, family: Family = "none", catch: Catch = 0.75,
-    metric: Metrics = None, out: Out = None, junit: Junit = None, expected: Expected = None,
+    metric: Metrics = None, out: Out = None, junit: Junit = None, memory_limit: MemoryOpt = None,
     config: ConfigOpt = None, exit_zero: ExitZeroOpt = False, fmt: FmtOpt = OutputFormat.table, shard: ShardOpt = None,
     gpu_mode: GpuModeOpt = None, base_python: BasePythonOpt = None, head_python: HeadPythonOpt = None,
-    fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None,
+    fail_on: FailOnOpt = None, resume: ABResumeOpt = False, durations: DurationsOpt = None, expected: Expected = None,
     lock_clocks: LockClocksOpt = False, base_image: BaseImage = None, head_image: HeadImage = None,
     allow_missing: AllowMissing = False, pairs_at_once: PairsAtOnceOpt = PAIRS_AT_ONCE.default,
     container_runtime: ContainerRuntime = CONTAINER_RUNTIME.default, pytest: PytestOpt = None,
 ) -> None:  # fmt: skip
-    """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), of two Python
-    environments (--base-python, --head-python: a library upgrade) or two container images (--base-image,
-    --head-image), or of revisions and environments at once."""
+    """Same-machine A/B in lockstep pairs of two git revisions (the recommended PR gate), two Python environments
+    (--base-python/--head-python: a library upgrade), two container images (--base-image/--head-image), or both."""
     from perfci.ab.containers import image_settings
     from perfci.api.ab import ABRequest, Sources, ab  # here: the engine and the workloads (numpy), for `ab` only
 
@@ -252,6 +252,7 @@ def ab_command(
         sources=Sources(paths, suites, patterns, pytest),
         pairs=pairs,
         pairs_at_once=pairs_at_once,
+        memory_limit=memory_limit,
         extra=extra,
         looks=looks,
         budget_s=budget,

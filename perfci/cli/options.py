@@ -24,6 +24,7 @@ from perfci.options import (
     JOB_NOISE,
     LOOKS,
     MAX_MEMORY,
+    MEMORY_LIMIT,
     PAIRS,
     PAIRS_AT_ONCE,
     PATHS,
@@ -131,3 +132,4 @@ def planned_pairs(pairs: int | None, extra: int, looks: int) -> int:
 
 RankOpt = Annotated[str | None, option(RANK)]
 MaxMemoryOpt = Annotated[str | None, option(MAX_MEMORY)]
+MemoryOpt = Annotated[str | None, option(MEMORY_LIMIT)]

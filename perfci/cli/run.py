@@ -43,6 +43,7 @@ from perfci.cli.options import (
     GpuModeOpt,
     HistoryNoiseOpt,
     MaxMemoryOpt,
+    MemoryOpt,
     PatternOpt,
     RankOpt,
     RoundsOpt,
@@ -57,7 +58,7 @@ from perfci.cli.options import (
 )
 from perfci.compare.gate import ExitCode
 from perfci.format.model import RunResult
-from perfci.options import MEMORY_LIMIT, SEED, SPEED_REFERENCE
+from perfci.options import SEED, SPEED_REFERENCE
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
@@ -65,7 +66,6 @@ from perfci.reports.terminal import run_table, verdict_line
 
 Paths = Annotated[list[Path] | None, typer.Argument(help="Workload files or folders.")]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
-MemoryOpt = Annotated[str | None, option(MEMORY_LIMIT)]
 SpeedRefOpt = Annotated[bool | None, option(SPEED_REFERENCE)]
 BaselineOpt = Annotated[Path | None, typer.Option(help="Results file to compare with.")]
 ConfirmOpt = Annotated[

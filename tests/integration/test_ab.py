@@ -4,6 +4,7 @@ workers start fast), worktrees, paired rounds in worker processes, exit codes, o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,56 @@ def test_ab_names_the_side_whose_cases_cannot_be_listed(repo: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot list the cases of working tree" in proc.stderr and "wl.py:1: syntax error" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+HOG = """
+import perfci
+
+FAST = {"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.03, "min_sample_s": 0.0005}
+
+
+@perfci.workload(timing=FAST)
+def hog(ctx):
+    held = bytearray(400 * 2**20)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    import time
+    time.sleep(1.0)  # the supervisor polls every 0.1 s
+    return lambda: len(held)
+"""
+
+
+def test_ab_holds_workers_to_the_memory_limit(repo: Path) -> None:
+    """$PERFCI_MEMORY_LIMIT (and --memory-limit) bound an A/B's workers too: a case that takes 400 MiB under a
+    200 MiB limit is an `oom` error (exit 3) on both sides, and the other cases are still measured."""
+    (repo / "perf" / "hog.py").write_text(HOG)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "hog")
+    env = {**os.environ, "PERFCI_MEMORY_LIMIT": "200MiB"}
+    args = [
+        "ab",
+        "HEAD",
+        "--path",
+        "perf",
+        "--pairs",
+        "2",
+        "--looks",
+        "1",
+        "--out",
+        str(repo / "o5"),
+        "--format",
+        "json",
+    ]
+    proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=repo, capture_output=True, text=True,
+                          timeout=240, env=env)  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    for side in ("base", "head"):
+        cases = {c["workload"]: c for c in json.loads((repo / "o5" / side / "results.json").read_text())["cases"]}
+        assert (
+            cases["hog.hog"]["errors"][0]["kind"] == "oom"
+            and "memory limit of 0.2 GiB" in cases["hog.hog"]["errors"][0]["message"]
+        )
+        assert all(len(c["rounds"]) == 2 for name, c in cases.items() if name != "hog.hog")
 
 
 def test_ab_build_failure_is_an_infrastructure_error(repo: Path) -> None:
