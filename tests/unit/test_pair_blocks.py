@@ -114,3 +114,76 @@ def test_a_workers_footprint_comes_from_its_rounds_and_the_fingerprint(tmp_path:
     assert runner.has_rounds() and runner.worker_footprint() == (3 * GiB, 1 * GiB, 80 * GiB)
     runner.states[spec.id].rounds.append(rnd(GiB, GiB, {"nvml_process_bytes": 2 * GiB}))
     assert runner.worker_footprint() == (3 * GiB, 2 * GiB, 80 * GiB)
+
+
+class LoggedWorker:
+    """A lockstep worker that answers at once and writes every command it gets to a shared log."""
+
+    def __init__(self, name: str, cases: list[str], log: list[tuple[str, str]]) -> None:
+        self.name, self.cases, self.log, self.asked = name, cases, log, ""
+        self.on_event: Any = lambda event: None
+
+    def send(self, message: Any) -> None:
+        self.asked = getattr(message, "case", "")
+        self.log.append((self.name, type(message).__name__))
+
+    def wait_for(self, kind: type, timeout_s: float) -> Any:
+        from perfci.engine.protocol import Done, Prepared, Sampled
+
+        if kind is Prepared:
+            self.log.append((self.name, "Prepared"))
+            return Prepared(tuple(self.cases), dict.fromkeys(self.cases, 1))
+        if kind is Sampled:
+            return Sampled(self.asked, 0.05)
+        self.log.append((self.name, "Done"))
+        return Done()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_gpu_block_sets_up_together_then_each_pair_samples_and_finishes_alone() -> None:
+    """The CPU twin of a CUDA block (fake workers): every worker is prepared before any sample; then one pair at a
+    time samples and finishes, its two sides finishing one after the other, so no two pairs' calls or profiled
+    slices share the GPU."""
+    from perfci.engine import lockstep
+    from perfci.engine.runner import RunSettings
+    from perfci.format.model import CaseSpec
+
+    specs = [CaseSpec(workload="m.a", params={}, device="cuda")]
+    log: list[tuple[str, str]] = []
+
+    class GpuRunner:
+        settings = RunSettings(peaks_cache=None)
+
+        def __init__(self, tag: str) -> None:
+            self.tag = tag
+
+        def todo(self, index: int, only: Any) -> list[CaseSpec]:
+            return specs
+
+        def lockstep_worker(self, todo: list[CaseSpec], index: int, done: list[str], tag: str) -> LoggedWorker:
+            return LoggedWorker(f"{index}{tag}", [s.id for s in todo], log)
+
+        def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
+            return ""
+
+        def uses_gpu(self) -> bool:
+            return True
+
+        def learn_imports(self, imported: tuple[str, ...]) -> None:
+            pass
+
+        def write_partial(self) -> None:
+            pass
+
+    lockstep.run_lockstep_block(GpuRunner("A"), GpuRunner("B"), [1, 2, 3], None, random.Random(0))  # type: ignore[arg-type]
+    prepared = [i for i, (_, what) in enumerate(log) if what == "Prepared"]
+    first_sample = next(i for i, (_, what) in enumerate(log) if what == "Sample")
+    assert len(prepared) == 6 and max(prepared) < first_sample  # the whole block set up before any sample
+    pairs_in_order = [name[0] for name, what in log[first_sample:] if what in ("Sample", "Finish")]
+    assert pairs_in_order == sorted(pairs_in_order)  # pair 1's samples and finish, then pair 2's, then pair 3's
+    ends = [(name, what) for name, what in log if what in ("Finish", "Done")]
+    assert [name[0] for name, _ in ends] == list("111122223333")
+    for k in range(0, 12, 2):  # each side is told to finish and done before the other side is told
+        assert ends[k][1] == "Finish" and ends[k + 1] == (ends[k][0], "Done")
