@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfci.ab.orchestrate import kept_pairs
+from perfci.ab.pairs import kept_pairs
 from perfci.api.ab import ABRequest, ab_settings
 from perfci.api.settings import Settings
 from perfci.errors import UsageError

@@ -1,5 +1,5 @@
 """Blocks of lockstep pairs whose workers start together: how many (engine/lockstep.pairs_at_once) and how an
-A/B's looks are cut into blocks, with the next block's workers started ahead (ab/orchestrate._PairedRunner)."""
+A/B's looks are cut into blocks, with the next block's workers started ahead (ab/pairs.PairedRunner)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perfci.ab import orchestrate
+from perfci.ab import pairs
 from perfci.engine.lockstep import CPUS_PER_PAIR, pairs_at_once
 
 GiB = 2**30
@@ -37,7 +37,7 @@ def test_a_requested_size_is_taken_as_given() -> None:
 
 @dataclass
 class FakeRunner:
-    """What _PairedRunner asks of a runner: whether the first pair is in, a worker's footprint, spares."""
+    """What PairedRunner asks of a runner: whether the first pair is in, a worker's footprint, spares."""
 
     rounds: bool = False
     spares: list[int] = field(default_factory=list)
@@ -54,8 +54,8 @@ class FakeRunner:
 
 
 def _paired(monkeypatch: pytest.MonkeyPatch, at_once: int, cpus: int = 16, worker: int = GiB) -> tuple[Any, list[Any]]:
-    monkeypatch.setattr(orchestrate.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
-    monkeypatch.setattr(orchestrate.psutil, "virtual_memory", lambda: type("VM", (), {"available": 64 * GiB})())
+    monkeypatch.setattr(pairs.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    monkeypatch.setattr(pairs.psutil, "virtual_memory", lambda: type("VM", (), {"available": 64 * GiB})())
     base, head = FakeRunner(host_bytes=worker), FakeRunner(host_bytes=worker)
     blocks: list[Any] = []
 
@@ -66,8 +66,8 @@ def _paired(monkeypatch: pytest.MonkeyPatch, at_once: int, cpus: int = 16, worke
             prestart()
         b.rounds = h.rounds = True  # the block's results are in
 
-    monkeypatch.setattr(orchestrate, "run_lockstep_block", fake_block)
-    paired = orchestrate._PairedRunner(base, head, random.Random(0), at_once=at_once, extra=6)  # type: ignore[arg-type]
+    monkeypatch.setattr(pairs, "run_lockstep_block", fake_block)
+    paired = pairs.PairedRunner(base, head, random.Random(0), at_once=at_once, extra=6)  # type: ignore[arg-type]
     return paired, blocks
 
 
