@@ -6,6 +6,7 @@ telemetry code runs on any machine, fast and deterministic, with no sleeps and n
 - GPU: `FakeGpu` with `fake_torch` (synchronous: records the order of operations), `AsyncGpu` with `async_torch`
   (the stream runs apart from the host, so launch latency can leak into a timed region).
 - NVML: `FakeNvml`, a pynvml module with fixed readings and a scripted sequence of throttle reasons.
+- Lockstep: `LockstepRunner`, what engine/lockstep.run_lockstep_block asks of a runner, for fake workers.
 """
 
 from __future__ import annotations
@@ -479,3 +480,41 @@ def fake_cuda_torch(allocator: FakeCudaAllocator) -> Any:
         cuda = allocator
 
     return Torch()
+
+
+# Lockstep
+
+
+class LockstepRunner:
+    """A runner for engine/lockstep.run_lockstep_block driving fake workers: every pair measures `specs`, the
+    workers come from `make_worker(case ids, index, tag)`, and `steady` names the cases decided on their device
+    clock."""
+
+    def __init__(
+        self, specs: list[Any], make_worker: Callable[[list[str], int, str], Any], gpu: bool = False,
+        steady: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        from perfci.engine.runner import RunSettings
+
+        self.settings = RunSettings(peaks_cache=None)
+        self.specs, self.make_worker, self.gpu, self.steady = specs, make_worker, gpu, steady
+
+    def todo(self, index: int, only: list[str] | None) -> list[Any]:
+        return self.specs
+
+    def lockstep_worker(self, todo: list[Any], index: int, done: list[str], tag: str) -> Any:
+        return self.make_worker([s.id for s in todo], index, tag)
+
+    def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
+        from perfci.profilers.device_time import STEADY_DEVICE
+
+        return STEADY_DEVICE if case_id in self.steady else ""
+
+    def uses_gpu(self) -> bool:
+        return self.gpu
+
+    def learn_imports(self, imported: tuple[str, ...]) -> None:
+        pass
+
+    def write_partial(self) -> None:
+        pass

@@ -12,6 +12,7 @@ import pytest
 
 from perfci.ab import pairs
 from perfci.engine.lockstep import CPUS_PER_PAIR, pairs_at_once
+from tests.fakes import LockstepRunner
 
 GiB = 2**30
 
@@ -147,37 +148,15 @@ def test_a_gpu_block_sets_up_together_then_each_pair_samples_and_finishes_alone(
     time samples and finishes, its two sides finishing one after the other, so no two pairs' calls or profiled
     slices share the GPU."""
     from perfci.engine import lockstep
-    from perfci.engine.runner import RunSettings
     from perfci.format.model import CaseSpec
 
     specs = [CaseSpec(workload="m.a", params={}, device="cuda")]
     log: list[tuple[str, str]] = []
 
-    class GpuRunner:
-        settings = RunSettings(peaks_cache=None)
-
-        def __init__(self, tag: str) -> None:
-            self.tag = tag
-
-        def todo(self, index: int, only: Any) -> list[CaseSpec]:
-            return specs
-
-        def lockstep_worker(self, todo: list[CaseSpec], index: int, done: list[str], tag: str) -> LoggedWorker:
-            return LoggedWorker(f"{index}{tag}", [s.id for s in todo], log)
-
-        def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
-            return ""
-
-        def uses_gpu(self) -> bool:
-            return True
-
-        def learn_imports(self, imported: tuple[str, ...]) -> None:
-            pass
-
-        def write_partial(self) -> None:
-            pass
-
-    lockstep.run_lockstep_block(GpuRunner("A"), GpuRunner("B"), [1, 2, 3], None, random.Random(0))  # type: ignore[arg-type]
+    runners = [
+        LockstepRunner(specs, lambda cases, i, tag: LoggedWorker(f"{i}{tag}", cases, log), gpu=True) for _ in "AB"
+    ]
+    lockstep.run_lockstep_block(*runners, [1, 2, 3], None, random.Random(0))  # type: ignore[arg-type]
     prepared = [i for i, (_, what) in enumerate(log) if what == "Prepared"]
     first_sample = next(i for i, (_, what) in enumerate(log) if what == "Sample")
     assert len(prepared) == 6 and max(prepared) < first_sample  # the whole block set up before any sample

@@ -40,6 +40,7 @@ from perfci.profilers.timing import TimingSettings
 from perfci.reports.clocks import clock_lines
 from perfci.reports.verdicts import sensitivity
 from tests.conftest import make_run
+from tests.fakes import LockstepRunner
 
 CASE = "lm[batch=8]@cuda:0"
 
@@ -361,28 +362,7 @@ def test_a_lockstep_pair_samples_less_latency_for_a_case_decided_on_its_device_c
     steady, plain = "lm@cuda:0", "other@cuda:0"
     counts: dict[str, int] = {}
 
-    class FakeRunner:
-        settings = RunSettings(peaks_cache=None)
-
-        def todo(self, index: int, only: list[str] | None) -> list[CaseSpec]:
-            return specs
-
-        def lockstep_worker(self, todo: list[CaseSpec], index: int, done: list[str], tag: str) -> _LockWorker:
-            return _LockWorker([s.id for s in todo], counts)
-
-        def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
-            return STEADY_DEVICE if case_id == steady else ""
-
-        def uses_gpu(self) -> bool:
-            return False
-
-        def learn_imports(self, imported: tuple[str, ...]) -> None:
-            pass
-
-        def write_partial(self) -> None:
-            pass
-
     specs = [CaseSpec(workload=w, params={}, device="cuda:0") for w in ("lm", "other")]
-    base, head = FakeRunner(), FakeRunner()
-    lockstep.run_lockstep_block(base, head, [1], None, random.Random(0), {}, lambda: 0.0)  # type: ignore[arg-type]
+    runners = [LockstepRunner(specs, lambda cases, i, tag: _LockWorker(cases, counts), steady=(steady,)) for _ in "AB"]
+    lockstep.run_lockstep_block(*runners, [1], None, random.Random(0), {}, lambda: 0.0)  # type: ignore[arg-type]
     assert counts == {steady: 2 * 20, plain: 2 * 40}
