@@ -499,11 +499,16 @@ class LockstepRunner:
         self.settings = RunSettings(peaks_cache=None)
         self.specs, self.make_worker, self.gpu, self.steady = specs, make_worker, gpu, steady
 
+    def lockstep_worker(self, todo: list[Any], index: int, done: list[str], tag: str) -> Any:
+        """The fake worker, with the limits a real one is watched under."""
+        from perfci.engine.supervisor import Limits
+
+        worker = self.make_worker([s.id for s in todo], index, tag)
+        worker.limits = Limits(self.settings.case_timeout_s, 2**30)
+        return worker
+
     def todo(self, index: int, only: list[str] | None) -> list[Any]:
         return self.specs
-
-    def lockstep_worker(self, todo: list[Any], index: int, done: list[str], tag: str) -> Any:
-        return self.make_worker([s.id for s in todo], index, tag)
 
     def steady_clock(self, case_id: str, lockstep: bool = False) -> str:
         from perfci.profilers.device_time import STEADY_DEVICE

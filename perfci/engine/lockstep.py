@@ -183,11 +183,12 @@ def _set_up(base: Runner, head: Runner, block: list[_Pair]) -> None:
             pair.lost = lost
         for w in pair.workers:
             w.on_event = _one_at_a_time(w.on_event, lock)
-    timeout = base.settings.case_timeout_s
     waiting = [(pair, w) for pair in block if pair.lost is None for w in pair.workers]
     pool = ThreadPoolExecutor(max_workers=max(1, len(waiting)), thread_name_prefix="perfci-setup")
     try:
-        futures = [pool.submit(w.wait_for, Prepared, timeout * max(1, len(pair.todo_a)) + 120.0) for pair, w in waiting]
+        # the start (imports) within the start-up time-out, then each case's set-up within the case time-out, as in
+        # ordinary rounds: a set-up that hangs is stopped after the case time-out, not after all the cases' time-outs
+        futures = [pool.submit(w.wait_for, Prepared, w.limits.startup_timeout_s, True) for _, w in waiting]
         outcomes = [(pair, f.exception() or f.result()) for (pair, _), f in zip(waiting, futures, strict=True)]
     except BaseException:  # interrupted: stop every worker, which ends the threads that watch them
         for pair in block:

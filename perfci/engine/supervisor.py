@@ -284,10 +284,11 @@ class WorkerProcess:
         except BrokenPipeError:
             self._lost(None)
 
-    def wait_for(self, kind: type[E], timeout_s: float) -> E:
-        """Read events until one of type `kind`, which is returned."""
+    def wait_for(self, kind: type[E], timeout_s: float, per_step: bool = False) -> E:
+        """Read events until one of type `kind`, which is returned, within `timeout_s`; with `per_step`, within
+        `timeout_s` of the first step and the case time-out of every step of a case after it (a set-up)."""
         try:
-            for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step=False):
+            for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step=per_step):
                 self.current = _in_flight(event, self.current)
                 self.on_event(event)
                 if isinstance(event, kind):

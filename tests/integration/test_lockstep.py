@@ -192,3 +192,20 @@ def test_a_worker_lost_in_a_block_costs_only_its_own_pair(tmp_path: Path, monkey
     by_pair = {i: {r.stop_reason for r in healthy_rounds if r.index == i} for i in (0, 1)}
     assert by_pair[1 - lost] == {"lockstep"}  # the other pair: lockstep on both sides
     assert "lockstep" not in by_pair[lost] and len([r for r in healthy_rounds if r.index == lost]) == 2
+
+
+def test_a_set_up_that_hangs_in_a_block_is_stopped_after_the_case_time_out(tmp_path: Path) -> None:
+    """Each case's set-up gets the case time-out (2 s here), as in ordinary rounds; before, a lockstep set-up was
+    given every case's time-out plus 120 s. The hanging case is a `timeout` error on each side; the other case is
+    measured in every pair."""
+    settings = RunSettings(rounds=2, case_timeout_s=2, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / "hang_cases.py")])
+    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
+    base.start(specs)
+    head.start(specs)
+    run_lockstep_block(base, head, [0, 1], None, random.Random(0))
+    for runner in (base, head):
+        by_name = {c.spec.workload.split(".", 1)[1]: c for c in runner.finish().cases}
+        errors = by_name["hangs"].errors  # one a pair: both pairs of the block set up at once
+        assert errors and all(e.kind == "timeout" and "timed out after 2 s" in e.message for e in errors), errors
+        assert sorted(r.index for r in by_name["healthy"].rounds) == [0, 1]

@@ -128,7 +128,7 @@ class LoggedWorker:
         self.asked = getattr(message, "case", "")
         self.log.append((self.name, type(message).__name__))
 
-    def wait_for(self, kind: type, timeout_s: float) -> Any:
+    def wait_for(self, kind: type, timeout_s: float, per_step: bool = False) -> Any:
         from perfci.engine.protocol import Done, Prepared, Sampled
 
         if kind is Prepared:

@@ -341,7 +341,7 @@ class _LockWorker:
         if self.asked:
             self.counts[self.asked] = self.counts.get(self.asked, 0) + 1
 
-    def wait_for(self, kind: type, timeout_s: float) -> Any:
+    def wait_for(self, kind: type, timeout_s: float, per_step: bool = False) -> Any:
         from perfci.engine.protocol import Prepared, Sampled
 
         if kind is Prepared:
