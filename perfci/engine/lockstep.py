@@ -111,10 +111,10 @@ def run_lockstep_block(
     after pair (`pairs_at_once`). Cases present on both sides run in lockstep, the others in ordinary rounds.
     Where the time went is added to `phases` (seconds): `start` (every worker of the block started, set up and
     calibrated), `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds`
-    (cases on one side only, and a lost worker's remaining cases). `prestart` is called once the block's last
-    sampling is over (before its energy blocks and results): it starts the next pairs' worker processes
-    (`Runner.prestart`). A worker lost in set-up or sampling costs only its own pair: that pair's remaining cases
-    are measured in ordinary rounds on each side."""
+    (cases on one side only, and a lost worker's remaining cases). `prestart` starts the next pairs' worker
+    processes (`Runner.prestart`): once the block's last sampling is over (before its energy blocks and results),
+    or for CUDA cases as soon as the block is set up. A worker lost in set-up or sampling costs only its own
+    pair: that pair's remaining cases are measured in ordinary rounds on each side."""
     spent = phases if phases is not None else {}
     block: list[_Pair] = []
     for index in indexes:
@@ -136,6 +136,12 @@ def run_lockstep_block(
         t0 = clock()
         _set_up(base, head, block)
         _add(spent, "start", clock() - t0)
+        if prestart is not None and (base.uses_gpu() or head.uses_gpu()):
+            # CUDA cases: the next pairs' processes import (8-9 s each for 8 spares on an H100 runner) while this
+            # whole block samples and finishes, off the pairs' CPUs (`Runner.prestart`); they take no GPU time,
+            # and device time, on which such a case is decided, does not wait for the host
+            prestart()
+            prestart = None
         for k, pair in enumerate(block):
             if pair.lost is None:
                 ahead = prestart if k == len(block) - 1 else None

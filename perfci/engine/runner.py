@@ -8,6 +8,7 @@ Partial results are written after every round, so nothing already measured is lo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -260,9 +261,12 @@ class Runner:
         and (for CUDA cases) imports torch while the previous pair finishes and is analysed, then waits for its
         job on stdin (perfci/engine/worker.py). It touches no device and measures nothing until then."""
         if (index, tag) not in self._spares:
-            self._spares[(index, tag)] = spawn_worker(
-                self._lockstep_log(index, tag), self._lockstep_env(index, tag), self.worker_python
-            )
+            spare = spawn_worker(self._lockstep_log(index, tag), self._lockstep_env(index, tag), self.worker_python)
+            others = set(os.sched_getaffinity(0)) - set(self.lockstep_cpus())
+            if others:  # off the CPUs a pair samples on; the worker moves there itself once set up (worker._pin)
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(spare.pid, others)
+            self._spares[(index, tag)] = spare
 
     def learn_imports(self, imported: tuple[str, ...]) -> None:
         """Keep the library modules a lockstep worker's set-ups imported (the first pair's): the spares started

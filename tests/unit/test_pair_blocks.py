@@ -156,7 +156,10 @@ def test_a_gpu_block_sets_up_together_then_each_pair_samples_and_finishes_alone(
     runners = [
         LockstepRunner(specs, lambda cases, i, tag: LoggedWorker(f"{i}{tag}", cases, log), gpu=True) for _ in "AB"
     ]
-    lockstep.run_lockstep_block(*runners, [1, 2, 3], None, random.Random(0))  # type: ignore[arg-type]
+    ahead = lambda: log.append(("next", "prestart"))  # noqa: E731
+    lockstep.run_lockstep_block(*runners, [1, 2, 3], None, random.Random(0), prestart=ahead)  # type: ignore[arg-type]
+    # CUDA cases: the next pairs' spares start as soon as the block is set up, before its first sample
+    assert log.count(("next", "prestart")) == 1 and log.index(("next", "prestart")) < log.index(("1A", "Sample"))
     prepared = [i for i, (_, what) in enumerate(log) if what == "Prepared"]
     first_sample = next(i for i, (_, what) in enumerate(log) if what == "Sample")
     assert len(prepared) == 6 and max(prepared) < first_sample  # the whole block set up before any sample
