@@ -17,9 +17,12 @@ DATA = Path(__file__).parent.parent / "data" / "workloads"
 pytestmark = pytest.mark.integration
 
 
-def _runners(tmp_path: Path) -> tuple[Runner, Runner]:
-    settings = RunSettings(rounds=2, case_timeout_s=20, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "lockstep_cases.py")])
+def _runners(
+    tmp_path: Path, workloads: str = "lockstep_cases.py", rounds: int = 2, timeout_s: float = 20
+) -> tuple[Runner, Runner]:
+    """A base and a head runner, started on the cases of one file of tests/data/workloads."""
+    settings = RunSettings(rounds=rounds, case_timeout_s=timeout_s, peaks_cache=None)
+    specs = cases_from_sources([str(DATA / workloads)])
     base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
     base.start(specs)
     head.start(specs)
@@ -64,11 +67,7 @@ def test_both_workers_share_their_cpus(tmp_path: Path) -> None:
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell start-up from sampling")
 def test_lockstep_workers_start_on_any_cpu_and_sample_on_the_shared_ones(tmp_path: Path) -> None:
     """Both workers of a pair start at once: set-up may use every CPU; sampling runs on the pair's shared CPUs."""
-    settings = RunSettings(rounds=1, case_timeout_s=20, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "affinity_cases.py")])
-    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
-    base.start(specs)
-    head.start(specs)
+    base, head = _runners(tmp_path, "affinity_cases.py", rounds=1, timeout_s=20)
     run_lockstep_block(base, head, [0], None, random.Random(0))
     allowed = sorted(os.sched_getaffinity(0))
     for runner in (base, head):
@@ -113,11 +112,7 @@ def test_spares_import_what_the_first_pair_set_ups_imported(tmp_path: Path, monk
     """The first pair's workers report the library modules their set-ups imported; a spare started for a later
     pair imports them while it waits for its job (perfci/engine/preload.py). GPU runs only do this; the runner is
     told it has a GPU case here, and the spare's set-up sees `colorsys` already imported."""
-    settings = RunSettings(rounds=2, case_timeout_s=20, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "preload_cases.py")])
-    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
-    base.start(specs)
-    head.start(specs)
+    base, head = _runners(tmp_path, "preload_cases.py", rounds=2, timeout_s=20)
     for runner in (base, head):
         monkeypatch.setattr(runner, "uses_gpu", lambda: True)
     rng = random.Random(0)
@@ -151,11 +146,7 @@ def test_a_block_of_pairs_sets_up_together_and_measures_each_pair_in_lockstep(
     barrier.mkdir()
     monkeypatch.setenv("PERFCI_TEST_BARRIER", str(barrier))
     monkeypatch.setenv("PERFCI_TEST_BARRIER_N", "6")
-    settings = RunSettings(rounds=3, case_timeout_s=90, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "barrier_cases.py")])
-    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
-    base.start(specs)
-    head.start(specs)
+    base, head = _runners(tmp_path, "barrier_cases.py", rounds=3, timeout_s=90)
     phases: dict[str, float] = {}
     ticks = iter(range(1000))
     run_lockstep_block(base, head, [0, 1, 2], None, random.Random(0), phases, clock=lambda: float(next(ticks)))
@@ -175,11 +166,7 @@ def test_a_worker_lost_in_a_block_costs_only_its_own_pair(tmp_path: Path, monkey
     """A block of two pairs in which one worker crashes in set-up: its pair falls back to ordinary rounds (the
     crash recorded on its side), the other pair is measured in lockstep, and every worker of the block stops."""
     monkeypatch.setenv("PERFCI_TEST_CRASH_ONCE", str(tmp_path / "crashed"))
-    settings = RunSettings(rounds=2, case_timeout_s=30, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "crash_once_cases.py")])
-    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
-    base.start(specs)
-    head.start(specs)
+    base, head = _runners(tmp_path, "crash_once_cases.py", rounds=2, timeout_s=30)
     run_lockstep_block(base, head, [0, 1], None, random.Random(0))
     healthy_rounds = []
     errors = []
@@ -198,11 +185,7 @@ def test_a_set_up_that_hangs_in_a_block_is_stopped_after_the_case_time_out(tmp_p
     """Each case's set-up gets the case time-out (2 s here), as in ordinary rounds; before, a lockstep set-up was
     given every case's time-out plus 120 s. The hanging case is a `timeout` error on each side; the other case is
     measured in every pair."""
-    settings = RunSettings(rounds=2, case_timeout_s=2, peaks_cache=None)
-    specs = cases_from_sources([str(DATA / "hang_cases.py")])
-    base, head = Runner(settings, tmp_path / "base"), Runner(settings, tmp_path / "head")
-    base.start(specs)
-    head.start(specs)
+    base, head = _runners(tmp_path, "hang_cases.py", rounds=2, timeout_s=2)
     run_lockstep_block(base, head, [0, 1], None, random.Random(0))
     for runner in (base, head):
         by_name = {c.spec.workload.split(".", 1)[1]: c for c in runner.finish().cases}
