@@ -523,3 +523,6 @@ class LockstepRunner:
 
     def write_partial(self) -> None:
         pass
+
+    def move_off_pair_cpus(self, pid: int) -> None:
+        pass

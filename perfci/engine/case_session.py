@@ -27,7 +27,7 @@ from perfci.profilers.device_time import (
     STEADY_SAMPLE_SHARE,
     THROTTLE_KEY,
 )
-from perfci.profilers.kineto import calls_for, profile_device
+from perfci.profilers.kineto import Slice, calls_for, read_slice, take_slice
 from perfci.profilers.reference import REFERENCE_NAME, SpeedReference, open_reference, torch_matmul
 from perfci.profilers.telemetry import (
     NvmlProbe,
@@ -251,19 +251,31 @@ def steady_settings(settings: TimingSettings) -> TimingSettings:
 
 
 def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[str, Any]) -> DeviceTime | None:
-    """The device clock from a profiled slice after every sample of the worker (profilers/kineto.py), with the SM
-    clock and the clock-event (throttle) reasons read before and after it. A slice during a thermal or hardware
-    slowdown is taken again once; if that one is throttled too, the round's device clock is left out and the
-    telemetry says why (`device_clock_left_out`). Where the profiler cannot run, a note says why and the round
-    has no device clock."""
+    """The device clock from a profiled slice after every sample of the worker (`_device_slice`, then read)."""
+    steps: dict[str, float] = {}
+    return _read_device(_device_slice(s, samples, telemetry, steps), telemetry, steps)
+
+
+def _device_slice(
+    s: CaseSession,
+    samples: tuple[float, ...],
+    telemetry: dict[str, Any],
+    steps: dict[str, float],
+    keep_open: bool = False,
+) -> Slice | None:
+    """The GPU part of the device clock: a profiled slice after every sample of the worker (profilers/kineto.py),
+    with the SM clock and the clock-event (throttle) reasons read before and after it; read later, on the host
+    only (`_read_device`). A slice during a thermal or hardware slowdown is taken again once; if that one is
+    throttled too, the round's device clock is left out and the telemetry says why (`device_clock_left_out`).
+    Where the profiler cannot run, a note says why and the round has no device clock. `keep_open`: the kept
+    slice's profiler is stopped when it is read (`kineto.take_slice`)."""
     per_call = sorted(samples)[len(samples) // 2] / s.sampler.iterations if samples else 0.0
     n = calls_for(per_call, STEADY_CALLS_FACTOR if s.steady else 1)
     drop: list[str] = []
-    steps: dict[str, float] = {}
     for _ in range(SLICE_TRIES):
         before = _snapshot(s.probe)
         try:
-            device = profile_device(s.torch, s.sampler.fn, n, steps=steps)
+            taken = take_slice(s.torch, s.sampler.fn, n, steps=steps, keep_open=keep_open)
         except Exception as exc:
             telemetry.setdefault("notes", {})["device_clock"] = f"not measured: {type(exc).__name__}: {exc}"[:300]
             return None
@@ -271,8 +283,7 @@ def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[st
         seen, drop = slice_throttle(before, after)
         if not drop:
             break
-    if steps:
-        telemetry[SLICE_STEPS_KEY] = {k: round(v, 4) for k, v in steps.items()}  # the last try's time per step
+        taken.events()  # a throttled slice's profiler is stopped before the next try, or for good
     clocks = [_mhz(before), _mhz(after)]
     if None not in clocks:
         telemetry[CLOCK_KEY] = clocks  # the SM clock before and after the profiled calls
@@ -281,10 +292,29 @@ def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[st
     if drop:
         telemetry[LEFT_OUT_KEY] = f"the GPU was throttled around the profiled calls ({', '.join(drop)})"
         telemetry.setdefault("notes", {})["device_clock"] = f"left out: {telemetry[LEFT_OUT_KEY]}"
+        _record_steps(telemetry, steps)
         return None
-    if device is None:
+    return taken
+
+
+def _read_device(taken: Slice | None, telemetry: dict[str, Any], steps: dict[str, float]) -> DeviceTime | None:
+    """A slice's device clock, read on the host; the slice's time by step goes into the telemetry."""
+    if taken is None:
+        return None
+    try:
+        device = read_slice(taken, steps)
+    except Exception as exc:
+        telemetry.setdefault("notes", {})["device_clock"] = f"not read: {type(exc).__name__}: {exc}"[:300]
+        device = None
+    if device is None and "device_clock" not in telemetry.get("notes", {}):
         telemetry.setdefault("notes", {})["device_clock"] = "not measured: the profiled calls ran nothing on the GPU"
+    _record_steps(telemetry, steps)
     return device
+
+
+def _record_steps(telemetry: dict[str, Any], steps: dict[str, float]) -> None:
+    if steps:
+        telemetry[SLICE_STEPS_KEY] = {k: round(v, 4) for k, v in steps.items()}  # the last try's time per step
 
 
 def _snapshot(probe: NvmlProbe | None) -> dict[str, Any]:
@@ -310,8 +340,24 @@ def checked_notes(notes: dict[str, Any]) -> dict[str, Any]:
     return dict(notes)
 
 
-def finish(s: CaseSession) -> Result:
-    """Energy block, throttle rule, memory; the result event."""
+@dataclass
+class Finishing:
+    """A case's finish after its GPU part (`finish_on_gpu`): the telemetry so far, the samples the throttle rule
+    kept, the profiled slice not read yet, and the GPU part's time by step."""
+
+    telemetry: dict[str, Any]
+    samples: tuple[float, ...]
+    taken: Slice | None
+    steps: dict[str, float]
+    slice_s: float
+    energy_s: float
+
+
+def finish_on_gpu(s: CaseSession, last: bool = False) -> Finishing:
+    """The part of a case's finish that uses the GPU: the device clock's profiled slice, then the energy block
+    and the throttle rule. What is left (`finish`) runs on the host only, so that in an A/B's lockstep pair the
+    other side may take the GPU meanwhile (engine/lockstep.finish_pair). `last`: no other case of the worker
+    takes a slice after this one, so its profiler is stopped in `finish` unless an energy block follows."""
     sampler = s.sampler
     telemetry: dict[str, Any] = {
         "timer_overhead_s": s.overhead_s,
@@ -324,8 +370,11 @@ def finish(s: CaseSession) -> Result:
     samples = tuple(sampler.samples)
     # the device clock's slice first: right after the samples, before the energy block heats the GPU (seen on
     # the H200: a slice after it read one BERT round 8% slower)
+    steps: dict[str, float] = {}
+    energy = s.probe is not None and bool(s.snapshots) and s.settings.energy_window_s > 0
     t0 = time.perf_counter()
-    device = _device_clock(s, samples, telemetry) if s.torch is not None and s.settings.device_clock else None
+    slice_on = s.torch is not None and s.settings.device_clock
+    taken = _device_slice(s, samples, telemetry, steps, keep_open=last and not energy) if slice_on else None
     t1 = time.perf_counter()
     if s.probe is not None and s.snapshots:
         start, end, calls = s.snapshots[0], s.snapshots[-1], 0
@@ -340,8 +389,20 @@ def finish(s: CaseSession) -> Result:
         telemetry.update(summarize(s.snapshots, start, end, calls))
         samples, flagged, dropped = apply_throttle_rule(samples, s.snapshots, s.settings.min_samples)
         telemetry.update(throttle_flagged=flagged, throttle_dropped=dropped)
+    return Finishing(telemetry, samples, taken, steps, t1 - t0, time.perf_counter() - t1)
+
+
+def finish(s: CaseSession, part: Finishing | None = None) -> Result:
+    """The result event: the GPU part (`finish_on_gpu`, taken now unless given), then the slice read, memory,
+    teardown."""
+    sampler = s.sampler
+    part = part if part is not None else finish_on_gpu(s)
+    telemetry, samples = part.telemetry, part.samples
+    t0 = time.perf_counter()
+    device = _read_device(part.taken, telemetry, part.steps)
+    read_s = time.perf_counter() - t0
     if s.torch is not None or "preload" in s.phases_s:  # a CUDA case, or a lockstep worker's first case
-        telemetry[PHASES_KEY] = {**s.phases_s, "device_slice": t1 - t0, "energy_block": time.perf_counter() - t1}
+        telemetry[PHASES_KEY] = {**s.phases_s, "device_slice": part.slice_s + read_s, "energy_block": part.energy_s}
     telemetry["minor_faults_per_call"] = s.faults.per_call()
     telemetry.update(s.own_memory)
     if s.sustained is not None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from perfci.engine.protocol import Done, Event, Finish, Prepared, Sample, Sampled
+from perfci.engine.protocol import Done, Event, Finish, Prepared, Released, Sample, Sampled
 from perfci.engine.runner import Runner
 from perfci.engine.supervisor import WorkerLost, WorkerProcess
 from perfci.format.model import CaseSpec
@@ -78,21 +78,37 @@ def _sample(worker: WorkerProcess, case_id: str, timeout_s: float, iterations: i
     return event.elapsed_s, event.failed or event.missing
 
 
-def finish_pair(workers: list[WorkerProcess], one_at_a_time: bool, rng: random.Random, timeout_s: float) -> None:
+def finish_pair(
+    workers: list[WorkerProcess],
+    one_at_a_time: bool,
+    rng: random.Random,
+    timeout_s: float,
+    released: Callable[[WorkerProcess], None] | None = None,
+) -> None:
     """Both workers' last step (`Finish`: the device clock's profiled slice, the energy block, memory, the
-    results). CPU cases finish side by side. With CUDA cases the two sides finish one after the other, in an
-    order drawn per pair: finishing together, one side's profiled calls shared the GPU with the other's slice or
-    energy block, their kernels took turns, and the device clock read slow (on the H200, BERT-base rounds
-    +10..+45% in `perfci ab` where the same slice alone read within 1%; docs/gpu.md)."""
+    results). CPU cases finish side by side, results included. With CUDA cases the two sides take the GPU one
+    after the other, in an order drawn per pair: finishing together, one side's profiled calls shared the GPU
+    with the other's slice or energy block, their kernels took turns, and the device clock read slow (on the
+    H200, BERT-base rounds +10..+45% in `perfci ab` where the same slice alone read within 1%; docs/gpu.md).
+    The second side starts once the first has `Released` the GPU, and their results, read on the host only,
+    are collected later (`collect`), while the next pair samples; `released` is called with each worker as it
+    releases the GPU (the runner moves it off the pairs' CPUs)."""
     if one_at_a_time:
         order = list(workers)
         rng.shuffle(order)
         for worker in order:
             worker.send(Finish())
-            worker.wait_for(Done, timeout_s)
+            worker.wait_for(Released, timeout_s)
+            if released is not None:
+                released(worker)
         return
     for worker in workers:
         worker.send(Finish())
+    collect(workers, timeout_s)
+
+
+def collect(workers: list[WorkerProcess], timeout_s: float) -> None:
+    """Wait for each worker's results (`Done`)."""
     for worker in workers:
         worker.wait_for(Done, timeout_s)
 
@@ -110,8 +126,10 @@ def run_lockstep_block(
     """Pairs `indexes` of an A/B whose workers start and set up together, then are sampled and finished pair
     after pair (`pairs_at_once`). Cases present on both sides run in lockstep, the others in ordinary rounds.
     Where the time went is added to `phases` (seconds): `start` (every worker of the block started, set up and
-    calibrated), `sampling` (the alternating samples), `finish` (energy blocks, results, teardown), `rounds`
-    (cases on one side only, and a lost worker's remaining cases). `prestart` starts the next pairs' worker
+    calibrated), `sampling` (the alternating samples), `finish` (profiled slices, energy blocks, results),
+    `rounds` (cases on one side only, and a lost worker's remaining cases). With CUDA cases a pair's results are
+    collected after the next pair's GPU work (its workers read their slices meanwhile, on the host), and the
+    block's workers are stopped together when it ends. `prestart` starts the next pairs' worker
     processes (`Runner.prestart`): once the block's last sampling is over (before its energy blocks and results),
     or for CUDA cases as soon as the block is set up. A worker lost in set-up or sampling costs only its own
     pair: that pair's remaining cases are measured in ordinary rounds on each side."""
@@ -132,28 +150,61 @@ def run_lockstep_block(
             block.append(_Pair(index, pick_a, pick_b))
     if not block:
         return  # each side's ordinary rounds wrote their results
+    gpu = base.uses_gpu() or head.uses_gpu()
     try:
         t0 = clock()
         _set_up(base, head, block)
         _add(spent, "start", clock() - t0)
-        if prestart is not None and (base.uses_gpu() or head.uses_gpu()):
+        if prestart is not None and gpu:
             # CUDA cases: the next pairs' processes import (8-9 s each for 8 spares on an H100 runner) while this
             # whole block samples and finishes, off the pairs' CPUs (`Runner.prestart`); they take no GPU time,
             # and device time, on which such a case is decided, does not wait for the host
             prestart()
             prestart = None
+        reading: _Pair | None = None  # CUDA: a pair whose GPU work is over, its results still being read
         for k, pair in enumerate(block):
             if pair.lost is None:
                 ahead = prestart if k == len(block) - 1 else None
                 _sample_and_finish(base, head, pair, rng, spent, clock, ahead)
-            if pair.lost is not None:
-                _recover(base, head, pair, spent, clock)
-            pair.close()
-            base.write_partial()
-            head.write_partial()
+            if reading is not None:
+                _complete(base, head, reading, spent, clock)
+                reading = None
+            if gpu and pair.lost is None:
+                reading = pair  # collected after the next pair's GPU work: its reading overlaps that
+            else:
+                _complete(base, head, pair, spent, clock)
+        if reading is not None:
+            _complete(base, head, reading, spent, clock)
     finally:
-        for pair in block:
-            pair.close()
+        _close_all(block)
+
+
+def _complete(base: Runner, head: Runner, pair: _Pair, phases: dict[str, float], clock: Callable[[], float]) -> None:
+    """A pair's results collected (`Done`), or its lost worker's cases recovered; the partial results written.
+    A CUDA pair's workers stay until the block ends (`_close_all`): a process's exit tears down its CUDA
+    context, which is not to overlap another pair's measurement."""
+    if pair.lost is None and pair.finishing:
+        t0 = clock()
+        try:
+            collect(pair.workers, base.settings.case_timeout_s * max(1, len(pair.todo_a)))
+        except WorkerLost as lost:
+            pair.lost = lost
+        _add(phases, "finish", clock() - t0)
+    if pair.lost is not None:
+        _recover(base, head, pair, phases, clock)
+    if not (base.uses_gpu() or head.uses_gpu()):
+        pair.close()
+    base.write_partial()
+    head.write_partial()
+
+
+def _close_all(block: list[_Pair]) -> None:
+    """Stop every worker of the block, then wait for them: their exits (CUDA contexts torn down) overlap."""
+    for pair in block:
+        for w in pair.workers:
+            w.kill()
+    for pair in block:
+        pair.close()
 
 
 @dataclass
@@ -169,6 +220,7 @@ class _Pair:
     workers: list[WorkerProcess] = field(default_factory=list)
     ready: tuple[Prepared, Prepared] | None = None
     lost: WorkerLost | None = None
+    finishing: bool = False  # its GPU work is over (`Released`), its results not collected yet
 
     def close(self) -> None:
         for w in self.workers:
@@ -268,7 +320,9 @@ def _sample_and_finish(
         _add(phases, "sampling", t2 - t1)
         if prestart is not None:
             prestart()  # the next pairs' processes start while this one finishes: no sample is being taken
-        finish_pair([wa, wb], base.uses_gpu() or head.uses_gpu(), rng, timeout * max(1, len(pair.todo_a)))
+        gpu = base.uses_gpu() or head.uses_gpu()
+        finish_pair([wa, wb], gpu, rng, timeout * max(1, len(pair.todo_a)), lambda w: base.move_off_pair_cpus(w.pid))
+        pair.finishing = gpu
         _add(phases, "finish", clock() - t2)
     except WorkerLost as lost:
         pair.lost = lost

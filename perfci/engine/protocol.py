@@ -6,7 +6,8 @@ results files: a `Result` carries the model's `Round`, with the format's bounds.
 
 - runner -> worker, on the worker's stdin: a `Job` (first line); in lockstep mode then `Sample` / `Finish` commands.
 - worker -> runner, on the worker's protocol stream: `Ready`, then per case `Start` ... `Idle` (a step went well),
-  `Error` or `Result`; in lockstep mode `Prepared` after set-up and one `Sampled` per `Sample`; `Done` at the end.
+  `Error` or `Result`; in lockstep mode `Prepared` after set-up, one `Sampled` per `Sample` and `Released`
+  once its GPU work is over; `Done` at the end.
 - supervisor -> runner, never on the wire: `WorkerFailed` (a worker died with no case in flight) and `Error`s it
   makes up for the case in flight when a worker crashed, hung, ran out of memory or sent a malformed message.
 
@@ -156,8 +157,15 @@ class Error(Message, frozen=True, tag="error"):
     message: str
 
 
+class Released(Message, frozen=True, tag="released"):
+    """Lockstep, after `Finish`: the worker's GPU work is over (the profiled slices, energy blocks); what is left
+    before its results (reading the slices, memory, teardown) runs on the host only, so the pair's other side may
+    take the GPU now (engine/lockstep.finish_pair)."""
+
+
 class Done(Message, frozen=True, tag="done"):
-    """The worker finished its job and is about to exit."""
+    """The worker finished its job; a lockstep worker then waits for the end of its stdin (`close`), so that its
+    exit (a CUDA context's teardown) never overlaps another pair's measurement."""
 
 
 class WorkerFailed(Message, frozen=True, tag="worker_failed"):
@@ -167,12 +175,12 @@ class WorkerFailed(Message, frozen=True, tag="worker_failed"):
 
 
 Command = Sample | Finish
-WorkerEvent = Ready | Start | Idle | Prepared | Sampled | Result | Error | Done
+WorkerEvent = Ready | Start | Idle | Prepared | Sampled | Result | Error | Released | Done
 Event = WorkerEvent | WorkerFailed  # what the supervisor hands to the runner
 AnyMessage = Job | Command | Event
 
 COMMANDS: tuple[type[Sample], type[Finish]] = (Sample, Finish)
-WORKER_EVENTS = (Ready, Start, Idle, Prepared, Sampled, Result, Error, Done)
+WORKER_EVENTS = (Ready, Start, Idle, Prepared, Sampled, Result, Error, Released, Done)
 _DECODER: msgspec.json.Decoder[AnyMessage] = msgspec.json.Decoder(AnyMessage)  # type: ignore[arg-type]
 
 

@@ -262,11 +262,16 @@ class Runner:
         job on stdin (perfci/engine/worker.py). It touches no device and measures nothing until then."""
         if (index, tag) not in self._spares:
             spare = spawn_worker(self._lockstep_log(index, tag), self._lockstep_env(index, tag), self.worker_python)
-            others = set(os.sched_getaffinity(0)) - set(self.lockstep_cpus())
-            if others:  # off the CPUs a pair samples on; the worker moves there itself once set up (worker._pin)
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(spare.pid, others)
+            self.move_off_pair_cpus(spare.pid)  # it moves onto them itself once set up (worker._pin)
             self._spares[(index, tag)] = spare
+
+    def move_off_pair_cpus(self, pid: int) -> None:
+        """Move process `pid` (its main thread) off the CPUs the lockstep pairs sample on, where others exist: a
+        spare while it imports, a worker reading its results while the next pair samples."""
+        others = set(os.sched_getaffinity(0)) - set(self.lockstep_cpus())
+        if others:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(pid, others)
 
     def learn_imports(self, imported: tuple[str, ...]) -> None:
         """Keep the library modules a lockstep worker's set-ups imported (the first pair's): the spares started

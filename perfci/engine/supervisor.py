@@ -304,7 +304,15 @@ class WorkerProcess:
         message = (reason or _exit_reason(code) + in_flight) + _stderr_tail(self.stderr_path)
         raise WorkerLost(message, kind, self.current, self)
 
-    def close(self) -> None:
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """Stop the worker without waiting for its exit (`close` waits)."""
         if self.proc.poll() is None:
             _kill(self.proc)
+
+    def close(self) -> None:
+        self.kill()
         self.proc.wait()

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, TypeVar
 
-from perfci.engine.case_session import CaseSession, CheckFailed, finish, prepare
+from perfci.engine.case_session import CaseSession, CheckFailed, Finishing, finish, finish_on_gpu, prepare
 from perfci.engine.preload import learned_imports, preload
 from perfci.engine.protocol import (
     HEAP_PAD_VAR,
@@ -38,6 +38,7 @@ from perfci.engine.protocol import (
     Job,
     Prepared,
     Ready,
+    Released,
     Sampled,
     Start,
     WorkerEvent,
@@ -111,19 +112,31 @@ def _prepare_all(job: Job, out: IO[str]) -> list[CaseSession]:
     return sessions
 
 
-def _result_line(s: CaseSession) -> str:
+def _result_line(s: CaseSession, part: Finishing | None = None) -> str:
     """The case's result, encoded and read back as the supervisor will read it: a result that cannot be sent
     (a note that is not JSON, work of the wrong type) is this case's error, raised while the case is in flight.
     Sent after the case's `Idle`, it was a malformed message with no case in flight, and the supervisor blamed
     every case left in the round."""
-    line = finish(s).encode()
+    line = finish(s, part).encode()
     decode_event(line)
     return line
 
 
-def _finish_all(sessions: list[CaseSession], out: IO[str]) -> None:
+def _finish_all(sessions: list[CaseSession], out: IO[str], release: bool = False) -> None:
+    """Every case's result. With `release` (lockstep), every case's GPU part comes first (`finish_on_gpu`), then
+    `Released`, then the rest of each finish, on the host only."""
+    parts: dict[str, Finishing] = {}
+    if release:
+        for s in list(sessions):
+            last = s is sessions[-1]  # its profiler is stopped after `Released` (kineto.take_slice, keep_open)
+            ok, part = _guarded(out, s.case_id, functools.partial(finish_on_gpu, s, last))
+            if ok and part is not None:
+                parts[s.case_id] = part
+            else:
+                sessions.remove(s)
+        _emit(out, Released())
     for s in sessions:
-        ok, line = _guarded(out, s.case_id, functools.partial(_result_line, s))
+        ok, line = _guarded(out, s.case_id, functools.partial(_result_line, s, parts.get(s.case_id)))
         if ok and line is not None:
             out.write(line + "\n")
             out.flush()
@@ -177,7 +190,7 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str], started: dict[str, f
     gc.enable()
     for s in sessions.values():
         s.sampler.stop_reason = "lockstep"
-    _finish_all(list(sessions.values()), out)
+    _finish_all(list(sessions.values()), out, release=True)
 
 
 def _pin(job: Job) -> None:
@@ -241,9 +254,11 @@ def main() -> None:
     _emit(protocol, Ready())
     if job.lockstep:
         run_lockstep(job, protocol, sys.stdin, started)
+        _emit(protocol, Done())
+        sys.stdin.read()  # until the driver closes the pair (`WorkerProcess.close`): no exit during another pair
     else:
         run_job(job, protocol)
-    _emit(protocol, Done())
+        _emit(protocol, Done())
 
 
 if __name__ == "__main__":

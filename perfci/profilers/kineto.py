@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.format.model import DeviceTime
@@ -71,6 +72,43 @@ def profile_device(
 ) -> DeviceTime | None:
     """`warm + n_calls` calls of `fn` under the profiler; the device clock of the last `n_calls`. Where the
     slice's wall time went is added to `steps` (seconds): `profiler_start`, `calls`, `profiler_stop`, `read`.
+    `take_slice` then `read_slice`, for a caller that frees the GPU between the two (engine/case_session.py)."""
+    return read_slice(take_slice(torch, fn, n_calls, warm, steps), steps)
+
+
+@dataclass
+class Slice:
+    """A profiled slice: its Kineto events, read from the profiler when it is stopped (`events`), and its warm
+    calls. `stop` is the open profiler's stop until then; its time goes into `steps` (`profiler_stop`)."""
+
+    warm: int
+    stop: Callable[[], list[Any]] | None = None
+    kept: list[Any] = field(default_factory=list)
+    steps: dict[str, float] | None = None
+
+    def events(self) -> list[Any]:
+        """The slice's events, the profiler stopped first where it is still open."""
+        if self.stop is not None:
+            stop, self.stop = self.stop, None
+            t0 = time.perf_counter()
+            self.kept = stop()
+            if self.steps is not None:
+                self.steps["profiler_stop"] = time.perf_counter() - t0
+        return self.kept
+
+
+def take_slice(
+    torch: Any,
+    fn: Callable[[], object],
+    n_calls: int,
+    warm: int = WARM_CALLS,
+    steps: dict[str, float] | None = None,
+    keep_open: bool = False,
+) -> Slice:
+    """The GPU part of `profile_device`: `warm + n_calls` profiled calls. The profiler is stopped before it
+    returns, or with `keep_open` when the events are first asked for (`Slice.events`, by `read_slice`): the stop
+    (0.1-0.4 s on an H100 runner) then runs after the GPU is released, on the host only. With `keep_open` no other
+    slice may be taken before that (one profiler session at a time).
 
     The host records user-scope ranges only (perfci's call markers), not every aten op: the kernels are placed in
     calls by their GPU start (each call ends with a synchronize, so a call's kernels start after its marker and
@@ -85,7 +123,7 @@ def profile_device(
     session = _scoped_session() or _full_session
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    stop = session()
+    taken = Slice(warm, stop=session(), steps=spent)
     t1 = t2 = time.perf_counter()
     try:
         for i in range(warm + n_calls):
@@ -93,12 +131,24 @@ def profile_device(
                 fn()
             torch.cuda.synchronize()
         t2 = time.perf_counter()
-    finally:
-        events = stop()
-    t3 = time.perf_counter()
-    windows, ops, acts = read_events(events, warm)
+    except BaseException:
+        taken.events()
+        raise
+    spent.update(profiler_start=t1 - t0, calls=t2 - t1, profiler_stop=0.0)
+    if not keep_open:
+        taken.events()
+    return taken
+
+
+def read_slice(taken: Slice, steps: dict[str, float] | None = None) -> DeviceTime | None:
+    """The device clock of a slice's kept calls (None where they ran nothing on the GPU), the profiler stopped
+    first where it is still open; the reading's time is `read` in `steps`."""
+    events = taken.events()
+    t0 = time.perf_counter()
+    windows, ops, acts = read_events(events, taken.warm)
     device = summarize(calls(windows, ops, acts), CUPTI)
-    spent.update(profiler_start=t1 - t0, calls=t2 - t1, profiler_stop=t3 - t2, read=time.perf_counter() - t3)
+    if steps is not None:
+        steps["read"] = time.perf_counter() - t0
     return device
 
 

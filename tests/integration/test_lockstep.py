@@ -192,3 +192,35 @@ def test_a_set_up_that_hangs_in_a_block_is_stopped_after_the_case_time_out(tmp_p
         errors = by_name["hangs"].errors  # one a pair: both pairs of the block set up at once
         assert errors and all(e.kind == "timeout" and "timed out after 2 s" in e.message for e in errors), errors
         assert sorted(r.index for r in by_name["healthy"].rounds) == [0, 1]
+
+
+def test_a_worker_releases_the_gpu_before_its_results_and_stays_until_closed(tmp_path: Path) -> None:
+    """A lockstep worker's finish (engine/worker._finish_all): every case's GPU part, then `Released`, then the
+    results and `Done`; it then waits for the end of its stdin, so that its exit (for a CUDA worker, the context's
+    teardown) happens when the driver closes the block, not while another pair is measured."""
+    import subprocess
+
+    from perfci.engine.protocol import Done, Finish, Prepared, Released, Sample, Sampled
+
+    base, _ = _runners(tmp_path, "affinity_cases.py", rounds=1)
+    todo = base.todo(0)
+    worker = base.lockstep_worker(todo, 0, [], "A")
+    seen: list[str] = []
+    record = worker.on_event
+    worker.on_event = lambda event: (seen.append(type(event).__name__), record(event))[1]
+    try:
+        worker.wait_for(Prepared, 60, True)
+        worker.send(Sample(todo[0].id, n=5, rewarm=0, iterations=1))
+        worker.wait_for(Sampled, 20)
+        worker.send(Finish())
+        worker.wait_for(Released, 20)
+        assert "Result" not in seen
+        worker.wait_for(Done, 20)
+        assert seen.index("Released") < seen.index("Result") < seen.index("Done")
+        with pytest.raises(subprocess.TimeoutExpired):
+            worker.proc.wait(timeout=0.5)  # still there after Done
+    finally:
+        worker.close()
+    assert worker.proc.returncode is not None
+    (case,) = base.finish().cases
+    assert case.rounds and case.rounds[0].stop_reason == "lockstep"

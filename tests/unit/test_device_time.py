@@ -28,7 +28,7 @@ from perfci.metrics.registry import (
     round_values,
 )
 from perfci.profilers.device_time import Activity, Call, HostOp, Window, busy_ns, calls, summarize
-from perfci.profilers.kineto import MARK, calls_for, read_events
+from perfci.profilers.kineto import MARK, Slice, calls_for, read_events
 from perfci.reports.clocks import clock_lines, kernel_rows, launch_bound_lines
 from perfci.reports.markdown import render_markdown
 from perfci.stats.logratio import unpaired_log_ratio
@@ -282,15 +282,24 @@ def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.Mon
     def broken(*_a: Any, **_k: Any) -> DeviceTime:
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
-    monkeypatch.setattr(case_session, "profile_device", broken)
+    monkeypatch.setattr(case_session, "take_slice", broken)
     s: Any = SimpleNamespace(
         torch=object(), probe=None, steady=False, sampler=SimpleNamespace(fn=lambda: None, iterations=10)
     )
     telemetry: dict[str, Any] = {}
     assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")
-    monkeypatch.setattr(case_session, "profile_device", lambda *_a, **_k: DeviceTime("cupti", (1e-4,), 1))
+    monkeypatch.setattr(case_session, "take_slice", lambda *_a, **_k: Slice(2))
+    monkeypatch.setattr(case_session, "read_slice", lambda *_a, **_k: DeviceTime("cupti", (1e-4,), 1))
     assert case_session._device_clock(s, (1e-3,), {}) == DeviceTime("cupti", (1e-4,), 1)
+    monkeypatch.setattr(case_session, "read_slice", broken)  # a slice that cannot be read: said so, no clock
+    telemetry = {}
+    assert case_session._device_clock(s, (1e-3,), telemetry) is None
+    assert telemetry["notes"]["device_clock"].startswith("not read: RuntimeError: CUPTI_ERROR")
+    monkeypatch.setattr(case_session, "read_slice", lambda *_a, **_k: None)
+    telemetry = {}
+    assert case_session._device_clock(s, (1e-3,), telemetry) is None
+    assert telemetry["notes"]["device_clock"] == "not measured: the profiled calls ran nothing on the GPU"
 
 
 def _shifted(case: CaseResult, factor: float, seed: int) -> CaseResult:
@@ -347,6 +356,32 @@ def test_the_profiled_slice_records_only_its_call_markers_on_the_host() -> None:
     steps: dict[str, float] = {}
     assert kineto.profile_device(fake, lambda: layer(x), 5, steps=steps) is None  # nothing ran on a GPU
     assert set(steps) == {"profiler_start", "calls", "profiler_stop", "read"} and all(v >= 0 for v in steps.values())
+
+
+def test_a_slice_kept_open_is_stopped_when_read_and_one_that_raises_is_stopped_at_once() -> None:
+    """`take_slice(keep_open=True)` (a worker's last slice in an A/B pair): the profiler is still on when the
+    calls are over, so that its stop runs after the GPU is released; reading the slice stops it. A call that
+    raises stops the profiler before the error goes on, so the next case's slice can start."""
+    torch = pytest.importorskip("torch")
+    from perfci.profilers import kineto
+
+    enabled = torch._C._autograd._profiler_enabled
+    fake = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    layer, x = torch.nn.Linear(16, 16), torch.randn(4, 16)
+    steps: dict[str, float] = {}
+    taken = kineto.take_slice(fake, lambda: layer(x), 5, steps=steps, keep_open=True)
+    assert enabled() and steps["profiler_stop"] == 0.0
+    assert kineto.read_slice(taken, steps) is None and not enabled()  # CPU-only: no device clock
+    assert len(taken.events()) == 7 and set(steps) == {"profiler_start", "calls", "profiler_stop", "read"}
+    closed = kineto.take_slice(fake, lambda: layer(x), 5)
+    assert not enabled() and closed.stop is None
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        kineto.take_slice(fake, broken, 5, keep_open=True)
+    assert not enabled()
 
 
 def test_the_profiled_slice_falls_back_to_torch_profiler_where_the_entry_points_are_missing(

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from perfci.engine.lockstep import finish_pair
-from perfci.engine.protocol import Done, Finish
+from perfci.engine.lockstep import collect, finish_pair
+from perfci.engine.protocol import Done, Finish, Released
 
 
 class FakeWorker:
@@ -20,14 +20,14 @@ class FakeWorker:
         self.log.append(f"finish {self.name}")
 
     def wait_for(self, kind: type, timeout_s: float) -> None:
-        assert kind is Done and timeout_s == 30.0
-        self.log.append(f"done {self.name}")
+        assert kind in (Done, Released) and timeout_s == 30.0
+        self.log.append(f"{'done' if kind is Done else 'released'} {self.name}")
 
 
 def _run(one_at_a_time: bool, seed: int) -> list[str]:
     log: list[str] = []
     workers = [FakeWorker("A", log), FakeWorker("B", log)]
-    finish_pair(workers, one_at_a_time, random.Random(seed), 30.0)  # type: ignore[arg-type]
+    finish_pair(workers, one_at_a_time, random.Random(seed), 30.0, lambda w: log.append(f"moved {w.name}"))  # type: ignore[arg-type, attr-defined]
     return log
 
 
@@ -36,11 +36,24 @@ def test_cpu_pairs_finish_side_by_side() -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_gpu_pairs_finish_one_side_at_a_time(seed: int) -> None:
+def test_gpu_pairs_take_the_gpu_one_side_at_a_time_and_leave_their_results_for_later(seed: int) -> None:
+    """The second side starts its GPU work once the first has released the GPU; the results (`Done`) are not
+    waited for here (`collect`, after the next pair's GPU work), and each released worker is moved off the
+    pairs' CPUs."""
     log = _run(True, seed)
-    first, second = log[0].split()[1], log[2].split()[1]
-    assert log == [f"finish {first}", f"done {first}", f"finish {second}", f"done {second}"]
+    first, second = log[0].split()[1], log[3].split()[1]
+    assert log == [
+        f"finish {first}",
+        f"released {first}",
+        f"moved {first}",
+        f"finish {second}",
+        f"released {second}",
+        f"moved {second}",
+    ]
     assert {first, second} == {"A", "B"}
+    later: list[str] = []
+    collect([FakeWorker("A", later), FakeWorker("B", later)], 30.0)  # type: ignore[list-item]
+    assert later == ["done A", "done B"]
 
 
 def test_the_side_that_finishes_first_is_drawn_per_pair() -> None:

@@ -129,15 +129,20 @@ class LoggedWorker:
         self.log.append((self.name, type(message).__name__))
 
     def wait_for(self, kind: type, timeout_s: float, per_step: bool = False) -> Any:
-        from perfci.engine.protocol import Done, Prepared, Sampled
+        from perfci.engine.protocol import Prepared, Sampled
 
         if kind is Prepared:
             self.log.append((self.name, "Prepared"))
             return Prepared(tuple(self.cases), dict.fromkeys(self.cases, 1))
         if kind is Sampled:
             return Sampled(self.asked, 0.05)
-        self.log.append((self.name, "Done"))
-        return Done()
+        self.log.append((self.name, kind.__name__))  # Released or Done
+        return kind()
+
+    pid = 0
+
+    def kill(self) -> None:
+        self.log.append((self.name, "kill"))
 
     def close(self) -> None:
         pass
@@ -165,7 +170,16 @@ def test_a_gpu_block_sets_up_together_then_each_pair_samples_and_finishes_alone(
     assert len(prepared) == 6 and max(prepared) < first_sample  # the whole block set up before any sample
     pairs_in_order = [name[0] for name, what in log[first_sample:] if what in ("Sample", "Finish")]
     assert pairs_in_order == sorted(pairs_in_order)  # pair 1's samples and finish, then pair 2's, then pair 3's
-    ends = [(name, what) for name, what in log if what in ("Finish", "Done")]
-    assert [name[0] for name, _ in ends] == list("111122223333")
-    for k in range(0, 12, 2):  # each side is told to finish and done before the other side is told
-        assert ends[k][1] == "Finish" and ends[k + 1] == (ends[k][0], "Done")
+    gpu_ends = [(name, what) for name, what in log if what in ("Finish", "Released")]
+    assert [name[0] for name, _ in gpu_ends] == list("111122223333")
+    for k in range(0, 12, 2):  # each side is told to finish and releases the GPU before the other side is told
+        assert gpu_ends[k][1] == "Finish" and gpu_ends[k + 1] == (gpu_ends[k][0], "Released")
+    # a pair's results are collected after the next pair's GPU work (its reading overlaps that), the last at once
+    released = {p: max(i for i, (name, what) in enumerate(log) if name[0] == p and what == "Released") for p in "123"}
+    done = {p: [i for i, (name, what) in enumerate(log) if name[0] == p and what == "Done"] for p in "123"}
+    samples = {p: min(i for i, (name, what) in enumerate(log) if name[0] == p and what == "Sample") for p in "123"}
+    assert all(len(d) == 2 for d in done.values())
+    assert released["2"] < min(done["1"]) and max(done["1"]) < samples["3"]
+    assert released["3"] < min(done["2"]) and released["3"] < min(done["3"])
+    kills = [i for i, (_, what) in enumerate(log) if what == "kill"]  # every worker stopped when the block ends
+    assert len(kills) == 6 and min(kills) > max(max(d) for d in done.values())

@@ -35,7 +35,7 @@ from perfci.format.model import (
 from perfci.metrics import case_metrics
 from perfci.metrics.registry import DEVICE_TIME, LATENCY
 from perfci.profilers.device_time import STEADY_CALLS_FACTOR, STEADY_DEVICE, rests_on_device
-from perfci.profilers.kineto import calls_for
+from perfci.profilers.kineto import Slice, calls_for
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.clocks import clock_lines
 from perfci.reports.verdicts import sensitivity
@@ -266,11 +266,12 @@ def _session(probe: FakeProbe, steady: bool = False) -> Any:
 def test_a_throttled_slice_is_taken_again_and_left_out_when_it_stays_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[int] = []
 
-    def profile(torch: Any, fn: Any, n: int, steps: dict[str, float] | None = None) -> DeviceTime:
+    def profile(torch: Any, fn: Any, n: int, steps: dict[str, float] | None = None, keep_open: bool = False) -> Slice:
         taken.append(n)
-        return DeviceTime("cupti", (1e-3,), 3)
+        return Slice(2)
 
-    monkeypatch.setattr(case_session, "profile_device", profile)
+    monkeypatch.setattr(case_session, "take_slice", profile)
+    monkeypatch.setattr(case_session, "read_slice", lambda *_a: DeviceTime("cupti", (1e-3,), 3))
     telemetry: dict[str, Any] = {}
     probe = FakeProbe([(1980, []), (1410, ["hw_thermal_slowdown"]), (1980, ["sw_power_cap"]), (1965, [])])
     assert case_session._device_clock(_session(probe), (2e-2,), telemetry) == DeviceTime("cupti", (1e-3,), 3)
@@ -349,6 +350,11 @@ class _LockWorker:
         if kind is Sampled:
             return Sampled(self.asked, 0.01)
         return None
+
+    pid = 0
+
+    def kill(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
