@@ -9,11 +9,18 @@ folders are listed: a module of the project itself (a helper next to a workload 
 same name elsewhere on a spare's path, and the set-up would then get the wrong one. Importing runs no workload
 code and measures nothing; a module that fails to import is left to the set-up, which imports it again and
 reports what goes wrong there.
+
+The list is also kept in the runner's cache folder (`keep_imports`, `cached_imports`), under a key made of the
+worker's interpreter and the run's workload names: the next A/B of the same workloads on this runner has its
+first pair's workers import them ahead too, instead of torch alone (a developer's repeated `perfci ab`, a
+self-hosted GPU runner that keeps its cache). A list that no longer matches costs only imports the set-ups do
+not use; the first pair's own list then replaces it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import sys
 import sysconfig
@@ -74,3 +81,34 @@ def preload(value: str | None, importer: Callable[[str], object] = importlib.imp
             importer(name)
             done += 1
     return done
+
+
+def imports_key(python: str, workloads: Iterable[str]) -> str:
+    """The cache key of a run's learned imports: its worker interpreter and its workload names."""
+    text = "\n".join([python, *sorted(set(workloads))])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _cache_file(folder: Path, key: str) -> Path:
+    return folder / "imports" / f"{key}.txt"
+
+
+def cached_imports(folder: Path, key: str) -> tuple[str, ...]:
+    """The modules kept under `key` (`keep_imports`), or none where there is no readable list."""
+    try:
+        text = _cache_file(folder, key).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    names = (line.strip() for line in text.splitlines())
+    return tuple(n for n in names if n and all(part.isidentifier() for part in n.split(".")))
+
+
+def keep_imports(folder: Path, key: str, names: Iterable[str]) -> None:
+    """Keep `names` under `key` for the next run (written whole, then renamed); a cache that cannot be written
+    is no error."""
+    path = _cache_file(folder, key)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("\n".join(names) + "\n", encoding="utf-8")
+        tmp.replace(path)

@@ -25,7 +25,7 @@ import msgspec
 import psutil
 
 from perfci.engine import WORKER_UNSET_VAR
-from perfci.engine.preload import TORCH, write_list
+from perfci.engine.preload import TORCH, cached_imports, imports_key, keep_imports, write_list
 from perfci.engine.progress import ProgressFn, RoundStarted
 from perfci.engine.protocol import (
     HEAP_PAD_VAR,
@@ -196,6 +196,7 @@ class Runner:
     _run_id: str = ""
     _spares: dict[tuple[int, str], subprocess.Popen[bytes]] = field(default_factory=dict)
     learned: tuple[str, ...] = ()  # the library modules the first lockstep pair's set-ups imported (preload.py)
+    _cached: tuple[str, ...] | None = None  # those a previous run of the same workloads learned (read once)
     started_ahead: int = 0  # lockstep workers that were started ahead (`prestart`) and used
 
     def run(self, specs: list[CaseSpec], resume_from: RunResult | None = None) -> RunResult:
@@ -278,6 +279,20 @@ class Runner:
         for later pairs import them while they wait (engine/preload.py)."""
         if imported and not self.learned:
             self.learned = imported
+            if self.settings.peaks_cache is not None:
+                keep_imports(self.settings.peaks_cache, self._imports_key(), imported)
+
+    def _imports_key(self) -> str:
+        return imports_key(self.worker_python or sys.executable, (st.spec.workload for st in self.states.values()))
+
+    def _preload_names(self) -> tuple[str, ...]:
+        """What a GPU lockstep worker imports ahead: the first pair's learned modules, else those a previous
+        run of the same workloads learned (engine/preload.py), else torch alone (empty)."""
+        if self.learned or self.settings.peaks_cache is None:
+            return self.learned
+        if self._cached is None:
+            self._cached = cached_imports(self.settings.peaks_cache, self._imports_key())
+        return self._cached
 
     def _preload_file(self) -> Path:
         return self.out_dir / "logs" / "preload.txt"
@@ -293,7 +308,8 @@ class Runner:
     def _lockstep_env(self, index: int, tag: str) -> dict[str, str]:
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
         if self.uses_gpu():  # worker.py imports these while it waits for its job (engine/preload.py)
-            env[PRELOAD_VAR] = write_list(self._preload_file(), self.learned) if self.learned else TORCH
+            names = self._preload_names()
+            env[PRELOAD_VAR] = write_list(self._preload_file(), names) if names else TORCH
         return env
 
     def uses_gpu(self) -> bool:

@@ -56,3 +56,33 @@ def test_preload_of_torch_alone_nothing_or_an_unreadable_file(tmp_path: Path) ->
     assert preload(TORCH, imported.append) == 1 and imported == [TORCH]
     assert preload(None, imported.append) == 0 and preload("", imported.append) == 0
     assert preload(str(tmp_path / "gone.txt"), imported.append) == 1 and imported == [TORCH, TORCH]
+
+
+def test_a_runner_keeps_what_its_first_pair_imported_for_the_next_run_of_the_same_workloads(tmp_path: Path) -> None:
+    """The first pair's learned modules are kept in the runner's cache folder: the next run of the same
+    workloads has its first pair's workers import them ahead; other workloads or no cache folder: torch alone."""
+    from perfci.engine.protocol import PRELOAD_VAR
+    from perfci.engine.runner import Runner, RunSettings, _CaseState
+    from perfci.format.model import CaseSpec
+
+    def runner(cache: Path | None, workload: str = "models.opt") -> Runner:
+        r = Runner(RunSettings(peaks_cache=cache), tmp_path / f"out-{len(list(tmp_path.iterdir()))}")
+        spec = CaseSpec(workload=workload, params={}, device="cuda")
+        r.states = {spec.id: _CaseState(spec)}
+        return r
+
+    def preloaded(r: Runner) -> list[str]:
+        value = r._lockstep_env(0, "A")[PRELOAD_VAR]
+        return [TORCH] if value == TORCH else Path(value).read_text(encoding="utf-8").split()
+
+    cache = tmp_path / "cache"
+    first = runner(cache)
+    assert preloaded(first) == [TORCH]  # nothing learned yet, nothing kept
+    first.learn_imports(("json", "transformers.models.opt"))
+    assert preloaded(first) == [TORCH, "json", "transformers.models.opt"]
+    assert preloaded(runner(cache)) == [TORCH, "json", "transformers.models.opt"]  # the next run, before its pair
+    assert preloaded(runner(cache, "models.other")) == [TORCH]
+    assert preloaded(runner(None)) == [TORCH]
+    (file,) = (cache / "imports").iterdir()
+    file.write_text("json\nnot a module;rm\n", encoding="utf-8")  # a damaged list: its bad lines are ignored
+    assert preloaded(runner(cache)) == [TORCH, "json"]
