@@ -18,9 +18,10 @@ adds that many more, at least `MIN_EXTRA` and at most the plan's `extra`. The t 
 are added, so the projection errs on the side of more pairs. Alpha stays split evenly over the planned looks
 (Bonferroni holds whatever the size of each look).
 
-A row is *out of reach* when, at its spread per pair, even all the pairs the A/B plans (first look plus
-`extra` per further look) are projected not to settle it (`stats/logratio.pairs_to_reach`, which follows the t
-quantile down as pairs are added): the process-to-process spread of some kernels (one cuDNN depthwise
+A row is *out of reach* when, even at the low end of its spread per pair (the spread's lower 90% confidence
+bound: a few pairs' spread is an uncertain estimate), all the pairs the A/B plans (first look plus `extra` per
+further look) are projected not to settle it (`stats/logratio.pairs_to_reach`, which follows the t quantile down
+as pairs are added): the process-to-process spread of some kernels (one cuDNN depthwise
 convolution of ConvNeXt-Tiny on the H200 read 1,858-1,910 us a call by process, +-1.3% per pair, where OPT-125m's
 pairs held within 0.1%) would need 40 pairs or more to bound a 1% threshold. Such a case gets no further pairs:
 its row keeps the verdict of the look (`inconclusive` where its interval straddles the threshold) with a note
@@ -36,6 +37,9 @@ from perfci.stats.decision import MIN_FRACTION
 from perfci.stats.logratio import pairs_to_reach
 
 REACH_FACTOR = 1.0  # out of reach: projected to need more pairs than this many times the planned pairs
+# ... at the spread's lower 90% bound: four pairs' spread is too uncertain to give up on at face value (seen on an
+# H100 runner: ConvNeXt-Tiny's head left at 4 pairs as -0.38% [-3.39..+2.72], where an A/A of it settled at 10)
+REACH_SPREAD_BOUND = 0.9
 MIN_EXTRA = 2  # the fewest pairs a look adds: one pair adds too little to move a Welch interval of a few pairs
 
 
@@ -97,7 +101,7 @@ def out_of_reach(
     if found is None or row.confidence is None or pairs < 2:
         return None
     half, distance = found
-    needed = pairs_to_reach(half, pairs, 2.0 * row.confidence - 1.0, distance)
+    needed = pairs_to_reach(half, pairs, 2.0 * row.confidence - 1.0, distance, spread_bound=REACH_SPREAD_BOUND)
     return needed if needed > REACH_FACTOR * planned else None
 
 

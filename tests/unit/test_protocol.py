@@ -98,7 +98,7 @@ def strategy(tp: Any) -> st.SearchStrategy[Any]:
 def test_every_message_kind_is_registered() -> None:
     assert set(MESSAGES) == {
         "job", "sample", "finish",  # runner -> worker
-        "ready", "start", "idle", "prepared", "sampled", "result", "error", "done",  # worker -> runner
+        "ready", "start", "idle", "prepared", "sampled", "result", "error", "released", "done",  # worker -> runner
         "worker_failed",  # supervisor -> runner
     }  # fmt: skip
     assert all(tag == tag_of(cls) == cls.__name__.lower() or tag == "worker_failed" for tag, cls in MESSAGES.items())

@@ -166,8 +166,9 @@ def test_kernels_that_move_with_the_pair_are_compared_pair_by_pair(monkeypatch: 
 def test_a_device_clock_that_spreads_by_process_is_left_at_the_first_look() -> None:
     """ConvNeXt-Tiny's device time on the H200 read 1,858-1,910 us a call by process (+-1.3% per pair, the two
     sides of a pair independent; docs/gpu.md). Twin: 1.3% per process. No plan of 16 pairs bounds that at 1%:
-    the row is left at the first look (33-36 of 40 A/Bs; 1-2 without the rule) with a note giving the pairs it
-    would need."""
+    the row is left at the first look in most A/Bs (22 and 33 of 40 here; at most 2 without the rule), else at
+    the second, with a note giving the pairs it would need. Four pairs' spread is uncertain, so the projection
+    gives up only at the spread's lower 90% bound (with the spread as estimated: 33 and 36 of 40 at 4 pairs)."""
     settings = DecisionSettings(looks=3)
     for effect, seeds in ((0.0, range(500, 540)), (0.006, range(600, 640))):
         pairs, verdicts = [], []
@@ -180,7 +181,7 @@ def test_a_device_clock_that_spreads_by_process_is_left_at_the_first_look() -> N
                 assert "pairs needed; no further pairs were taken" in row.note, row.note
         # at most the error rate alpha allows (the same seeds without the rule: 1 of 40 each, on 15-16 pairs)
         assert verdicts.count(Verdict.REGRESSION) + verdicts.count(Verdict.IMPROVEMENT) <= 1, verdicts
-        assert pairs.count(4) >= 30 and sum(pairs) / len(pairs) <= 5.5, pairs
+        assert pairs.count(4) >= 20 and sum(pairs) / len(pairs) <= 7.5 and max(pairs) <= 16, pairs
     # the projection follows the t quantile: +0.64% with a half-width of 0.46% at 4 pairs (99.7%) is in reach
     near = _row(math.exp(0.0064), math.exp(0.0018), math.exp(0.011), Verdict.SLOWER)
     assert out_of_reach(replace(near, confidence=0.9983), 0.01, pairs=4, planned=16) is None
