@@ -10,11 +10,17 @@ elementwise kernels after the language model.
 
 `calibrate` and `truth` read the summed CUPTI kernel time of a call through perfci's own profiled slice
 (profilers/kineto.profile_device), in processes of their own, outside any A/B.
+
+HELDOUT_MODELS=neox-vit picks a second pair, first measured after the A/B's pair blocks, release step and
+stopping rule were tuned on the first: a Pythia-160m-sized GPT-NeoX language model (transformers, built from a
+config, random weights, bf16, batch 8 x 128 tokens; the head's kernels after it) and a ViT-S/16 (timm, random
+weights, bf16, batch 32 at 224x224).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -68,7 +74,7 @@ from perfci.profilers.kineto import profile_device
 from perfci.workloads.api import WorkloadContext
 spec = importlib.util.spec_from_file_location("models", sys.argv[1])
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-fn = mod.opt125m(WorkloadContext(device="cuda", params={}, seed=0))
+fn = getattr(mod, sys.argv[3])(WorkloadContext(device="cuda", params={}, seed=0))
 for _ in range(20):
     fn()
 blocks = []
@@ -79,12 +85,70 @@ print("PROBE " + json.dumps(blocks))
 """
 
 
+NEOX_VIT = """import perfci
+
+EXTRA_KERNELS = {extra}
+
+
+@perfci.workload(devices=["cuda"])
+def pythia160m(ctx):
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXModel
+
+    torch.manual_seed(ctx.seed)
+    config = GPTNeoXConfig(
+        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=50304
+    )
+    model = GPTNeoXModel(config).to(ctx.device, torch.bfloat16).eval()
+    ids = torch.randint(0, 50000, (8, 128), device=ctx.device)
+    pad = torch.ones(64 * 1024, device=ctx.device, dtype=torch.bfloat16)
+
+    def call():
+        with torch.inference_mode():
+            y = model(input_ids=ids).last_hidden_state
+            for _ in range(EXTRA_KERNELS):  # the head: small elementwise kernels after the model
+                pad.mul_(1.0)
+            return y
+
+    return call
+
+
+@perfci.workload(devices=["cuda"])
+def vit_small(ctx):
+    import timm
+    import torch
+
+    torch.manual_seed(ctx.seed)
+    model = timm.create_model("vit_small_patch16_224", pretrained=False).to(ctx.device, torch.bfloat16).eval()
+    x = torch.randn(32, 3, 224, 224, device=ctx.device, dtype=torch.bfloat16)
+
+    def call():
+        with torch.inference_mode():
+            return model(x)
+
+    return call
+"""
+
+# the model files and the language model's workload (the one the head changes), by HELDOUT_MODELS
+MODEL_SETS = {"opt-convnext": (MODELS, "opt125m"), "neox-vit": (NEOX_VIT, "pythia160m")}
+
+
+def _chosen() -> tuple[str, str]:
+    name = os.environ.get("HELDOUT_MODELS", "opt-convnext")
+    if name not in MODEL_SETS:
+        raise SystemExit(f"HELDOUT_MODELS: one of {', '.join(MODEL_SETS)}, not {name!r}")
+    return MODEL_SETS[name]
+
+
 def models(extra: int) -> str:
-    return MODELS.format(extra=extra)
+    return _chosen()[0].format(extra=extra)
 
 
 def _probe(models_file: Path, blocks: int) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(models_file), str(blocks)], capture_output=True, text=True)
+    lm = _chosen()[1]
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(models_file), str(blocks), lm], capture_output=True, text=True
+    )
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("PROBE ")), None)
     if line is None:
         raise SystemExit(f"probe failed: {out.stderr.strip().splitlines()[-1:]}")

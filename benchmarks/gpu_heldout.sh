@@ -12,6 +12,7 @@
 #   EXTRA=N:      N extra kernels, not calibrated here (the true change is measured all the same)
 #   AA_RUNS=1:    one A/A instead of two;  TRUTH_PROCS=K: K processes a side for the true change (4)
 #   AB_OPTS="...": more `perfci ab` options for every A/B (e.g. AB_OPTS="--pairs-at-once 1": one pair at a time)
+#   HELDOUT_MODELS=neox-vit: the second pair (a GPT-NeoX of Pythia-160m's size and a ViT-S/16; gpu_heldout.py)
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
 #                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
@@ -29,7 +30,7 @@ echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s"
 python3 -c "import torch, timm, transformers, perfci.engine.worker, perfci.cli" || exit 3
 
 N=${EXTRA:-$(python3 benchmarks/gpu_heldout.py calibrate 0.006 "$OUTDIR/calibration")} || exit 3
-echo "head: $N extra kernels after OPT-125m"
+echo "head: $N extra kernels after the language model (${HELDOUT_MODELS:-opt-convnext})"
 REPO=$(mktemp -d)
 mkdir -p "$REPO/perf"
 git_() { git -C "$REPO" -c user.email=x@y -c user.name=x "$@"; }
@@ -38,7 +39,7 @@ git_ init -q && git_ add -A && git_ commit -qm base
 cp "$REPO/perf/models.py" "$OUTDIR/models-base.py"
 python3 benchmarks/gpu_heldout.py models "$N" >"$REPO/perf/models.py"
 cp "$REPO/perf/models.py" "$OUTDIR/models-head.py"
-git_ commit -qam "head: $N extra kernels after OPT-125m"
+git_ commit -qam "head: $N extra kernels after the language model"
 
 one() {  # name, then the revisions and options
   local name=$1
