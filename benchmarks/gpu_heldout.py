@@ -9,7 +9,7 @@ elementwise kernels after the language model.
                                                                  # K separate processes a side, 5 blocks each
 
 `calibrate` and `truth` read the summed CUPTI kernel time of a call through perfci's own profiled slice
-(profilers/kineto.profile_device), in processes of their own, outside any A/B.
+(profilers/kineto.take_slice, read_slice), in processes of their own, outside any A/B.
 
 HELDOUT_MODELS=neox-vit picks a second pair, first measured after the A/B's pair blocks, release step and
 stopping rule were tuned on the first: a Pythia-160m-sized GPT-NeoX language model (transformers, built from a
@@ -70,7 +70,7 @@ def convnext_tiny(ctx):
 PROBE = """
 import importlib.util, json, sys, statistics
 import torch
-from perfci.profilers.kineto import profile_device
+from perfci.profilers.kineto import read_slice, take_slice
 from perfci.workloads.api import WorkloadContext
 spec = importlib.util.spec_from_file_location("models", sys.argv[1])
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
@@ -79,7 +79,7 @@ for _ in range(20):
     fn()
 blocks = []
 for _ in range(int(sys.argv[2])):
-    d = profile_device(torch, fn, 20)
+    d = read_slice(take_slice(torch, fn, 20))
     blocks.append(statistics.median(d.samples))
 print("PROBE " + json.dumps(blocks))
 """

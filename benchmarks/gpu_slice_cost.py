@@ -5,7 +5,7 @@ for 60 calls of 1-2 ms: the calls are not the cost. This runs, in a fresh proces
 held-out models (benchmarks/gpu_heldout.py) three times each and prints each step's wall time, the events the
 profiler handed back and the median device time per call:
   profile:  torch.profiler.profile with every host op recorded (perfci's slice until 2026-12-05), step by step;
-  scoped:   perfci's slice as it is (profilers/kineto.profile_device: only its call markers on the host).
+  scoped:   perfci's slice as it is (profilers/kineto.take_slice: only its call markers on the host).
 
     python3 benchmarks/gpu_heldout.py models 0 > /tmp/models.py
     python3 benchmarks/gpu_slice_cost.py /tmp/models.py [WAY...]   # device machine; one line per slice
@@ -61,7 +61,7 @@ def profile_way(fn, n):
 
 def scoped_way(fn, n):
     steps = {}
-    return kineto.profile_device(torch, fn, n, steps=steps), steps
+    return kineto.read_slice(kineto.take_slice(torch, fn, n, steps=steps), steps), steps
 
 WAYS = {"profile": profile_way, "scoped": scoped_way}
 for rep in range(3):

@@ -526,3 +526,12 @@ class LockstepRunner:
 
     def move_off_pair_cpus(self, pid: int) -> None:
         pass
+
+
+def device_clock(s: Any, samples: tuple[float, ...], telemetry: dict[str, Any]) -> Any:
+    """A case session's device clock as its finish takes it: the profiled slice (engine/case_session
+    `_device_slice`), then its reading (`_read_device`)."""
+    from perfci.engine import case_session
+
+    steps: dict[str, float] = {}
+    return case_session._read_device(case_session._device_slice(s, samples, telemetry, steps), telemetry, steps)

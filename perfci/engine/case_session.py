@@ -243,17 +243,11 @@ def pair_settings(settings: TimingSettings, job: Job) -> TimingSettings:
 
 def steady_settings(settings: TimingSettings) -> TimingSettings:
     """A round of a case decided on its device clock takes fewer latency samples (its profiled slice takes
-    more calls instead, `_device_clock`)."""
+    more calls instead, `_device_slice`)."""
     least = max(
         1, min(settings.min_samples, max(MIN_STEADY_SAMPLES, round(settings.min_samples * STEADY_SAMPLE_SHARE)))
     )
     return replace(settings, budget_s=settings.budget_s * STEADY_SAMPLE_SHARE, min_samples=least)
-
-
-def _device_clock(s: CaseSession, samples: tuple[float, ...], telemetry: dict[str, Any]) -> DeviceTime | None:
-    """The device clock from a profiled slice after every sample of the worker (`_device_slice`, then read)."""
-    steps: dict[str, float] = {}
-    return _read_device(_device_slice(s, samples, telemetry, steps), telemetry, steps)
 
 
 def _device_slice(

@@ -67,15 +67,6 @@ def read_events(events: list[Any], warm: int) -> tuple[list[Window], list[HostOp
     return windows, ops, acts
 
 
-def profile_device(
-    torch: Any, fn: Callable[[], object], n_calls: int, warm: int = WARM_CALLS, steps: dict[str, float] | None = None
-) -> DeviceTime | None:
-    """`warm + n_calls` calls of `fn` under the profiler; the device clock of the last `n_calls`. Where the
-    slice's wall time went is added to `steps` (seconds): `profiler_start`, `calls`, `profiler_stop`, `read`.
-    `take_slice` then `read_slice`, for a caller that frees the GPU between the two (engine/case_session.py)."""
-    return read_slice(take_slice(torch, fn, n_calls, warm, steps), steps)
-
-
 @dataclass
 class Slice:
     """A profiled slice: its Kineto events, read from the profiler when it is stopped (`events`), and its warm
@@ -105,7 +96,9 @@ def take_slice(
     steps: dict[str, float] | None = None,
     keep_open: bool = False,
 ) -> Slice:
-    """The GPU part of `profile_device`: `warm + n_calls` profiled calls. The profiler is stopped before it
+    """The GPU part of a device clock's slice: `warm + n_calls` calls of `fn` under the profiler (their device
+    clock, of the last `n_calls`: `read_slice`). Where its wall time went is added to `steps` (seconds):
+    `profiler_start`, `calls`, `profiler_stop`, then `read`. The profiler is stopped before it
     returns, or with `keep_open` when the events are first asked for (`Slice.events`, by `read_slice`): the stop
     (0.1-0.4 s on an H100 runner) then runs after the GPU is released, on the host only. With `keep_open` no other
     slice may be taken before that (one profiler session at a time).

@@ -56,7 +56,7 @@ def test_a_profiled_slice_records_its_clock_and_a_steady_case_profiles_twice_the
     after it, no throttled slice on an idle GPU, and a case decided on its device clock profiling 2x the calls."""
     from types import SimpleNamespace
 
-    from perfci.engine.case_session import _device_clock
+    from tests.fakes import device_clock
 
     fn, _ = _work()
     for steady, calls in ((False, 30), (True, 60)):
@@ -64,7 +64,7 @@ def test_a_profiled_slice_records_its_clock_and_a_steady_case_profiles_twice_the
             torch=torch, probe=open_probe(0), steady=steady, sampler=SimpleNamespace(fn=fn, iterations=1)
         )
         telemetry: dict[str, object] = {}
-        device = _device_clock(s, (1e-4,), telemetry)  # type: ignore[arg-type]
+        device = device_clock(s, (1e-4,), telemetry)  # type: ignore[arg-type]
         assert device is not None and len(device.samples) + device.dropped_calls == calls
         if s.probe is not None:
             clocks = telemetry["device_clock_sm_mhz"]

@@ -33,6 +33,7 @@ from perfci.reports.clocks import clock_lines, kernel_rows, launch_bound_lines
 from perfci.reports.markdown import render_markdown
 from perfci.stats.logratio import unpaired_log_ratio
 from tests.conftest import make_run
+from tests.fakes import device_clock
 
 US = 1_000  # ns
 
@@ -287,18 +288,18 @@ def test_the_worker_records_why_there_is_no_device_clock(monkeypatch: pytest.Mon
         torch=object(), probe=None, steady=False, sampler=SimpleNamespace(fn=lambda: None, iterations=10)
     )
     telemetry: dict[str, Any] = {}
-    assert case_session._device_clock(s, (1e-3, 2e-3), telemetry) is None
+    assert device_clock(s, (1e-3, 2e-3), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not measured: RuntimeError: CUPTI_ERROR")
     monkeypatch.setattr(case_session, "take_slice", lambda *_a, **_k: Slice(2))
     monkeypatch.setattr(case_session, "read_slice", lambda *_a, **_k: DeviceTime("cupti", (1e-4,), 1))
-    assert case_session._device_clock(s, (1e-3,), {}) == DeviceTime("cupti", (1e-4,), 1)
+    assert device_clock(s, (1e-3,), {}) == DeviceTime("cupti", (1e-4,), 1)
     monkeypatch.setattr(case_session, "read_slice", broken)  # a slice that cannot be read: said so, no clock
     telemetry = {}
-    assert case_session._device_clock(s, (1e-3,), telemetry) is None
+    assert device_clock(s, (1e-3,), telemetry) is None
     assert telemetry["notes"]["device_clock"].startswith("not read: RuntimeError: CUPTI_ERROR")
     monkeypatch.setattr(case_session, "read_slice", lambda *_a, **_k: None)
     telemetry = {}
-    assert case_session._device_clock(s, (1e-3,), telemetry) is None
+    assert device_clock(s, (1e-3,), telemetry) is None
     assert telemetry["notes"]["device_clock"] == "not measured: the profiled calls ran nothing on the GPU"
 
 
@@ -354,7 +355,9 @@ def test_the_profiled_slice_records_only_its_call_markers_on_the_host() -> None:
     assert (windows, ops, acts) == ([], [], [])
     fake = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
     steps: dict[str, float] = {}
-    assert kineto.profile_device(fake, lambda: layer(x), 5, steps=steps) is None  # nothing ran on a GPU
+    assert (
+        kineto.read_slice(kineto.take_slice(fake, lambda: layer(x), 5, steps=steps), steps) is None
+    )  # nothing ran on a GPU
     assert set(steps) == {"profiler_start", "calls", "profiler_stop", "read"} and all(v >= 0 for v in steps.values())
 
 
@@ -402,5 +405,5 @@ def test_the_profiled_slice_falls_back_to_torch_profiler_where_the_entry_points_
         return real(events, warm)
 
     monkeypatch.setattr(kineto, "read_events", read)
-    assert kineto.profile_device(fake, lambda: sum(range(10)), 5, steps=steps) is None
+    assert kineto.read_slice(kineto.take_slice(fake, lambda: sum(range(10)), 5, steps=steps), steps) is None
     assert seen and seen[0] >= 7 and set(steps) == {"profiler_start", "calls", "profiler_stop", "read"}

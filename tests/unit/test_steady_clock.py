@@ -40,7 +40,7 @@ from perfci.profilers.timing import TimingSettings
 from perfci.reports.clocks import clock_lines
 from perfci.reports.verdicts import sensitivity
 from tests.conftest import make_run
-from tests.fakes import LockstepRunner
+from tests.fakes import LockstepRunner, device_clock
 
 CASE = "lm[batch=8]@cuda:0"
 
@@ -275,19 +275,19 @@ def test_a_throttled_slice_is_taken_again_and_left_out_when_it_stays_throttled(m
     monkeypatch.setattr(case_session, "read_slice", lambda *_a: DeviceTime("cupti", (1e-3,), 3))
     telemetry: dict[str, Any] = {}
     probe = FakeProbe([(1980, []), (1410, ["hw_thermal_slowdown"]), (1980, ["sw_power_cap"]), (1965, [])])
-    assert case_session._device_clock(_session(probe), (2e-2,), telemetry) == DeviceTime("cupti", (1e-3,), 3)
+    assert device_clock(_session(probe), (2e-2,), telemetry) == DeviceTime("cupti", (1e-3,), 3)
     assert telemetry["device_clock_sm_mhz"] == [1980.0, 1965.0] and telemetry["device_clock_throttle"] == [
         "sw_power_cap"
     ]
     assert "device_clock_left_out" not in telemetry and taken == [15, 15]
     telemetry = {}
     hot = FakeProbe([(1980, ["hw_slowdown"]), (1980, []), (1700, []), (1700, ["hw_thermal_slowdown"])])
-    assert case_session._device_clock(_session(hot, steady=True), (2e-2,), telemetry) is None
+    assert device_clock(_session(hot, steady=True), (2e-2,), telemetry) is None
     assert telemetry["device_clock_left_out"] == "the GPU was throttled around the profiled calls (hw_thermal_slowdown)"
     assert telemetry["notes"]["device_clock"].startswith("left out: the GPU was throttled")
     assert taken[2:] == [30, 30]  # a case decided on its device clock profiles twice the calls
     quiet: dict[str, Any] = {}  # no NVML: the slice is taken once and nothing is recorded about the clock
-    assert case_session._device_clock(_session(None), (2e-2,), quiet) is not None  # type: ignore[arg-type]
+    assert device_clock(_session(None), (2e-2,), quiet) is not None  # type: ignore[arg-type]
     assert quiet == {}
 
 
