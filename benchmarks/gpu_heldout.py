@@ -26,18 +26,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODELS = """import perfci
-
-EXTRA_KERNELS = {extra}
-
+LANGUAGE_MODEL = """
 
 @perfci.workload(devices=["cuda"])
-def opt125m(ctx):
+def {name}(ctx):
     import torch
-    from transformers import OPTConfig, OPTModel
+    from transformers import {imports}
 
     torch.manual_seed(ctx.seed)
-    model = OPTModel(OPTConfig()).to(ctx.device, torch.bfloat16).eval()
+{build}
+    model = model.to(ctx.device, torch.bfloat16).eval()
     ids = torch.randint(0, 50000, (8, 128), device=ctx.device)
     pad = torch.ones(64 * 1024, device=ctx.device, dtype=torch.bfloat16)
 
@@ -49,16 +47,18 @@ def opt125m(ctx):
             return y
 
     return call
+"""
 
+VISION_MODEL = """
 
 @perfci.workload(devices=["cuda"])
-def convnext_tiny(ctx):
+def {name}(ctx):
     import timm
     import torch
 
     torch.manual_seed(ctx.seed)
-    model = timm.create_model("convnext_tiny", pretrained=False).to(ctx.device, torch.bfloat16).eval()
-    x = torch.randn(16, 3, 224, 224, device=ctx.device, dtype=torch.bfloat16)
+    model = timm.create_model("{timm_name}", pretrained=False).to(ctx.device, torch.bfloat16).eval()
+    x = torch.randn({batch}, 3, 224, 224, device=ctx.device, dtype=torch.bfloat16)
 
     def call():
         with torch.inference_mode():
@@ -66,6 +66,24 @@ def convnext_tiny(ctx):
 
     return call
 """
+
+
+def _file(language: dict[str, str], vision: dict[str, str]) -> str:
+    """A models file: the language model (the head's kernels after it) and the vision model."""
+    body = LANGUAGE_MODEL.format(**language) + VISION_MODEL.format(**vision)
+    return "import perfci\n\nEXTRA_KERNELS = {extra}\n" + body
+
+
+OPT = {"name": "opt125m", "imports": "OPTConfig, OPTModel", "build": "    model = OPTModel(OPTConfig())"}
+NEOX = {
+    "name": "pythia160m",
+    "imports": "GPTNeoXConfig, GPTNeoXModel",
+    "build": "    config = GPTNeoXConfig(\n"
+    "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=50304\n"
+    "    )\n    model = GPTNeoXModel(config)",
+}
+MODELS = _file(OPT, {"name": "convnext_tiny", "timm_name": "convnext_tiny", "batch": "16"})
+NEOX_VIT = _file(NEOX, {"name": "vit_small", "timm_name": "vit_small_patch16_224", "batch": "32"})
 
 PROBE = """
 import importlib.util, json, sys, statistics
@@ -84,50 +102,6 @@ for _ in range(int(sys.argv[2])):
 print("PROBE " + json.dumps(blocks))
 """
 
-
-NEOX_VIT = """import perfci
-
-EXTRA_KERNELS = {extra}
-
-
-@perfci.workload(devices=["cuda"])
-def pythia160m(ctx):
-    import torch
-    from transformers import GPTNeoXConfig, GPTNeoXModel
-
-    torch.manual_seed(ctx.seed)
-    config = GPTNeoXConfig(
-        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=50304
-    )
-    model = GPTNeoXModel(config).to(ctx.device, torch.bfloat16).eval()
-    ids = torch.randint(0, 50000, (8, 128), device=ctx.device)
-    pad = torch.ones(64 * 1024, device=ctx.device, dtype=torch.bfloat16)
-
-    def call():
-        with torch.inference_mode():
-            y = model(input_ids=ids).last_hidden_state
-            for _ in range(EXTRA_KERNELS):  # the head: small elementwise kernels after the model
-                pad.mul_(1.0)
-            return y
-
-    return call
-
-
-@perfci.workload(devices=["cuda"])
-def vit_small(ctx):
-    import timm
-    import torch
-
-    torch.manual_seed(ctx.seed)
-    model = timm.create_model("vit_small_patch16_224", pretrained=False).to(ctx.device, torch.bfloat16).eval()
-    x = torch.randn(32, 3, 224, 224, device=ctx.device, dtype=torch.bfloat16)
-
-    def call():
-        with torch.inference_mode():
-            return model(x)
-
-    return call
-"""
 
 # the model files and the language model's workload (the one the head changes), by HELDOUT_MODELS
 MODEL_SETS = {"opt-convnext": (MODELS, "opt125m"), "neox-vit": (NEOX_VIT, "pythia160m")}
