@@ -14,7 +14,8 @@ elementwise kernels after the language model.
 HELDOUT_MODELS=neox-vit picks a second pair, first measured after the A/B's pair blocks, release step and
 stopping rule were tuned on the first: a Pythia-160m-sized GPT-NeoX language model (transformers, built from a
 config, random weights, bf16, batch 8 x 128 tokens; the head's kernels after it) and a ViT-S/16 (timm, random
-weights, bf16, batch 32 at 224x224).
+weights, bf16, batch 32 at 224x224). HELDOUT_MODELS=gpt2-swin, a third, first measured after the first look of a
+GPU A/B went from 4 to 5 pairs: a GPT-2 small (transformers, from its config) and a Swin-T (timm, batch 16).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ NEOX = {
     "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=50304\n"
     "    )\n    model = GPTNeoXModel(config)",
 }
+GPT2 = {"name": "gpt2_small", "imports": "GPT2Config, GPT2Model", "build": "    model = GPT2Model(GPT2Config())"}
 MODELS = _file(OPT, {"name": "convnext_tiny", "timm_name": "convnext_tiny", "batch": "16"})
 NEOX_VIT = _file(NEOX, {"name": "vit_small", "timm_name": "vit_small_patch16_224", "batch": "32"})
 
@@ -104,7 +106,12 @@ print("PROBE " + json.dumps(blocks))
 
 
 # the model files and the language model's workload (the one the head changes), by HELDOUT_MODELS
-MODEL_SETS = {"opt-convnext": (MODELS, "opt125m"), "neox-vit": (NEOX_VIT, "pythia160m")}
+GPT2_SWIN = _file(GPT2, {"name": "swin_tiny", "timm_name": "swin_tiny_patch4_window7_224", "batch": "16"})
+MODEL_SETS = {
+    "opt-convnext": (MODELS, "opt125m"),
+    "neox-vit": (NEOX_VIT, "pythia160m"),
+    "gpt2-swin": (GPT2_SWIN, "gpt2_small"),
+}
 
 
 def _chosen() -> tuple[str, str]:

@@ -205,7 +205,7 @@ AB_BUDGET = Option(name="ab_budget_s", title="Time budget of a whole A/B (`ab`, 
                    help="Time budget of the whole A/B, seconds", kind="float", flag="--budget", default=900.0,
                    low=0, low_open=True, high=7 * DAY_S, unit="s")
 PAIRS = Option(name="pairs", title="A/B: pairs in the first look", help="Pairs in the first look", kind="int",
-               flag="--pairs", default_text="4 when every case is on a GPU, else 8", low=2, high=10_000)
+               flag="--pairs", default_text="5 when every case is on a GPU, else 8", low=2, high=10_000)
 EXTRA = Option(name="extra", title="A/B: pairs added per further look (undecided cases)",
                help="Pairs added per further look (undecided cases)", kind="int", flag="--extra", default=6, low=1,
                high=10_000)

@@ -99,10 +99,12 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
     return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
 
 
-# Pairs of the first look when not given: GPU cases are timed with CUDA events, and a pair's ratio varies by
-# 0.1-0.4% (H200, docs/gpu.md), so four pairs decide most of them while each pair costs ~10 s of process and CUDA
-# start; CPU cases on shared runners vary by percents per pair and need more pairs before the first decision.
-GPU_FIRST_LOOK = 4
+# Pairs of the first look when not given: a GPU case is decided on its device clock, whose rounds vary by
+# 0.1-0.4% by process (H200, H100; docs/gpu.md), so a few pairs decide most of them; CPU cases on shared runners
+# vary by percents per pair and need more pairs before the first decision. Five rather than four: with 3 degrees of
+# freedom the t quantile (7.4 at 99.8%) kept A/As at a 0.3% spread unsettled in 33 of 60 twins (13 with five), and
+# a second look costs a block's set-up; the fifth pair shares the first block's (1 + 4 at 4 pairs a block).
+GPU_FIRST_LOOK = 5
 CPU_FIRST_LOOK = 8
 
 

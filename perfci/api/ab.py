@@ -171,7 +171,7 @@ class ABRequest:
     base_rev: str | None = None  # None: the working tree on both sides (an A/B of environments only)
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
-    pairs: int | None = None  # first look; None: 4 when every case runs on a GPU, else 8 (compare/ab.first_look)
+    pairs: int | None = None  # first look; None: 5 when every case runs on a GPU, else 8 (ab/orchestrate.first_look)
     pairs_at_once: int = (
         PAIRS_AT_ONCE.default
     )  # pairs started together after the first; 0: automatic (engine/lockstep.py)
