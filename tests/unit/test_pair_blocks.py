@@ -183,3 +183,53 @@ def test_a_gpu_block_sets_up_together_then_each_pair_samples_and_finishes_alone(
     assert released["3"] < min(done["2"]) and released["3"] < min(done["3"])
     kills = [i for i, (_, what) in enumerate(log) if what == "kill"]  # every worker stopped when the block ends
     assert len(kills) == 6 and min(kills) > max(max(d) for d in done.values())
+
+
+class RecordingRunner(LockstepRunner):
+    """A fake GPU runner that records the errors and ordinary rounds a lost worker's pair falls back to."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.errors: list[tuple[str, int]] = []
+        self.rounds: list[tuple[int, list[str]]] = []
+
+    def record_error(self, case: str, kind: str, reason: str, index: int, done: list[str]) -> None:
+        self.errors.append((case, index))
+
+    def run_round(self, index: int, ids: list[str]) -> None:
+        self.rounds.append((index, ids))
+
+
+class LostInReading(LoggedWorker):
+    """Pair 1's base worker dies after it released the GPU, while its results were still being read."""
+
+    def wait_for(self, kind: type, timeout_s: float, per_step: bool = False) -> Any:
+        from perfci.engine.protocol import Done
+        from perfci.engine.supervisor import WorkerLost
+
+        if kind is Done:
+            raise WorkerLost("killed by signal 9 (SIGKILL)", "crash", None, self)
+        return super().wait_for(kind, timeout_s, per_step)
+
+
+def test_a_gpu_pair_lost_while_its_results_are_read_costs_only_that_pair() -> None:
+    """A pair's results are collected after the next pair's GPU work (engine/lockstep.run_lockstep_block): a worker
+    lost then (no case in flight) has its pair's cases measured in ordinary rounds on each side, and the other
+    pairs of the block finish in lockstep as usual."""
+    from perfci.engine import lockstep
+    from perfci.format.model import CaseSpec
+
+    specs = [CaseSpec(workload="m.a", params={}, device="cuda")]
+    log: list[tuple[str, str]] = []
+
+    def worker(cases: list[str], index: int, tag: str) -> LoggedWorker:
+        kind = LostInReading if (index, tag) == (1, "A") else LoggedWorker
+        return kind(f"{index}{tag}", cases, log)
+
+    base, head = (RecordingRunner(specs, worker, gpu=True) for _ in "AB")
+    lockstep.run_lockstep_block(base, head, [1, 2, 3], None, random.Random(0))  # type: ignore[arg-type]
+    assert base.errors == [] and head.errors == []  # nothing was in flight: no case is blamed
+    assert base.rounds == [(1, [specs[0].id])] and head.rounds == [(1, [specs[0].id])]
+    for p in "23":  # the other pairs sampled, released and reported in lockstep
+        assert (f"{p}A", "Done") in log and (f"{p}B", "Done") in log and (f"{p}A", "Released") in log
+    assert [name for name, what in log if what == "kill"].count("1A") == 1  # stopped once, with the block
