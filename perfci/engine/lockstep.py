@@ -167,19 +167,21 @@ def run_lockstep_block(
                 ahead = prestart if k == len(block) - 1 else None
                 _sample_and_finish(base, head, pair, rng, spent, clock, ahead)
             if reading is not None:
-                _complete(base, head, reading, spent, clock)
+                _complete(base, head, reading, spent, clock, gpu)
                 reading = None
             if gpu and pair.lost is None:
                 reading = pair  # collected after the next pair's GPU work: its reading overlaps that
             else:
-                _complete(base, head, pair, spent, clock)
+                _complete(base, head, pair, spent, clock, gpu)
         if reading is not None:
-            _complete(base, head, reading, spent, clock)
+            _complete(base, head, reading, spent, clock, gpu)
     finally:
         _close_all(block)
 
 
-def _complete(base: Runner, head: Runner, pair: _Pair, phases: dict[str, float], clock: Callable[[], float]) -> None:
+def _complete(
+    base: Runner, head: Runner, pair: _Pair, phases: dict[str, float], clock: Callable[[], float], gpu: bool
+) -> None:
     """A pair's results collected (`Done`), or its lost worker's cases recovered; the partial results written.
     A CUDA pair's workers stay until the block ends (`_close_all`): a process's exit tears down its CUDA
     context, which is not to overlap another pair's measurement."""
@@ -192,7 +194,7 @@ def _complete(base: Runner, head: Runner, pair: _Pair, phases: dict[str, float],
         _add(phases, "finish", clock() - t0)
     if pair.lost is not None:
         _recover(base, head, pair, phases, clock)
-    if not (base.uses_gpu() or head.uses_gpu()):
+    if not gpu:
         pair.close()
     base.write_partial()
     head.write_partial()
