@@ -45,7 +45,7 @@ def test_the_configuration_takes_percentages(tmp_path) -> None:  # type: ignore[
     ("command", "shown"),
     [
         ("run", ["[default: 5]", "[default: 1]", "[default: 120]", "[default: 0.4]", "[tool.perfci]"]),
-        ("ab", ["[default: 4 when every", "[default: 900]", "[default: 1]", "3% or 0.03"]),
+        ("ab", ["[default: 5 when every", "[default: 900]", "[default: 1]", "3% or 0.03"]),
         ("ci", ["[default:", "origin/$GITHUB_BASE_REF", "[default: 900]", "[default: 5]", "3% or 0.03"]),
         ("compare", ["3% or 0.03", "[default: regression]"]),
     ],
