@@ -204,8 +204,16 @@ BUILD = Option(name="build_command", title="Build command for `ab`", help="Build
 AB_BUDGET = Option(name="ab_budget_s", title="Time budget of a whole A/B (`ab`, `ci`), s",
                    help="Time budget of the whole A/B, seconds", kind="float", flag="--budget", default=900.0,
                    low=0, low_open=True, high=7 * DAY_S, unit="s")
+# Pairs of the first look when not given: a GPU case is decided on its device clock, whose rounds vary by
+# 0.1-0.4% by process (H200, H100; docs/gpu.md), so a few pairs decide most of them; CPU cases on shared runners
+# vary by percents per pair and need more pairs before the first decision. Five rather than four: with 3 degrees of
+# freedom the t quantile (7.4 at 99.8%) kept A/As at a 0.3% spread unsettled in 33 of 60 twins (13 with five), and
+# a second look costs a block's set-up; the fifth pair shares the first block's (1 + 4 at 4 pairs a block).
+GPU_FIRST_LOOK = 5
+CPU_FIRST_LOOK = 8
 PAIRS = Option(name="pairs", title="A/B: pairs in the first look", help="Pairs in the first look", kind="int",
-               flag="--pairs", default_text="5 when every case is on a GPU, else 8", low=2, high=10_000)
+               flag="--pairs", default_text=f"{GPU_FIRST_LOOK} when every case is on a GPU, else {CPU_FIRST_LOOK}",
+               low=2, high=10_000)
 EXTRA = Option(name="extra", title="A/B: pairs added per further look (undecided cases)",
                help="Pairs added per further look (undecided cases)", kind="int", flag="--extra", default=6, low=1,
                high=10_000)

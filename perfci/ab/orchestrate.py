@@ -47,7 +47,7 @@ from perfci.format.model import (
     Verdict,
 )
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
-from perfci.options import PAIRS_AT_ONCE
+from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK, PAIRS_AT_ONCE
 
 _LIST_SCRIPT = """
 import json, sys
@@ -97,15 +97,6 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
         raise WorkloadDefinitionError(f"cannot list the cases of {side.label}: {tail}")
     rows: list[dict[str, Any]] = json.loads(line[len("PERFCI_CASES ") :])
     return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
-
-
-# Pairs of the first look when not given: a GPU case is decided on its device clock, whose rounds vary by
-# 0.1-0.4% by process (H200, H100; docs/gpu.md), so a few pairs decide most of them; CPU cases on shared runners
-# vary by percents per pair and need more pairs before the first decision. Five rather than four: with 3 degrees of
-# freedom the t quantile (7.4 at 99.8%) kept A/As at a 0.3% spread unsettled in 33 of 60 twins (13 with five), and
-# a second look costs a block's set-up; the fifth pair shares the first block's (1 + 4 at 4 pairs a block).
-GPU_FIRST_LOOK = 5
-CPU_FIRST_LOOK = 8
 
 
 def first_look(pairs: int | None, specs: list[CaseSpec]) -> int:

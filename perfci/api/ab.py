@@ -13,7 +13,7 @@ from pathlib import Path
 from perfci.ab.confirm import merge_confirmation
 from perfci.ab.containers import ImageSettings, device_clock_warnings, sides_in_images, source_folders
 from perfci.ab.environments import probe
-from perfci.ab.orchestrate import CPU_FIRST_LOOK, ABOutcome, ABSettings, run_ab
+from perfci.ab.orchestrate import ABOutcome, ABSettings, run_ab
 from perfci.ab.revisions import Side, checked_out, map_path, repo_root
 from perfci.api.compare import (
     DecisionOptions,
@@ -35,7 +35,7 @@ from perfci.engine.runner import RunSettings
 from perfci.errors import UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
-from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
+from perfci.options import AB_BUDGET, CPU_FIRST_LOOK, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
 from perfci.patterns import matches_any
 from perfci.profilers.timing import TimingSettings
 from perfci.workloads.conventional import conventional_sources
@@ -171,7 +171,7 @@ class ABRequest:
     base_rev: str | None = None  # None: the working tree on both sides (an A/B of environments only)
     head_rev: str | None = None
     sources: Sources = field(default_factory=Sources)
-    pairs: int | None = None  # first look; None: 5 when every case runs on a GPU, else 8 (ab/orchestrate.first_look)
+    pairs: int | None = None  # first look; None: options.GPU_FIRST_LOOK or CPU_FIRST_LOOK (ab/orchestrate.first_look)
     pairs_at_once: int = (
         PAIRS_AT_ONCE.default
     )  # pairs started together after the first; 0: automatic (engine/lockstep.py)

@@ -14,6 +14,7 @@ from perfci.options import (
     AB_BUDGET,
     BUILD,
     CASE_TIMEOUT,
+    CPU_FIRST_LOOK,
     CPUS,
     DB,
     DEVICES,
@@ -125,7 +126,6 @@ HeadPythonOpt = Annotated[
 def planned_pairs(pairs: int | None, extra: int, looks: int) -> int:
     """The pairs an A/B plans at most, for its progress line: the first look (its default when not given: the
     larger, CPU one) and `extra` pairs in each further look."""
-    from perfci.ab.orchestrate import CPU_FIRST_LOOK  # here: the A/B package is imported by `ab` and `ci` only
 
     return (pairs or CPU_FIRST_LOOK) + extra * (looks - 1)
 

@@ -330,8 +330,9 @@ def test_a_requested_metric_no_case_has_is_a_warning_not_a_silent_pass() -> None
 
 
 def test_first_look_is_shorter_when_every_case_runs_on_a_gpu() -> None:
-    from perfci.ab.orchestrate import CPU_FIRST_LOOK, GPU_FIRST_LOOK, first_look
+    from perfci.ab.orchestrate import first_look
     from perfci.format.model import CaseSpec
+    from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK
 
     gpu = CaseSpec("k.gemm", {}, "cuda")
     cpu = CaseSpec("k.gemm", {}, "cpu")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from perfci.ab.looks import MIN_EXTRA, device_settled, out_of_reach, pairs_to_settle
-from perfci.ab.orchestrate import GPU_FIRST_LOOK, _to_continue, mark_out_of_reach, needs_more, next_look_pairs
+from perfci.ab.orchestrate import _to_continue, mark_out_of_reach, needs_more, next_look_pairs
 from perfci.compare import decide
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import DecisionSettings
@@ -34,6 +34,7 @@ from perfci.format.model import (
 )
 from perfci.metrics import case_metrics
 from perfci.metrics.registry import DEVICE_TIME, LATENCY
+from perfci.options import GPU_FIRST_LOOK
 from perfci.profilers.device_time import STEADY_CALLS_FACTOR, STEADY_DEVICE, rests_on_device
 from perfci.profilers.kineto import Slice, calls_for
 from perfci.profilers.timing import TimingSettings
