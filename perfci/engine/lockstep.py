@@ -153,7 +153,7 @@ def run_lockstep_block(
     gpu = base.uses_gpu() or head.uses_gpu()
     try:
         t0 = clock()
-        _set_up(base, head, block)
+        _set_up(base, head, block, rng)
         _add(spent, "start", clock() - t0)
         if prestart is not None and gpu:
             # CUDA cases: the next pairs' processes import (8-9 s each for 8 spares on an H100 runner) while this
@@ -229,18 +229,25 @@ class _Pair:
             w.close()
 
 
-def _set_up(base: Runner, head: Runner, block: list[_Pair]) -> None:
+def _set_up(base: Runner, head: Runner, block: list[_Pair], rng: random.Random) -> None:
     """Start every worker of the block, then wait for all of them to be set up (`Prepared`) at once: each is
     watched by its own thread, so a worker that hangs or outgrows its memory limit in set-up is stopped while
     the others still set up. Their events reach the runners one at a time. A pair whose worker is lost records
     it in `lost`; the others proceed."""
     lock = threading.Lock()
     for pair in block:
+        # which side gets its job (and starts its set-up: CUDA context, model, memory) first is drawn per pair, so
+        # that a state a process draws by its start order cannot lean to one side; `workers` stays [A, B]
+        sides = [(base, pair.todo_a, pair.done_a, "A"), (head, pair.todo_b, pair.done_b, "B")]
+        if rng.random() < 0.5:
+            sides.reverse()
+        started: dict[str, WorkerProcess] = {}
         try:
-            pair.workers.append(base.lockstep_worker(pair.todo_a, pair.index, pair.done_a, "A"))
-            pair.workers.append(head.lockstep_worker(pair.todo_b, pair.index, pair.done_b, "B"))
+            for runner, todo, done, tag in sides:
+                started[tag] = runner.lockstep_worker(todo, pair.index, done, tag)
         except WorkerLost as lost:
             pair.lost = lost
+        pair.workers.extend(started[tag] for tag in "AB" if tag in started)
         for w in pair.workers:
             w.on_event = _one_at_a_time(w.on_event, lock)
     waiting = [(pair, w) for pair in block if pair.lost is None for w in pair.workers]

@@ -233,3 +233,35 @@ def test_a_gpu_pair_lost_while_its_results_are_read_costs_only_that_pair() -> No
     for p in "23":  # the other pairs sampled, released and reported in lockstep
         assert (f"{p}A", "Done") in log and (f"{p}B", "Done") in log and (f"{p}A", "Released") in log
     assert [name for name, what in log if what == "kill"].count("1A") == 1  # stopped once, with the block
+
+
+def test_which_side_starts_first_is_drawn_per_pair() -> None:
+    """Each pair's two workers get their jobs (and start their set-ups) in an order drawn from the A/B's seed, so
+    a state a process draws by its start order (GPU memory placement, say) cannot lean to one side."""
+    from perfci.engine import lockstep
+    from perfci.format.model import CaseSpec
+
+    specs = [CaseSpec(workload="m.a", params={}, device="cuda")]
+    log: list[tuple[str, str]] = []
+    started: list[str] = []
+
+    def make(cases: list[str], i: int, tag: str) -> LoggedWorker:
+        started.append(f"{i}{tag}")
+        return LoggedWorker(f"{i}{tag}", cases, log)
+
+    runners = [LockstepRunner(specs, make, gpu=True) for _ in "AB"]
+    pairs = list(range(1, 13))
+    lockstep.run_lockstep_block(*runners, pairs, None, random.Random(5))  # type: ignore[arg-type]
+    firsts = [started[k][-1] for k in range(0, len(started), 2)]
+    assert [started[k][:-1] for k in range(0, len(started), 2)] == [str(i) for i in pairs]  # pair by pair
+    assert 3 <= firsts.count("A") <= 9 and 3 <= firsts.count("B") <= 9  # both orders, about as often
+    again: list[str] = []
+    runners = [
+        LockstepRunner(specs, lambda c, i, t: (again.append(f"{i}{t}"), LoggedWorker(f"{i}{t}", c, []))[1], gpu=True)
+        for _ in "AB"
+    ]
+    lockstep.run_lockstep_block(*runners, pairs, None, random.Random(5))  # type: ignore[arg-type]
+    assert again == started  # the same seed, the same order
+    # both sides of every pair were still sampled
+    sampled = {name for name, what in log if what == "Sample"}
+    assert sampled == {f"{i}{t}" for i in pairs for t in "AB"}
