@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The steady-clock bars on held-out models (benchmarks/gpu_heldout.py: OPT-125m and ConvNeXt-Tiny, random weights,
-# bf16; neither used to tune the device clock), `perfci ab` with default options, in a throwaway repository:
+# The steady-clock bars on held-out models (benchmarks/gpu_heldout.py: by default OPT-125m and ConvNeXt-Tiny, random
+# weights, bf16, held out at first and tuned on since; HELDOUT_MODELS below picks the pairs still held out), `perfci ab`
+# with default options, in a throwaway repository:
 #   aa-1, aa-2: A/A: exit 0, every device.time row unchanged, <= 60 s each;
 #   head:       the head adds N small kernels after OPT-125m, N calibrated for +0.6% summed kernel time per call
 #               (the true change is measured afterwards in separate processes): named slower (or regression at a
