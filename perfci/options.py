@@ -207,7 +207,7 @@ AB_BUDGET = Option(name="ab_budget_s", title="Time budget of a whole A/B (`ab`, 
 # Pairs of the first look when not given: a GPU case is decided on its device clock, whose rounds vary by
 # 0.1-0.4% by process (H200, H100; docs/gpu.md), so a few pairs decide most of them; CPU cases on shared runners
 # vary by percents per pair and need more pairs before the first decision. Five rather than four: with 3 degrees of
-# freedom the t quantile (7.4 at 99.8%) kept A/As at a 0.3% spread unsettled in 33 of 60 twins (13 with five), and
+# freedom the t quantile (7.4 at 99.8%) kept A/As at a 0.3% spread unsettled in 35 of 60 twins (13 with five), and
 # a second look costs a block's set-up; the fifth pair shares the first block's (1 + 4 at 4 pairs a block).
 GPU_FIRST_LOOK = 5
 CPU_FIRST_LOOK = 8

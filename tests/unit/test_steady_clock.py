@@ -139,7 +139,7 @@ def test_a_half_percent_kernel_change_is_named_in_a_handful_of_pairs() -> None:
 
 def test_a_first_look_of_five_gpu_pairs_spares_most_a_as_their_second_look() -> None:
     """Device time at the 0.3% spread by process seen on an H100 runner (docs/gpu.md): at a first look of 4
-    pairs, the t quantile of 3 degrees of freedom kept 33 of 60 A/As unsettled, each then paying a second block's
+    pairs, the t quantile of 3 degrees of freedom kept 35 of 60 A/As unsettled, each then paying a second block's
     set-up; at GPU_FIRST_LOOK (5) 13 of 60, with no A/A called a regression or an improvement."""
     settings = DecisionSettings(looks=3)
     second: dict[int, int] = {}
