@@ -12,12 +12,13 @@ from perfci.format.model import (
     CaseSpec,
     CaseStatus,
     Comparison,
+    DeviceTime,
     MetricComparison,
     Round,
     RunResult,
     Verdict,
 )
-from perfci.metrics.registry import LATENCY
+from perfci.metrics.registry import DEVICE_TIME, LATENCY
 from perfci.stats.modes import Modes, split_modes
 
 SLOW = math.log(8.3 / 6.0)  # one pure-Python test's two speeds, 6.0 or 8.3 ms a call
@@ -133,3 +134,53 @@ def test_an_ordinary_case_is_left_alone() -> None:
     assert moded == set()
     assert capped == comparison
     assert case_modes(_run([_case(cid, base)]), _run([])) == {}
+
+
+# ---- each clock on its own pairs: a CUDA case's host draws two speeds, its kernels do not -------------------------
+
+
+def _cuda_case(latency: list[float], device: list[float]) -> CaseResult:
+    spec = CaseSpec(workload="models.gpt2_small", params={}, device="cuda")
+    rounds = tuple(
+        Round(i, 1000 + i, 1, (m, m, m), 0.0, "budget", 1,
+              device=DeviceTime("cupti", tuple(d * (1 + 0.0002 * k) for k in range(-2, 3)), kernels=246))
+        for i, (m, d) in enumerate(zip(latency, device, strict=True))
+    )  # fmt: skip
+    return CaseResult.of(spec, CaseStatus.OK, rounds, {})
+
+
+def _cuda_rows(cid: str) -> Comparison:
+    latency = _row(cid, Verdict.IMPROVEMENT, 0.953)
+    device = replace(_row(cid, Verdict.SLOWER, 1.007), metric=DEVICE_TIME, threshold=0.01)
+    return Comparison("a", "b", (latency, device), mode="paired")
+
+
+def test_a_cuda_case_whose_host_draws_two_speeds_keeps_its_kernel_verdict_and_its_pairs() -> None:
+    """Seen on an H100 runner: GPT-2 small's latency pairs fell at -23% (2 pairs) and 0% (5), a draw of the host
+    processes, while its summed kernel time read +0.7% in every pair. The latency row is capped; the device row,
+    whose own pairs are not in modes, keeps `slower`, and the case keeps its further pairs (it is decided on the
+    device clock). Before, the host's modes made the kernel change `inconclusive` and stopped the case."""
+    rng = random.Random(3)
+    cid = "models.gpt2_small@cuda"
+    base_lat = [8.3] * 7
+    head_lat = [6.4, 8.3, 8.3, 6.4, 8.3, 8.3, 8.3]  # -23% in two pairs: the host's draw
+    base_dev = [1.224 * (1 + rng.gauss(0, 0.001)) for _ in range(7)]
+    head_dev = [d * 1.007 * (1 + rng.gauss(0, 0.001)) for d in base_dev]
+    base, head = _run([_cuda_case(base_lat, base_dev)]), _run([_cuda_case(head_lat, head_dev)])
+    assert cid in case_modes(base, head) and case_modes(base, head, "device") == {}
+    capped, moded = cap_process_modes(_cuda_rows(cid), base, head)
+    by_metric = {r.metric: r for r in capped.rows}
+    assert by_metric[LATENCY].verdict is Verdict.INCONCLUSIVE and "two speeds" in by_metric[LATENCY].note
+    assert by_metric[DEVICE_TIME].verdict is Verdict.SLOWER and by_metric[DEVICE_TIME].note == ""
+    assert moded == set()
+
+
+def test_kernel_times_in_two_groups_by_process_cap_the_device_row_and_stop_the_case() -> None:
+    cid = "models.gpt2_small@cuda"
+    base_dev = [1.0, 1.0, 1.12, 1.0, 1.12, 1.0, 1.0, 1.0]  # a kernel choice drawn per process: 12% apart
+    head_dev = [1.12, 1.12, 1.12, 1.12, 1.12, 1.0, 1.0, 1.0]
+    base, head = _run([_cuda_case([8.3] * 8, base_dev)]), _run([_cuda_case([8.3] * 8, head_dev)])
+    capped, moded = cap_process_modes(_cuda_rows(cid), base, head)
+    device = next(r for r in capped.rows if r.metric == DEVICE_TIME)
+    assert device.verdict is Verdict.INCONCLUSIVE and "two speeds" in device.note
+    assert moded == {cid}
