@@ -9,7 +9,8 @@ Procedure (docs/compare.md explains why):
    undecided on a timed metric (`needs_more`: inconclusive, or unchanged but at least half-way to the threshold
    or with an interval still reaching past it) get `extra` more pairs, for at most `looks` looks in all, while
    the time budget lasts. Every other case keeps the verdict of its last look, and so does a case that runs at
-   two speeds by process (`ab/bimodal.py`) or whose device clock the plan cannot settle (`ab/looks.out_of_reach`).
+   two speeds by process on the clock it is decided on (`ab/bimodal.py`) or whose device clock the plan cannot
+   settle (`ab/looks.out_of_reach`).
 """
 
 from __future__ import annotations
