@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from statistics import median
+from typing import Literal
 
 from perfci.compare.decide import step_pairs
 from perfci.format.model import CaseResult, Comparison, Direction, MetricComparison, RunResult, Verdict
@@ -55,7 +56,7 @@ def device_log_ratios(base: CaseResult, head: CaseResult) -> list[float]:
     return [math.log(b[i]) - math.log(a[i]) for i in sorted(set(a) & set(b))]
 
 
-def case_modes(base: RunResult, head: RunResult, clock: str = "host") -> dict[str, Modes]:
+def case_modes(base: RunResult, head: RunResult, clock: Literal["host", "device"] = "host") -> dict[str, Modes]:
     """Case id -> the groups its pairs fell into, for the cases measured on both sides whose pairs are in modes on
     `clock`: "host" (the median latency's ratios, `pair_log_ratios`) or "device" (`device_log_ratios`)."""
     ratios = device_log_ratios if clock == "device" else pair_log_ratios
