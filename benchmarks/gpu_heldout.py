@@ -16,6 +16,9 @@ stopping rule were tuned on the first: a Pythia-160m-sized GPT-NeoX language mod
 config, random weights, bf16, batch 8 x 128 tokens; the head's kernels after it) and a ViT-S/16 (timm, random
 weights, bf16, batch 32 at 224x224). HELDOUT_MODELS=gpt2-swin, a third, first measured after the first look of a
 GPU A/B went from 4 to 5 pairs: a GPT-2 small (transformers, from its config) and a Swin-T (timm, batch 16).
+HELDOUT_MODELS=llama-effnet, a fourth, first measured once every code point of the steady-clock work was in: a
+Llama of about 160M parameters (transformers, from a config: 12 layers, width 768, bf16, batch 8 x 128 tokens)
+and an EfficientNet-B0 (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -107,10 +110,19 @@ print("PROBE " + json.dumps(blocks))
 
 # the model files and the language model's workload (the one the head changes), by HELDOUT_MODELS
 GPT2_SWIN = _file(GPT2, {"name": "swin_tiny", "timm_name": "swin_tiny_patch4_window7_224", "batch": "16"})
+LLAMA = {
+    "name": "llama160m",
+    "imports": "LlamaConfig, LlamaModel",
+    "build": "    config = LlamaConfig(\n"
+    "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=2048, vocab_size=50304\n"
+    "    )\n    model = LlamaModel(config)",
+}
+LLAMA_EFFNET = _file(LLAMA, {"name": "efficientnet_b0", "timm_name": "efficientnet_b0", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
     "gpt2-swin": (GPT2_SWIN, "gpt2_small"),
+    "llama-effnet": (LLAMA_EFFNET, "llama160m"),
 }
 
 

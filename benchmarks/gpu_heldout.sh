@@ -14,7 +14,8 @@
 #   AA_RUNS=1:    one A/A instead of two;  TRUTH_PROCS=K: K processes a side for the true change (4)
 #   AB_OPTS="...": more `perfci ab` options for every A/B (e.g. AB_OPTS="--pairs-at-once 1": one pair at a time)
 #   HELDOUT_MODELS=neox-vit: the second pair (a GPT-NeoX of Pythia-160m's size and a ViT-S/16; gpu_heldout.py);
-#                  HELDOUT_MODELS=gpt2-swin: the third (a GPT-2 small and a Swin-T)
+#                  HELDOUT_MODELS=gpt2-swin: the third (a GPT-2 small and a Swin-T);
+#                  HELDOUT_MODELS=llama-effnet: the fourth (a Llama of ~160M parameters and an EfficientNet-B0)
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
 #                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
