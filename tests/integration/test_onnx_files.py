@@ -16,6 +16,15 @@ from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
 pytestmark = pytest.mark.integration
 
 
+def _run_onnx(folder: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """`perfci run model.onnx` in `folder`, 2 short rounds, its own cache folder."""
+    env = {**os.environ, "PERFCI_CACHE_DIR": str(folder / "cache")}
+    command = ["run", "model.onnx", "--out", str(out), "--rounds", "2", "--round-time", "0.05"]
+    return subprocess.run(
+        [sys.executable, "-m", "perfci", *command], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
 def test_run_an_exported_onnx_file_measures_every_variant_and_records_accuracy(tmp_path: Path) -> None:
     import torch
 
@@ -25,27 +34,7 @@ def test_run_an_exported_onnx_file_measures_every_variant_and_records_accuracy(t
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (torch.randn(2, 16),), str(tmp_path / "model.onnx"))  # the defaults, on purpose
     out = tmp_path / "out"
-    env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "perfci",
-            "run",
-            "model.onnx",
-            "--out",
-            str(out),
-            "--rounds",
-            "2",
-            "--round-time",
-            "0.05",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _run_onnx(tmp_path, out)
     assert proc.returncode == 0, proc.stderr
     cases = {c["params"]["variant"]: c for c in json.loads((out / "results.json").read_text())["cases"]}
     assert sorted(cases) == ["fp16", "fp32", "int8-dynamic", "int8-static"]
@@ -84,27 +73,7 @@ def test_int8_variants_far_past_their_tolerance_fail_the_run(tmp_path: Path) -> 
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (torch.randn(2, 16),), str(tmp_path / "model.onnx"))
     out = tmp_path / "out"
-    env = {**os.environ, "PERFCI_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "perfci",
-            "run",
-            "model.onnx",
-            "--out",
-            str(out),
-            "--rounds",
-            "2",
-            "--round-time",
-            "0.05",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _run_onnx(tmp_path, out)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     cases = {c["params"]["variant"]: c for c in json.loads((out / "results.json").read_text())["cases"]}
     for variant in ("int8-dynamic", "int8-static"):
