@@ -84,7 +84,9 @@ def _has_tool_table(pyproject: Path) -> bool:
         text = pyproject.read_bytes().decode("utf-8", "replace")
     except OSError:
         return False
-    return re.search(r"^\s*\[\s*tool\s*\.\s*perfci\s*[\].]", text, re.MULTILINE) is not None
+    # a header that opens a tool.perfci table, whole or not: a broken one (`[tool.perfci` with no `]`) is then read
+    # and refused as invalid TOML instead of the file being passed over in silence
+    return re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?perfci\b", text, re.MULTILINE) is not None
 
 
 def find_config(start: Path) -> Path | None:

@@ -84,6 +84,19 @@ def test_perfci_toml_beats_pyproject_and_pyproject_without_table_stops_search(tm
     assert load_config(start=inner).rounds == 4
 
 
+@pytest.mark.parametrize("header", ["[tool.perfci\n", "[tool.perfci.thresholds\n", '[tool."perfci"\nrounds = 3\n'])
+def test_pyproject_with_a_broken_perfci_header_is_refused_not_passed_over(tmp_path: Path, header: str) -> None:
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n' + header)
+    assert find_config(tmp_path) == tmp_path / "pyproject.toml"
+    with pytest.raises(ConfigError, match="pyproject.toml: invalid TOML"):
+        load_config(start=tmp_path)
+
+
+def test_pyproject_of_another_tool_named_like_perfci_is_not_ours(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n[tool.perfcix]\na = 1\n')
+    assert find_config(tmp_path) is None
+
+
 def test_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="configuration file not found"):
         load_config(tmp_path / "nope.toml")
