@@ -140,7 +140,9 @@ MEMORY_LIMIT = Option(name="memory_limit", title="Worker memory limit", help="Wo
                       default_text="$PERFCI_MEMORY_LIMIT, else half of RAM",
                       env="PERFCI_MEMORY_LIMIT")
 PATHS = Option(name="paths", title="Workload paths", help="Workload file or folder (repeatable)",
-               flags_doc="`PATHS` (`--path` for `ab`)", default_text="the built-in default suite", config="paths")
+               flags_doc="`PATHS` (`--path` for `ab`, `ci`)",
+               default_text="`run`: the built-in default suite; `ab`, `ci`: the project's `perf/`, `benchmarks/`",
+               config="paths")
 PYTEST = Option(name="pytest", title="pytest files or folders whose `benchmark`/`perf` tests `ab` and `ci` measure",
                 help="pytest file or folder whose benchmark and perf tests are measured as cases (repeatable)",
                 flag="--pytest", flags_doc="`--pytest PATH` (`ab`, `ci`)", default_text="none", config="pytest")

@@ -104,18 +104,23 @@ def side_sources(chosen: Chosen, repo: Path, root: Path) -> list[str]:
     return listed + [pytest_source(t) for t in tests] + [builtin_source(s) for s in chosen.suites]
 
 
+def nothing_to_measure(project: Path, hint: str = NO_WORKLOADS_HINT) -> UsageError:
+    """Nothing given, configured or found in the project's conventional folders: said, never a silent pass."""
+    return UsageError(
+        f"nothing to measure: no workload paths or pytest benchmarks given or configured, and no perfci "
+        f"workloads in {project}'s perf/ or benchmarks/ (nor pytest benchmarks in benchmarks/, bench/, perf/ or "
+        "tests/).",
+        hint=hint,
+    )
+
+
 def conventional_note(chosen: Chosen, repo: Path, roots: tuple[Path, Path]) -> str:
     """What the conventional folders gave each side (one line), or a UsageError when they gave neither side
     anything."""
     assert chosen.conventional is not None
     found = [conventional_sources(map_path(chosen.conventional, repo, r)) for r in roots]
     if not any(found):
-        raise UsageError(
-            f"nothing to measure: no workload paths or pytest benchmarks given or configured, and no perfci "
-            f"workloads in {chosen.conventional}'s perf/ or benchmarks/ (nor pytest benchmarks in benchmarks/, "
-            "bench/, perf/ or tests/).",
-            hint=NO_WORKLOADS_HINT,
-        )
+        raise nothing_to_measure(chosen.conventional)
     sides = [f.describe(map_path(chosen.conventional, repo, r)) or "nothing" for f, r in zip(found, roots, strict=True)]
     shown = sides[0] if sides[0] == sides[1] else f"base: {sides[0]}; head: {sides[1]}"
     return f"no workload paths given or configured: measuring the project's {shown}"

@@ -6,6 +6,10 @@
   exists, and added to the history store when one is configured (`--db` or $PERFCI_DB) on a push (or outside
   GitHub Actions).
 
+Both measure what the A/B would: the paths, pytest benchmarks and suites given or configured, else the project's
+conventional folders (workloads/conventional.py); with none of these, a usage error (`--suite default` runs the
+built-in suite on purpose). A push then measures the cases that the pull requests' A/Bs compare.
+
 Afterwards `publish` appends the Markdown summary to the step summary file and writes `verdict`, the counts and
 the report's path to the outputs file; `annotations` gives the `::error`/`::warning` workflow commands that name
 each regressed case. Nothing here prints or exits: the CLI does.
@@ -18,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from perfci.api.ab import ABRequest, Sources, ab
+from perfci.api.ab import ABRequest, Sources, ab, choose_sources, nothing_to_measure
 from perfci.api.compare import DecisionOptions
 from perfci.api.ingest import ingest
 from perfci.api.run import RunRequest, finish_run, measure, plan_run
@@ -30,10 +34,15 @@ from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 from perfci.options import PAIRS_AT_ONCE
+from perfci.workloads.conventional import conventional_sources
 
 MODES = ("auto", "ab", "baseline")
 MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report
 VERDICT_WORDS = {ExitCode.OK: "pass", ExitCode.REGRESSION: "regression", ExitCode.FAILED: "error"}
+NO_WORKLOADS_HINT = (
+    "name workload files or folders (--path), pytest benchmarks (--pytest PATH), set `paths` or `pytest` in "
+    "[tool.perfci], or run the built-in suite on purpose with --suite default"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,8 +183,9 @@ def run_ci(
         )
         result = ab(settings, ab_req, env, progress, check_out_dir, notify)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
+    paths, tests, suites = run_sources(settings, req.sources, notify)
     run_req = RunRequest(
-        paths=req.sources.paths, patterns=req.sources.patterns, suites=req.sources.suites, out=req.out,
+        paths=paths, pytest=tests, patterns=req.sources.patterns, suites=suites, out=req.out,
         rounds=req.rounds, budget_s=req.sample_budget_s, runner=req.runner, threshold=req.threshold, db=req.db,
         shard=req.shard, allow_missing=req.allow_missing,
     )  # fmt: skip
@@ -188,6 +198,22 @@ def run_ci(
     if plan.ingest and outcome.result.settings.get("complete") is not False:
         done = replace(done, ingested=ingest(settings, [req.out / "results.json"], req.db, req.runner))
     return done
+
+
+def run_sources(
+    settings: Settings, sources: Sources, notify: Callable[[str], None]
+) -> tuple[list[Path], list[Path], list[str]]:
+    """What a run measures: paths, pytest paths and suites, as the A/B chooses them (perfci.api.ab.choose_sources):
+    given or configured, else the project's conventional folders (`notify` is told which); nothing is a usage
+    error, never a silent fall-back to the built-in suite."""
+    chosen = choose_sources(settings, sources)
+    if chosen.conventional is None:
+        return list(chosen.paths), list(chosen.pytest), list(chosen.suites)
+    found = conventional_sources(chosen.conventional)
+    if not found:
+        raise nothing_to_measure(chosen.conventional, NO_WORKLOADS_HINT)
+    notify(f"no workload paths given or configured: measuring the project's {found.describe(chosen.conventional)}")
+    return list(found.workloads), list(found.pytest), []
 
 
 # --- GitHub workflow commands (https://docs.github.com/actions: "Workflow commands for GitHub Actions") ---

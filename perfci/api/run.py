@@ -45,6 +45,7 @@ def default_run_out() -> Path:
 @dataclass(frozen=True, kw_only=True)
 class RunRequest:
     paths: list[Path] | None = None
+    pytest: list[Path] | None = None  # pytest files or folders whose benchmark tests are cases (perfci ci's runs)
     patterns: list[str] | None = None
     suites: list[str] | None = None
     devices: list[str] | None = None
@@ -149,7 +150,7 @@ def left_out_on_purpose(settings: Settings, req: RunRequest, choice: CaseChoice,
 
 def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
-    choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices)
+    choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices, req.pytest)
     if not choice.cases:
         raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.",
                          hint="see what would run with 'perfci list' (add --all for the cases left out)")  # fmt: skip

@@ -17,6 +17,7 @@ from perfci.format.model import CaseSpec
 from perfci.patterns import CasePattern, case_pattern
 from perfci.profilers.nvml import gpu_inventory
 from perfci.workloads.discovery import BUILTIN_SUITES, all_cases_from_sources
+from perfci.workloads.pytest_cases import PYTEST_SUITE
 from perfci.workloads.selection import Selection, plan_sources, unknown_suites
 
 
@@ -72,14 +73,18 @@ def select_cases(
     patterns: list[str] | None = None,
     suites: list[str] | None = None,
     devices: list[str] | None = None,
+    pytest: list[Path] | None = None,
 ) -> CaseChoice:
+    """`pytest`: pytest files or folders whose benchmark tests are cases too (named by path, so a suite filter
+    keeps them)."""
     wanted_suites = settings.suites(suites)
     compiled = compile_patterns(patterns)
-    found = all_cases_from_sources(plan_sources(settings.paths(paths), wanted_suites))
+    found = all_cases_from_sources(plan_sources(settings.paths(paths), wanted_suites, pytest or ()))
     _check_unique(found)
     _check_suites(found, wanted_suites)
     explicit_devices = settings.devices(devices)
-    by_rest = Selection(patterns=compiled, suites=wanted_suites)
+    kept_suites = (*wanted_suites, PYTEST_SUITE) if wanted_suites and pytest else wanted_suites
+    by_rest = Selection(patterns=compiled, suites=kept_suites)
     by_device = Selection(devices=explicit_devices or present_devices())
     chosen, left_out, other = [], [], 0
     for spec, reason in found:

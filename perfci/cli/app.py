@@ -68,7 +68,7 @@ def fail(exc: PerfciError) -> NoReturn:
     # the message is text, not markup: a case id such as `w[n=400]@cpu` must not be read as a style tag
     err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
     if exc.hint:
-        err.print(f"hint: {exc.hint}", highlight=False, soft_wrap=True)
+        err.print(f"hint: {exc.hint}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -212,7 +212,7 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
         out.print(comparison_table(comparison))
     for w in comparison.warnings:
         err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
-    err.print(verdict_line(comparison, run), highlight=False)
+    err.print(verdict_line(comparison, run), highlight=False, markup=False)
 
 
 def _shard(text: str | None) -> Shard | None:

@@ -21,7 +21,7 @@ def import_pytest_benchmark_cmd(
     def body() -> int:
         run = import_pytest_benchmark_file(file, out)
         _, err = consoles()
-        err.print(f"imported {len(run.cases)} benchmark(s) into {out}", highlight=False)
+        err.print(f"imported {len(run.cases)} benchmark(s) into {out}", highlight=False, markup=False)
         return 0
 
     guard(body)

@@ -66,7 +66,9 @@ def report(
                 o.print(run_table(cand))
             print_decisions(cand, view, OutputFormat.table)
         err.print(verdict_line(comparison, cand), highlight=False, markup=False)
-        err.print(f"report: {html}" + (f"\nsummary: {summary}" if str(summary) != "-" else ""))
+        err.print(
+            f"report: {html}" + (f"\nsummary: {summary}" if str(summary) != "-" else ""), highlight=False, markup=False
+        )
         return 0
 
     guard(body)

@@ -184,15 +184,15 @@ def env(fmt: FmtOpt = OutputFormat.table) -> None:
         if fmt is OutputFormat.json:
             out.print_json(json.dumps({**fp, "runner": runner_name(fp)}))
             return 0
-        out.print(f"runner class: {runner_name(fp)}", highlight=False)
+        out.print(f"runner class: {runner_name(fp)}", highlight=False, markup=False)
         for key, value in fp.items():
             if key == "gpus":
                 if not value:
-                    out.print(f"gpus: none ({fp.get('gpu_note') or 'no NVIDIA GPU'})", highlight=False)
+                    out.print(f"gpus: none ({fp.get('gpu_note') or 'no NVIDIA GPU'})", highlight=False, markup=False)
                 for g in value:
-                    out.print(f"gpu {g['index']}: {g}", highlight=False)
+                    out.print(f"gpu {g['index']}: {g}", highlight=False, markup=False)
             elif key != "gpu_note":
-                out.print(f"{key}: {value}", highlight=False)
+                out.print(f"{key}: {value}", highlight=False, markup=False)
         return 0
 
     guard(body)

@@ -25,7 +25,7 @@ from typing import Any
 from perfci.errors import UsageError
 from perfci.format.model import GitInfo, RunResult
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
-from perfci.workloads.discovery import MODULE_PREFIX, source_stem
+from perfci.workloads.discovery import MODULE_PREFIX, PYTEST_PREFIX, source_stem
 
 WORKLOADS_KEY = "workloads"  # settings entry: content hash of the workload files
 RESUMED_KEY = "resumed"  # settings entry: one note per resume
@@ -38,7 +38,7 @@ def _source_bytes(source: str) -> bytes:
         spec = importlib.util.find_spec(source[len(MODULE_PREFIX) :])
         origin = spec.origin if spec is not None else None
         return Path(origin).read_bytes() if origin and Path(origin).is_file() else source.encode()
-    return Path(source).read_bytes()
+    return Path(source.removeprefix(PYTEST_PREFIX)).read_bytes()  # a pytest case's source names its test file
 
 
 def workloads_digest(sources: Iterable[str]) -> str:

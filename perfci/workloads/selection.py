@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
 from perfci.patterns import CasePattern, matches_any
-from perfci.workloads.discovery import BUILTIN_SUITES, builtin_source, expand_paths
+from perfci.workloads.discovery import BUILTIN_SUITES, PYTEST_PREFIX, builtin_source, expand_paths
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,15 @@ def device_matches(wanted: str, device: str) -> bool:
     return device == wanted or (":" not in wanted and device.startswith(f"{wanted}:"))
 
 
-def plan_sources(paths: Sequence[Path], suites: Sequence[str]) -> list[str]:
-    """User files under `paths`, plus the built-in suites named in `suites`; the default suite when both are
+def plan_sources(paths: Sequence[Path], suites: Sequence[str], pytest: Sequence[Path] = ()) -> list[str]:
+    """User files under `paths`, the pytest files or folders `pytest` (their benchmark tests are cases,
+    workloads/pytest_cases.py), plus the built-in suites named in `suites`; the default suite when all are
     empty."""
     sources = expand_paths(list(paths))
+    for p in pytest:
+        if not p.exists():
+            raise WorkloadDefinitionError(f"{p}: no such pytest file or folder.")
+        sources.append(f"{PYTEST_PREFIX}{p}")
     sources += [builtin_source(s) for s in suites if s in BUILTIN_SUITES and builtin_source(s) not in sources]
     return sources or [builtin_source("default")]
 

@@ -137,6 +137,7 @@ def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path
     proc = perfci(empty, "ab", "HEAD~1", "HEAD", *FAST, "--out", str(tmp_path / "out2"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "nothing to measure" in proc.stderr and "--suite default" in proc.stderr
+    assert "set `paths` or `pytest` in [tool.perfci]" in proc.stderr  # the hint is text, not rich markup
     assert "Traceback" not in proc.stderr
 
 
@@ -180,6 +181,39 @@ def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: 
     rows = latency_rows(out)
     assert set(rows) == {"benchmarks/test_b.py::test_changed@cpu"}
     assert rows["benchmarks/test_b.py::test_changed@cpu"]["verdict"] == "regression"
+
+
+def test_ci_on_a_push_runs_what_the_pull_requests_compare_or_stops(tmp_path: Path) -> None:
+    """A push (`--mode baseline`) with nothing named measures the project's conventional folders, workloads and
+    pytest benchmarks alike, as a pull request's A/B does; not the built-in suite in silence."""
+    repo = new_repo(tmp_path / "proj")
+    body = "perf(lambda: sum(range(2000)))"
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000),
+                  "benchmarks/test_b.py": BENCH.format(changed=3000, perf_body=body)}, "v1")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and k != "PERFCI_DB"}
+
+    def ci(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "perfci", "ci", "--mode", "baseline", "--rounds", "2", "--round-time", "0.05"]
+        return subprocess.run([*cmd, *args], cwd=where, env=env, capture_output=True, text=True, timeout=300)
+
+    proc = ci(repo, "--out", str(tmp_path / "out"), "-k", "loop", "-k", "test_same")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "perf/ (1 workload file), benchmarks/ (1 pytest benchmark file)" in proc.stderr
+    cases = {c["id"] for c in json.loads((tmp_path / "out" / "results.json").read_text())["cases"]}
+    assert cases == {"wl.loop@cpu", "benchmarks/test_b.py::test_same@cpu"}
+
+    proc = ci(repo, "--out", str(tmp_path / "out2"), "--pytest", "benchmarks", "-k", "test_same")  # named: only it
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cases = {c["id"] for c in json.loads((tmp_path / "out2" / "results.json").read_text())["cases"]}
+    assert cases == {"benchmarks/test_b.py::test_same@cpu"}
+
+    empty = new_repo(tmp_path / "empty")
+    commit(empty, {"src/app.py": "X = 1\n"}, "v1")
+    proc = ci(empty, "--out", str(tmp_path / "out3"))
+    assert proc.returncode == 2 and "nothing to measure" in proc.stderr, proc.stdout + proc.stderr
+    assert "--suite default" in proc.stderr and not (tmp_path / "out3").exists()
+    proc = ci(empty, "--out", str(tmp_path / "out4"), "--suite", "default", "-k", "softmax")  # on purpose
+    assert proc.returncode == 0 and (tmp_path / "out4" / "results.json").exists(), proc.stdout + proc.stderr
 
 
 TWO_SPEEDS = """

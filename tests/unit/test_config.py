@@ -88,7 +88,7 @@ def test_perfci_toml_beats_pyproject_and_pyproject_without_table_stops_search(tm
 def test_pyproject_with_a_broken_perfci_header_is_refused_not_passed_over(tmp_path: Path, header: str) -> None:
     write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n' + header)
     assert find_config(tmp_path) == tmp_path / "pyproject.toml"
-    with pytest.raises(ConfigError, match="pyproject.toml: invalid TOML"):
+    with pytest.raises(ConfigError, match=r"pyproject\.toml: invalid TOML"):
         load_config(start=tmp_path)
 
 
