@@ -33,6 +33,10 @@ class WorkloadDefinitionError(PerfciError):
     """A workload file that cannot be imported or declares an invalid workload."""
 
 
+class NoCasesError(WorkloadDefinitionError):
+    """The sources and filters left no case to measure or compare."""
+
+
 class InfrastructureError(PerfciError):
     """The machinery failed: worker could not start, device missing, git failed."""
 

@@ -32,6 +32,27 @@ class CasePattern:
         return self.regex.search(case_id) is not None
 
 
+_PYTEST_EXPRESSION = re.compile(r"\s(?:or|and)\s|^\s*not\s|\(")
+
+
+def pytest_expression_hint(patterns: list[str] | tuple[str, ...] | None) -> str | None:
+    """A hint for a `-k` written as pytest's boolean expression (`hog or good`), which is a plain substring here."""
+    for p in patterns or ():
+        if not p.startswith(REGEX_PREFIX) and _PYTEST_EXPRESSION.search(p):
+            words = re.split(r"\s+or\s+", p.strip())
+            simple = len(words) > 1 and all(re.fullmatch(r"[\w.\[\]=,@:-]+", w) for w in words)
+            negated = re.fullmatch(r"\s*not\s+([\w.\[\]=,@:-]+)\s*", p)
+            if negated:
+                example = f"all but {negated[1]}: -k 're:^(?!.*{re.escape(negated[1])})'"
+            else:
+                example = "several: " + (" ".join(f"-k {w}" for w in words) if simple else "-k A -k B")
+            return (
+                f"-k {p!r} is read as one substring: perfci's -k takes a substring, a glob or re:REGEX, not pytest's "
+                f"expressions; repeat -k for several (any may match), or use re:; {example}"
+            )
+    return None
+
+
 def _glob_to_regex(text: str) -> str:
     return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in text)
 

@@ -37,7 +37,7 @@ from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
 from perfci.engine.progress import LookDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
-from perfci.errors import InfrastructureError, WorkloadDefinitionError
+from perfci.errors import InfrastructureError, NoCasesError, WorkloadDefinitionError
 from perfci.format.model import (
     CaseSpec,
     Comparison,
@@ -270,7 +270,7 @@ def run_ab(
     specs_b = [s for s in listed_b if chosen is None or s.id in chosen]
     listed = clock()
     if not specs_a and not specs_b:
-        raise WorkloadDefinitionError("no cases to compare on either revision.")
+        raise NoCasesError("no cases to compare on either revision.")
     run_settings = replace(settings.run, seed=settings.seed)
     runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base))
     runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head))

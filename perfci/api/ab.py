@@ -32,11 +32,11 @@ from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.engine.progress import ProgressFn
 from perfci.engine.runner import RunSettings
-from perfci.errors import UsageError
+from perfci.errors import NoCasesError, UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
 from perfci.options import AB_BUDGET, CPU_FIRST_LOOK, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
-from perfci.patterns import matches_any
+from perfci.patterns import matches_any, pytest_expression_hint
 from perfci.profilers.timing import TimingSettings
 from perfci.workloads.conventional import conventional_sources
 from perfci.workloads.discovery import builtin_source, expand_paths
@@ -297,10 +297,16 @@ def ab(
         return {cid for cid in held if not patterns or matches_any(patterns, cid)}
 
     pythons = (req.base_python, req.head_python)
-    outcome = run_revisions(
-        settings, req.base_rev, req.head_rev, chosen, abs_, out_dir, env, keep, progress, pythons, notify,
-        images=req.images,
-    )  # fmt: skip
+    try:
+        outcome = run_revisions(
+            settings, req.base_rev, req.head_rev, chosen, abs_, out_dir, env, keep, progress, pythons, notify,
+            images=req.images,
+        )  # fmt: skip
+    except NoCasesError as exc:  # nothing kept: a pytest-style `-k "a or b"` is a likely cause
+        hint = pytest_expression_hint(req.sources.patterns)
+        if hint is None or exc.hint is not None:
+            raise
+        raise NoCasesError(exc.message, hint=hint) from None
     comparison = with_expected(with_allowed_missing(outcome.comparison, req.allow_missing), req.expected)
     if req.images is not None:  # a side whose CUDA cases got no device clock in its container says so
         said = [*device_clock_warnings(outcome.base, f"base (image {req.images.base})"),

@@ -27,6 +27,7 @@ from perfci.errors import UsageError
 from perfci.format.comparison import dump_comparison
 from perfci.format.model import CaseSpec, Comparison, RunResult
 from perfci.format.schema import load_results, run_to_dict
+from perfci.patterns import pytest_expression_hint
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.timing import TimingSettings
 from perfci.reports.decisions import BY_TIME, DecisionView
@@ -152,8 +153,9 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
     choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices, req.pytest)
     if not choice.cases:
-        raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.",
-                         hint="see what would run with 'perfci list' (add --all for the cases left out)")  # fmt: skip
+        listing = "see what would run with 'perfci list' (add --all for the cases left out)"
+        hint = pytest_expression_hint(req.patterns) or listing
+        raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.", hint=hint)
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     full_choice = choice
     if req.shard is not None:

@@ -8,7 +8,7 @@ import pytest
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
-from perfci.patterns import case_pattern
+from perfci.patterns import case_pattern, pytest_expression_hint
 from perfci.workloads.discovery import all_cases_from_sources, builtin_source
 from perfci.workloads.selection import Selection, device_matches, plan_sources, select, unknown_suites
 
@@ -126,3 +126,31 @@ def test_workload_files_import_from_their_folder_and_project_root(tmp_path: Path
         for folder in (str(perf.resolve()), str(tmp_path.resolve())):
             if folder in sys.path:
                 sys.path.remove(folder)
+
+
+@pytest.mark.parametrize(
+    ("patterns", "suggests"),
+    [
+        (["matmul or softmax"], "several: -k matmul -k softmax"),
+        (["not matmul"], "all but matmul: -k 're:^(?!.*matmul)'"),
+        (["(matmul and n=512)"], "several: -k A -k B"),
+    ],
+)
+def test_a_pytest_expression_given_to_k_gets_a_hint_that_works(patterns: list[str], suggests: str) -> None:
+    hint = pytest_expression_hint(patterns)
+    assert hint is not None and suggests in hint and repr(patterns[0]) in hint
+    if "all but" in suggests:  # the suggested pattern does what it says
+        suggested = case_pattern("re:^(?!.*matmul)")
+        assert not suggested.matches(MM) and suggested.matches("default.softmax[rows=256,cols=4096]@cpu")
+
+
+@pytest.mark.parametrize("patterns", [None, [], ["matmul"], ["kernels.*@cpu"], ["re:a or b"], ["vendor"]])
+def test_plain_patterns_get_no_pytest_hint(patterns: list[str] | None) -> None:
+    assert pytest_expression_hint(patterns) is None
+
+
+def test_pytest_paths_are_sources_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "test_b.py").write_text("def test_x(benchmark):\n    benchmark(lambda: 1)\n")
+    assert plan_sources([], [], [tmp_path / "test_b.py"]) == [f"pytest:{tmp_path / 'test_b.py'}"]
+    with pytest.raises(WorkloadDefinitionError, match="no such pytest file or folder"):
+        plan_sources([], ["default"], [tmp_path / "nope"])
