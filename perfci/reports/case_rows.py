@@ -30,7 +30,14 @@ from perfci.metrics.registry import (
     tolerance_of,
 )
 from perfci.reports.decisions import BY_TIME, DecisionView
-from perfci.reports.units import format_bytes, format_ratio, format_seconds, format_value, format_vs_reference
+from perfci.reports.units import (
+    format_bytes,
+    format_change_interval,
+    format_ratio,
+    format_seconds,
+    format_value,
+    format_vs_reference,
+)
 from perfci.reports.verdicts import expected_reason, format_mdc, sort_rows, verdict_rank
 
 # Cases of one model run through several runtimes differ only by this parameter (eager|compile|ort|...).
@@ -81,9 +88,7 @@ def comparison_rows(inp: ReportInput) -> list[dict[str, Any]]:
                 "rank": verdict_rank(r.verdict),
                 "change": format_ratio(r.ratio),
                 "ratio": _num(r.ratio),
-                "interval": f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}"
-                if r.ratio_low is not None and r.ratio_high is not None
-                else "-",
+                "interval": format_change_interval(r.ratio_low, r.ratio_high, r.baseline, r.unit),
                 "mdc": format_mdc(r.mdc),
                 "mdc_v": _num(r.mdc),
                 "baseline": format_value(r.baseline, r.unit),

@@ -30,7 +30,7 @@ from perfci.reports.case_rows import fingerprint_mismatches, metric_cell, metric
 from perfci.reports.clocks import clock_lines, launch_bound_lines
 from perfci.reports.decisions import BY_TIME, DecisionView, markdown_lines
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
-from perfci.reports.units import format_ratio, format_value
+from perfci.reports.units import format_change_interval, format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows
 
 DEFAULT_BUDGET = 60_000
@@ -62,7 +62,7 @@ def code(text: object, limit: int = 200) -> str:
 
 
 def _row(r: MetricComparison) -> str:
-    interval = f"{format_ratio(r.ratio_low)} .. {format_ratio(r.ratio_high)}" if r.ratio_low is not None else "-"
+    interval = format_change_interval(r.ratio_low, r.ratio_high, r.baseline, r.unit)
     verdict = r.verdict.value + (f" (expected: {code(expected_reason(r), 80)})" if expected_reason(r) else "")
     if r.note and r.verdict in (Verdict.ERROR, Verdict.INCONCLUSIVE):
         verdict += f" {code(r.note, 120)}"

@@ -10,7 +10,7 @@ from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HO
 from perfci.reports.case_rows import metric_cell, metric_columns
 from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
-from perfci.reports.units import format_ratio, format_seconds, format_value, format_vs_reference
+from perfci.reports.units import format_change_interval, format_ratio, format_seconds, format_value, format_vs_reference
 from perfci.reports.verdicts import count_phrase, format_mdc, headline, sensitivity, sort_rows, verdict_counts
 
 VERDICT_STYLE = {
@@ -115,9 +115,7 @@ def comparison_table(comparison: Comparison, limit: int | None = None, summary_a
     shown = listed if limit is None else listed[:limit]
     rows_out = []
     for row in shown:
-        interval = (
-            f"{format_ratio(row.ratio_low)} .. {format_ratio(row.ratio_high)}" if row.ratio_low is not None else "-"
-        )
+        interval = format_change_interval(row.ratio_low, row.ratio_high, row.baseline, row.unit)
         cells = [row.metric, format_value(row.baseline, row.unit), format_value(row.candidate, row.unit)]
         cells += [format_ratio(row.ratio), interval, format_mdc(row.mdc)]
         verdict = Text(row.verdict.value, VERDICT_STYLE[row.verdict])

@@ -60,6 +60,32 @@ def format_ratio(r: float | None) -> str:
     return f"{(r - 1.0) * 100:+.1f}%"
 
 
+# a byte metric's interval wider than this (as a ratio of the baseline) reads better in bytes: +409500% of a
+# 32 KiB peak says less than "+128 MiB"
+_BYTES_AS_DELTA = (0.5, 2.0)
+
+
+def format_change_interval(low: float | None, high: float | None, baseline: float | None = None, unit: str = "") -> str:
+    """A comparison row's interval of the change: `+1.2% .. +3.4%`; for a byte metric whose interval is wider than
+    halving or doubling its baseline, the same interval as byte differences (`-30 KiB .. +128 MiB`)."""
+    if low is None or high is None:
+        return "-"
+    if (
+        unit == "B"
+        and baseline
+        and math.isfinite(baseline)
+        and not _BYTES_AS_DELTA[0] <= low <= high <= _BYTES_AS_DELTA[1]
+    ):
+        return f"{_signed_bytes(baseline * (low - 1.0))} .. {_signed_bytes(baseline * (high - 1.0))}"
+    return f"{format_ratio(low)} .. {format_ratio(high)}"
+
+
+def _signed_bytes(delta: float) -> str:
+    if not math.isfinite(delta):
+        return "-"
+    return ("+" if delta >= 0 else "-") + format_bytes(abs(delta))
+
+
 def format_vs_reference(value: float, low: float | None, high: float | None) -> str:
     """`latency.vs_reference` with its interval: multiples of the speed reference's per-call time."""
     interval = f" ({low:.3g} .. {high:.3g})" if low is not None and high is not None else ""

@@ -206,3 +206,16 @@ def test_the_run_table_at_80_columns_keeps_ids_and_status_whole() -> None:
     lines = text.splitlines()
     assert "…" not in text and all(case_id in lines for case_id in LONG_IDS)
     assert [line.split()[-1] for line in lines if line.startswith("  ") and "ms" in line] == ["ok"] * 2
+
+
+def test_a_byte_metrics_wide_interval_is_shown_in_bytes_a_narrow_one_in_percent() -> None:
+    """A 32 KiB peak whose interval runs to +409500% (two pairs of a tiny allocation) reads as byte differences;
+    a memory row with a usual interval and every timed row stay in percent."""
+    wide = MetricComparison("k.a@cpu", "memory.host", Verdict.UNCHANGED, "B", 32768, 2048, 1 / 16, 0.0, 4096.0)
+    narrow = MetricComparison("k.b@cpu", "memory.host", Verdict.UNCHANGED, "B", 2**30, 2**30, 1.0, 0.99, 1.02)
+    timed = MetricComparison("k.c@cpu", "latency.median", Verdict.INCONCLUSIVE, "s", 1e-3, 1e-3, 1.0, 0.3, 3.0)
+    text = _text(comparison_table(Comparison("a", "b", (wide, narrow, timed))))
+    lines = {cid: line for line in _case_lines(text) for cid in ("k.a@cpu", "k.b@cpu", "k.c@cpu") if cid in line}
+    assert "-32 KiB .. +128 MiB" in lines["k.a@cpu"] and "+409" not in lines["k.a@cpu"]
+    assert "-1.0% .. +2.0%" in lines["k.b@cpu"]
+    assert "-70.0% .. +200.0%" in lines["k.c@cpu"]
