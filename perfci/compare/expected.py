@@ -139,4 +139,22 @@ def apply_expected(comparison: Comparison, changes: tuple[ExpectedChange, ...]) 
             note = f"beyond the declared expected change of {entry.max_change:.0%} ({entry.reason})"
             row = replace(row, note=f"{row.note}; {note}" if row.note else note)
         rows.append(row)
-    return replace(comparison, rows=tuple(rows))
+    return replace(comparison, rows=tuple(rows), warnings=(*comparison.warnings, *_stale(comparison.rows, changes)))
+
+
+def _stale(rows: tuple[MetricComparison, ...], changes: tuple[ExpectedChange, ...]) -> list[str]:
+    """Warnings for entries that did nothing here: one that matches no case (a typo, or cases not selected), and
+    one whose cases got no worse (its change is already in the baseline: left in place, it would let a later
+    worsening of up to its `max_change` pass)."""
+    said = []
+    ids = {row.case_id for row in rows}
+    for i, c in enumerate(changes):
+        name = f"expected change #{i + 1} (case {c.case!r}: {c.reason})"
+        if not any(case_pattern(c.case).matches(cid) for cid in ids):
+            said.append(f"{name} matches no case compared here: a typo, or its cases were not selected")
+        elif not c.removed and not any(row.verdict in _WORSE and c.covers(row) for row in rows):
+            said.append(
+                f"{name} covers no worsening here: once its change is in the baseline, remove it, or it lets a "
+                f"later worsening of up to {c.max_change:.0%} pass"
+            )
+    return said

@@ -164,6 +164,21 @@ def test_expected_changes_pass_the_gate_with_a_note() -> None:
     assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].expected == "exact softmax (#12)"
     assert rows["huge"].expected == "" and "beyond the declared expected change" in rows["huge"].note
     assert [r.case_id for r in comparison.failing] == [rows["huge"].case_id]
+    assert not any("expected change" in w for w in comparison.warnings)  # both entries did their job
+
+
+def test_expected_changes_that_did_nothing_are_named() -> None:
+    """An entry left in place once its change is in the baseline would let a later worsening of up to its
+    max_change pass, and a typo'd one covers nothing: both are said; a used entry and a removal are not."""
+    text = EXPECTED + '[[change]]\ncase = "t.sloow*"\nmax_change = 0.1\nreason = "typo"\n'
+    text += '[[change]]\ncase = "t.huge*"\nremoved = true\nreason = "gone"\n'
+    base = make_run([make_case("slow", 1e-3), make_case("huge", 1e-3)])
+    cand = make_run([make_case("slow", 1e-3, seed=1, scale=1.3), make_case("huge", 1e-3, seed=1)])  # huge: same
+    warnings = apply_expected(compare_runs(base, cand, STEADY), parse_expected(text, "e.toml")).warnings
+    said = [w for w in warnings if w.startswith("expected change")]
+    assert len(said) == 2, said
+    assert "#2 (case 't.huge*': small trade) covers no worsening here" in said[0] and "up to 5% pass" in said[0]
+    assert "#3 (case 't.sloow*': typo) matches no case compared here" in said[1]
 
 
 @pytest.mark.parametrize(
