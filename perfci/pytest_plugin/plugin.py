@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 RESULTS_FILE = "results.json"
 LEFT_OUT_KEY = "left_out"  # results settings: tests left out on purpose (perfci/compare/coverage.py)
-WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError)
+WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError), nothing compared too
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -117,8 +117,10 @@ class PerfciSession:
 
     def finish(self) -> int:
         """Write the results and compare them; the exit code the comparison's gate asks for (0 when none)."""
-        if self.disabled or not self.cases or (self.out is None and self.baseline is None):
+        if self.disabled or (self.out is None and self.baseline is None):
             return 0
+        if not self.cases:
+            return self._nothing_measured()
         from perfci.format.schema import dump_results
 
         run = self.measured = self.run()
@@ -131,6 +133,18 @@ class PerfciSession:
                 return WRITE_FAILED_EXIT
             self.written = path if self.out is not None else None
             return self._compare(path) if self.baseline is not None else 0
+
+    def _nothing_measured(self) -> int:
+        """No test measured anything: said, and with --perfci-compare a failure (nothing compared is never a
+        pass); with --perfci-out alone, nothing is written and the session's outcome stands."""
+        kinds = [v.split(":", 1)[0] for v in self.left_out.values()]
+        why = ", ".join(f"{kinds.count(k)} {k}" for k in ("skipped", "deselected") if k in kinds)
+        what = f"no benchmark or perf test was measured{f' ({why})' if why else ''}"
+        if self.baseline is None:
+            self.error = f"perfci: {what}: nothing written to {self.out}"
+            return 0
+        self.error = f"perfci: {what}, so nothing was compared with {self.baseline}"
+        return WRITE_FAILED_EXIT
 
     def _compare(self, candidate: Path) -> int:
         from perfci.api.compare import CompareRequest, DecisionOptions, Outputs, compare_files

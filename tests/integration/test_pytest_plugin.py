@@ -130,6 +130,21 @@ def test_disable_calls_once_and_writes_nothing(pytester: pytest.Pytester) -> Non
     assert not (pytester.path / "out").exists()
 
 
+def test_nothing_measured_is_said_and_fails_a_comparison(pytester: pytest.Pytester) -> None:
+    """A `-k` that leaves no measuring test (or `--benchmark-skip`) with `--perfci-compare`: nothing compared is
+    never a pass; it exited 0 and said nothing. With `--perfci-out` alone it is said, and the session passes."""
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=2)
+    base = pytester.path / "base" / "results.json"
+    skipped = pytester.runpytest_subprocess(*FAST, "-k", "test_plain", "--perfci-compare", str(base))
+    assert skipped.ret == 2, skipped.stdout.str()
+    skipped.stdout.fnmatch_lines([f"perfci: no benchmark or perf test was measured (1 deselected), so nothing was "
+                                  f"compared with {base}"])  # fmt: skip
+    only = pytester.runpytest_subprocess(*FAST, "-k", "test_plain", "--perfci-out", "out")
+    assert only.ret == 0 and not (pytester.path / "out" / "results.json").exists()
+    only.stdout.fnmatch_lines(["perfci: no benchmark or perf test was measured (1 deselected): nothing written to *"])
+
+
 def test_the_project_configuration_sets_the_rounds(pytester: pytest.Pytester) -> None:
     """`rounds = 3` in [tool.perfci] gives 3 in-process rounds (flag > environment > configuration > default)."""
     pytester.makepyfile(test_speed=TEST_FILE)
