@@ -228,11 +228,15 @@ class _Session:
 
 
 @contextlib.contextmanager
-def quiet_session() -> Iterator[None]:
-    """pytest's output to stderr (stdout may carry a protocol), without $PYTEST_ADDOPTS."""
+def quiet_session(silent: bool = False) -> Iterator[None]:
+    """pytest's output to stderr (stdout may carry a protocol), or nowhere when `silent` (a listing, whose
+    errors the caller collects and reports itself), without $PYTEST_ADDOPTS."""
     saved = os.environ.pop("PYTEST_ADDOPTS", None)
     try:
-        with contextlib.redirect_stdout(sys.stderr):
+        with (
+            open(os.devnull, "w") if silent else contextlib.nullcontext(sys.stderr) as sink,
+            contextlib.redirect_stdout(sink),
+        ):
             yield
     finally:
         if saved is not None:

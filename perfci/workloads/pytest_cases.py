@@ -15,6 +15,7 @@ perfci's `perf` fixture is one case, measured in worker processes like a workloa
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from perfci.workloads.pytest_ids import project_root, stable_test_id
 PYTEST_SUITE = "pytest"
 MEASURING_FIXTURES = ("benchmark", "perf")
 GROUP_TAG = "group:"
+# a top-level test taking a measuring fixture, found in the text of a file that does not parse
+_TOP_LEVEL_MEASURING_TEST = re.compile(r"^(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\([^)]*\b(?:benchmark|perf)\b", re.M)
 
 
 def pytest_source(path: Path) -> str:
@@ -81,7 +84,7 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
     if not path.exists():
         raise WorkloadDefinitionError(f"{path}: no such pytest file or folder.")
     collector = _Collector()
-    with quiet_session():
+    with quiet_session(silent=True):  # the test list is not the user's business; errors are collected below
         code = pytest.main([str(path), "--collect-only", *SESSION_OPTIONS], plugins=[collector])
     if collector.errors:
         raise WorkloadDefinitionError(
@@ -110,11 +113,16 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
 def measuring_tests_in(path: Path) -> list[str]:
     """The measuring tests of a file pytest cannot collect, read from its syntax: `test_x` and `TestGroup::test_y`
     that take a `benchmark` or `perf` argument (parametrised tests cannot be named so and are left out); none when
-    the file cannot be parsed."""
+    the file cannot be read. A file that is not valid Python is read line by line: its top-level `def test_x(...
+    benchmark ...` lines, so that its tests are `error` rows, not dropped."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return _TOP_LEVEL_MEASURING_TEST.findall(text)
 
     def measuring(nodes: list[ast.stmt]) -> list[str]:
         functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
