@@ -149,8 +149,8 @@ def _stale(rows: tuple[MetricComparison, ...], changes: tuple[ExpectedChange, ..
     said = []
     ids = {row.case_id for row in rows}
     for i, c in enumerate(changes):
-        name = f"expected change #{i + 1} (case {c.case!r}: {c.reason})"
-        if not any(case_pattern(c.case).matches(cid) for cid in ids):
+        name, pattern = f"expected change #{i + 1} (case {c.case!r}: {c.reason})", case_pattern(c.case)
+        if not any(pattern.matches(cid) for cid in ids):
             said.append(f"{name} matches no case compared here: a typo, or its cases were not selected")
         elif not c.removed and not any(row.verdict in _WORSE and c.covers(row) for row in rows):
             said.append(

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 RESULTS_FILE = "results.json"
 LEFT_OUT_KEY = "left_out"  # results settings: tests left out on purpose (perfci/compare/coverage.py)
-WRITE_FAILED_EXIT = 2  # perfci's code for a failure that is not a regression (errors.PerfciError), nothing compared too
+NOT_A_REGRESSION_EXIT = 2  # perfci's code for a failure that is not a regression: unwritable, nothing compared
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -130,7 +130,7 @@ class PerfciSession:
                 dump_results(run, path)
             except OSError as exc:  # checked at configure time; what is left: no permission, a full disk, a race
                 self.error = f"perfci could not write {path}: {exc.strerror or exc}"
-                return WRITE_FAILED_EXIT
+                return NOT_A_REGRESSION_EXIT
             self.written = path if self.out is not None else None
             return self._compare(path) if self.baseline is not None else 0
 
@@ -144,7 +144,7 @@ class PerfciSession:
             self.error = f"perfci: {what}: nothing written to {self.out}"
             return 0
         self.error = f"perfci: {what}, so nothing was compared with {self.baseline}"
-        return WRITE_FAILED_EXIT
+        return NOT_A_REGRESSION_EXIT
 
     def _compare(self, candidate: Path) -> int:
         from perfci.api.compare import CompareRequest, DecisionOptions, Outputs, compare_files

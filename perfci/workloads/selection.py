@@ -14,7 +14,8 @@ from pathlib import Path
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
 from perfci.patterns import CasePattern, matches_any
-from perfci.workloads.discovery import BUILTIN_SUITES, PYTEST_PREFIX, builtin_source, expand_paths
+from perfci.workloads.discovery import BUILTIN_SUITES, builtin_source, expand_paths
+from perfci.workloads.pytest_cases import pytest_source
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def plan_sources(paths: Sequence[Path], suites: Sequence[str], pytest: Sequence[
     for p in pytest:
         if not p.exists():
             raise WorkloadDefinitionError(f"{p}: no such pytest file or folder.")
-        sources.append(f"{PYTEST_PREFIX}{p}")
+        sources.append(pytest_source(p))
     sources += [builtin_source(s) for s in suites if s in BUILTIN_SUITES and builtin_source(s) not in sources]
     return sources or [builtin_source("default")]
 
