@@ -59,6 +59,7 @@ from perfci.cli.options import (
 from perfci.compare.gate import ExitCode
 from perfci.format.model import RunResult
 from perfci.options import SEED, SPEED_REFERENCE
+from perfci.patterns import pytest_expression_hint
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
@@ -227,6 +228,8 @@ def list_cases(
             out.print(f"{spec.id}  (left out: {reason})", highlight=False, markup=False)
         if not selected:
             err.print(f"{nothing_selected(patterns, suites, devices)}.", highlight=False, markup=False)
+            if hint := pytest_expression_hint(patterns):
+                err.print(f"hint: {hint}", highlight=False, markup=False, soft_wrap=True)
         if not show_all:
             note_other_devices(choice)
         return 0

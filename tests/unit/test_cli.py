@@ -118,6 +118,17 @@ def test_list_builtin_default_suite() -> None:
     assert "default.matmul[n=384,dtype=float32]@cpu" in result.stdout
 
 
+@pytest.mark.parametrize("command", [["list"], ["run", "--out", "never"]])
+def test_a_pytest_style_k_expression_is_explained(command: list[str]) -> None:
+    """`-k "matmul or softmax"` is one substring to perfci and matches nothing: said, with what works."""
+    result = runner.invoke(app, [*command, "-k", "matmul or softmax"])
+    assert result.exit_code == (0 if command == ["list"] else 2), result.output
+    assert "matches no case" in result.stderr and "several: -k matmul -k softmax" in result.stderr
+    worked = runner.invoke(app, ["list", "-k", "matmul", "-k", "softmax"])  # what the hint says does work
+    assert "default.matmul[n=384,dtype=float32]@cpu" in worked.stdout and "default.softmax" in worked.stdout
+    assert not Path("never").exists()
+
+
 def test_env_json_says_no_gpu_plainly() -> None:
     result = runner.invoke(app, ["env", "--format", "json"])
     assert result.exit_code == 0
