@@ -39,7 +39,10 @@ from perfci.engine.progress import LookDone, ProgressFn
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, NoCasesError, WorkloadDefinitionError
 from perfci.format.model import (
+    CaseError,
+    CaseResult,
     CaseSpec,
+    CaseStatus,
     Comparison,
     Direction,
     GitInfo,
@@ -47,15 +50,25 @@ from perfci.format.model import (
     RunResult,
     Verdict,
 )
+from perfci.format.schema import dump_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
 from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK, PAIRS_AT_ONCE
+from perfci.workloads.discovery import PYTEST_PREFIX
 
 _LIST_SCRIPT = """
 import json, sys
+from perfci.errors import WorkloadDefinitionError
 from perfci.workloads.discovery import cases_from_sources
-specs = cases_from_sources(json.loads(sys.argv[1]))
-rows = [dict(workload=s.workload, params=s.params, device=s.device, source=s.source, tags=list(s.tags),
-             suite=s.suite) for s in specs]
+rows, failed = [], {}
+for source in json.loads(sys.argv[1]):  # one at a time: a file that does not import is named, the others listed
+    try:
+        specs = cases_from_sources([source])
+    except WorkloadDefinitionError as exc:
+        failed[source] = exc.message
+        continue
+    rows += [dict(workload=s.workload, params=s.params, device=s.device, source=s.source, tags=list(s.tags),
+                  suite=s.suite) for s in specs]
+print("PERFCI_FAILED " + json.dumps(failed))
 print("PERFCI_CASES " + json.dumps(rows))
 """
 
@@ -85,8 +98,17 @@ class ABOutcome:
     elapsed_s: float
 
 
-def list_cases(side: Side, sources: list[str], python: str | None = None) -> list[CaseSpec]:
-    """Discover the side's cases in a subprocess with the side's environment (its own code is imported)."""
+@dataclass(frozen=True)
+class Listing:
+    """One side's cases, and the sources that could not be listed there (source -> why)."""
+
+    specs: list[CaseSpec]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def list_cases(side: Side, sources: list[str], python: str | None = None) -> Listing:
+    """Discover the side's cases in a subprocess with the side's environment (its own code is imported); a source
+    that does not import there is named in `failed`, and the others are listed."""
     cmd = [python or sys.executable, "-c", _LIST_SCRIPT, json.dumps(sources)]
     try:
         proc = subprocess.run(cmd, cwd=side.root, env=side.env, capture_output=True, text=True, timeout=600)
@@ -97,7 +119,47 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> lis
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise WorkloadDefinitionError(f"cannot list the cases of {side.label}: {tail}")
     rows: list[dict[str, Any]] = json.loads(line[len("PERFCI_CASES ") :])
-    return [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows]
+    failed = next((ln for ln in proc.stdout.splitlines() if ln.startswith("PERFCI_FAILED ")), None)
+    return Listing(
+        [CaseSpec(**{**r, "tags": tuple(r["tags"])}) for r in rows],
+        json.loads(failed[len("PERFCI_FAILED ") :]) if failed is not None else {},
+    )
+
+
+def _relative(source: str, side: Side) -> Path:
+    """A source (workload file, `pytest:` file or folder) as a path in the side's checkout, to match across sides."""
+    path = Path(source.removeprefix(PYTEST_PREFIX))
+    try:
+        return path.resolve().relative_to(side.root.resolve())
+    except ValueError:
+        return path
+
+
+def unlisted_cases(side: Side, failed: dict[str, str], other: Side, other_specs: list[CaseSpec]) -> list[CaseResult]:
+    """`error` results, on `side`, for the cases the other side lists from a file that does not import on `side`
+    (a pull request that breaks one workload file): its other files are still measured and compared."""
+    broken = {_relative(src, side): why for src, why in failed.items()}
+    out = []
+    for spec in other_specs:
+        where = _relative(spec.source, other)
+        why = next((w for p, w in broken.items() if where == p or p in where.parents), None)
+        if why is not None:
+            out.append(CaseResult.of(spec, CaseStatus.ERROR, errors=(CaseError("raised", f"{side.label}: {why}"),)))
+    return out
+
+
+def _check_listings(base: Listing, head: Listing, sides: tuple[Side, Side]) -> None:
+    """What stays an error of the A/B (exit 2): a side where nothing could be listed (nothing would be compared),
+    and a file that imports on neither side."""
+    for listing, side in ((base, sides[0]), (head, sides[1])):
+        if listing.failed and not listing.specs:
+            raise WorkloadDefinitionError(
+                f"cannot list the cases of {side.label}: {next(iter(listing.failed.values()))}"
+            )
+    on_base = {_relative(src, sides[0]) for src in base.failed}
+    for src, why in head.failed.items():
+        if _relative(src, sides[1]) in on_base:
+            raise WorkloadDefinitionError(f"cannot list the cases of either revision: {why}")
 
 
 def first_look(pairs: int | None, specs: list[CaseSpec]) -> int:
@@ -240,6 +302,10 @@ def _fingerprint(side: Side) -> dict[str, Any] | None:
     return side.environment.fingerprint if side.environment is not None else None
 
 
+def _with_cases(run: RunResult, extra: list[CaseResult]) -> RunResult:
+    return replace(run, cases=(*run.cases, *extra)) if extra else run
+
+
 def _with_git(run: RunResult, side: Side) -> RunResult:
     git = GitInfo(commit=side.commit, branch=None, dirty=False) if side.commit else run.git
     return replace(run, git=git)
@@ -264,10 +330,14 @@ def run_ab(
         listing = [
             pool.submit(list_cases, side, src, side.python) for side, src in ((base, sources[0]), (head, sources[1]))
         ]
-        listed_a, listed_b = (f.result() for f in listing)
+        listing_a, listing_b = (f.result() for f in listing)
+    _check_listings(listing_a, listing_b, (base, head))
+    listed_a, listed_b = listing_a.specs, listing_b.specs
     chosen = None if select is None else select([s.id for s in (*listed_a, *listed_b)])  # one split of both sides
     specs_a = [s for s in listed_a if chosen is None or s.id in chosen]
     specs_b = [s for s in listed_b if chosen is None or s.id in chosen]
+    unlisted_a = unlisted_cases(base, listing_a.failed, head, specs_b)
+    unlisted_b = unlisted_cases(head, listing_b.failed, base, specs_a)
     listed = clock()
     if not specs_a and not specs_b:
         raise NoCasesError("no cases to compare on either revision.")
@@ -310,6 +380,7 @@ def run_ab(
             looks += 1
             t0 = clock()
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
+            run_a, run_b = _with_cases(run_a, unlisted_a), _with_cases(run_b, unlisted_b)
             comparison = compare_runs(run_a, run_b, decision, (base.label, head.label), paired=True)
             comparison, moded = cap_process_modes(comparison, run_a, run_b)  # two speeds by process (ab/bimodal.py)
             comparison, unreachable = mark_out_of_reach(comparison, decision, paired.next_index, planned)
@@ -330,6 +401,9 @@ def run_ab(
     finally:
         paired.discard_spares()  # a pair started ahead that no look needed
     assert comparison is not None
+    for runner, run, extra_cases in ((runner_a, run_a, unlisted_a), (runner_b, run_b, unlisted_b)):
+        if extra_cases:  # the side's results file holds its cases that could not be listed too
+            dump_results(run, runner.out_dir / "results.json")
     note = unsettled_warning(comparison, decision)
     if note is not None:
         comparison = replace(comparison, warnings=(*comparison.warnings, note))

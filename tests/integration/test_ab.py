@@ -115,6 +115,32 @@ def test_ab_names_the_side_whose_cases_cannot_be_listed(repo: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_ab_a_file_broken_at_head_is_error_rows_and_the_others_are_compared(repo: Path) -> None:
+    """A pull request that breaks one workload file's import: that file's cases are `error` rows naming the
+    import error (exit 3), and the other files are still measured and compared; no data of theirs is lost."""
+    other = "import perfci\n\n\n@perfci.workload()\ndef other(ctx):\n    return lambda: sum(range(3000))\n"
+    (repo / "perf" / "two.py").write_text(other)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "v3")
+    (repo / "perf" / "two.py").write_text("import no_such_module\n" + other)
+    out = repo / "o5"
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--pairs", "2", "--looks", "1", "--out", str(out))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    rows = json.loads((out / "comparison.json").read_text())["rows"]
+    broken = [r for r in rows if r["case_id"] == "two.other@cpu"]
+    assert [r["verdict"] for r in broken] == ["error"], broken
+    assert "working tree" in broken[0]["note"] and "no_such_module" in broken[0]["note"]
+    measured = {r["case_id"] for r in rows if r["metric"] == "latency.median" and r["verdict"] != "error"}
+    assert measured == {"wl.loop[which=same]@cpu", "wl.loop[which=changed]@cpu"}
+    head = json.loads((out / "head" / "results.json").read_text())
+    assert {c["id"]: c["status"] for c in head["cases"]}["two.other@cpu"] == "error"
+
+    (repo / "perf" / "two.py").write_text("import no_such_module\n")  # broken at base too: nothing to compare
+    git(repo, "commit", "-qam", "v4")
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--out", str(repo / "o6"))
+    assert proc.returncode == 2 and "cannot list the cases of either revision" in proc.stderr, proc.stderr
+
+
 HOG = """
 import perfci
 
