@@ -58,12 +58,6 @@ class Sources:
     pytest: list[Path] | None = None
 
 
-NO_WORKLOADS_HINT = (
-    "name workload files or folders (perfci ab BASE -- perf/, or --path), pytest benchmarks (--pytest PATH), "
-    "set `paths` or `pytest` in [tool.perfci], or run the built-in suite on purpose with --suite default"
-)
-
-
 @dataclass(frozen=True)
 class Chosen:
     """What an A/B measures, named in the working tree: given or configured paths, pytest paths and suites; or,
@@ -104,8 +98,13 @@ def side_sources(chosen: Chosen, repo: Path, root: Path) -> list[str]:
     return listed + [pytest_source(t) for t in tests] + [builtin_source(s) for s in chosen.suites]
 
 
-def nothing_to_measure(project: Path, hint: str = NO_WORKLOADS_HINT) -> UsageError:
-    """Nothing given, configured or found in the project's conventional folders: said, never a silent pass."""
+def nothing_to_measure(project: Path, paths_how: str = "perfci ab BASE -- perf/, or --path") -> UsageError:
+    """Nothing given, configured or found in the project's conventional folders: said, never a silent pass.
+    `paths_how`: how the command names workload paths (`ab` takes them after `--`, `ci` by `--path`)."""
+    hint = (
+        f"name workload files or folders ({paths_how}), pytest benchmarks (--pytest PATH), set `paths` or `pytest` "
+        "in [tool.perfci], or run the built-in suite on purpose with --suite default"
+    )
     return UsageError(
         f"nothing to measure: no workload paths or pytest benchmarks given or configured, and no perfci "
         f"workloads in {project}'s perf/ or benchmarks/ (nor pytest benchmarks in benchmarks/, bench/, perf/ or "

@@ -39,10 +39,6 @@ from perfci.workloads.conventional import conventional_sources
 MODES = ("auto", "ab", "baseline")
 MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in the summary and the report
 VERDICT_WORDS = {ExitCode.OK: "pass", ExitCode.REGRESSION: "regression", ExitCode.FAILED: "error"}
-NO_WORKLOADS_HINT = (
-    "name workload files or folders (--path), pytest benchmarks (--pytest PATH), set `paths` or `pytest` in "
-    "[tool.perfci], or run the built-in suite on purpose with --suite default"
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,7 +207,7 @@ def run_sources(
         return list(chosen.paths), list(chosen.pytest), list(chosen.suites)
     found = conventional_sources(chosen.conventional)
     if not found:
-        raise nothing_to_measure(chosen.conventional, NO_WORKLOADS_HINT)
+        raise nothing_to_measure(chosen.conventional, "--path")
     notify(f"no workload paths given or configured: measuring the project's {found.describe(chosen.conventional)}")
     return list(found.workloads), list(found.pytest), []
 
