@@ -20,15 +20,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
-from perfci.reports.units import format_threshold
+from perfci.reports.units import byte_change_interval, format_threshold
 
 
 def _pct(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1.0) * 100:+.2f}%"
 
 
+def _interval(r: MetricComparison) -> str:
+    if r.ratio_low is None or r.ratio_high is None:
+        return ""
+    in_bytes = byte_change_interval(r.ratio_low, r.ratio_high, r.baseline, r.unit)
+    return f" [{in_bytes if in_bytes is not None else f'{_pct(r.ratio_low)} .. {_pct(r.ratio_high)}'}]"
+
+
 def _line(r: MetricComparison) -> str:
-    interval = f" [{_pct(r.ratio_low)} .. {_pct(r.ratio_high)}]" if r.ratio_low is not None else ""
+    interval = _interval(r)
     threshold = f", threshold {format_threshold(r.metric, r.threshold, r.unit)}" if r.threshold is not None else ""
     extra = f" ({r.note})" if r.note else ""
     expected = f" [expected: {r.expected}]" if r.expected else ""

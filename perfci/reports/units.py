@@ -70,14 +70,18 @@ def format_change_interval(low: float | None, high: float | None, baseline: floa
     halving or doubling its baseline, the same interval as byte differences (`-30 KiB .. +128 MiB`)."""
     if low is None or high is None:
         return "-"
-    if (
-        unit == "B"
-        and baseline
-        and math.isfinite(baseline)
-        and not _BYTES_AS_DELTA[0] <= low <= high <= _BYTES_AS_DELTA[1]
-    ):
-        return f"{_signed_bytes(baseline * (low - 1.0))} .. {_signed_bytes(baseline * (high - 1.0))}"
-    return f"{format_ratio(low)} .. {format_ratio(high)}"
+    in_bytes = byte_change_interval(low, high, baseline, unit)
+    return in_bytes if in_bytes is not None else f"{format_ratio(low)} .. {format_ratio(high)}"
+
+
+def byte_change_interval(low: float, high: float, baseline: float | None, unit: str) -> str | None:
+    """A byte metric's interval as byte differences (`-30 KiB .. +128 MiB`) where it is wider than halving or
+    doubling its baseline; None where a percentage reads better (any other metric, or a narrower interval)."""
+    if unit != "B" or not baseline or not math.isfinite(baseline):
+        return None
+    if _BYTES_AS_DELTA[0] <= low <= high <= _BYTES_AS_DELTA[1]:
+        return None
+    return f"{_signed_bytes(baseline * (low - 1.0))} .. {_signed_bytes(baseline * (high - 1.0))}"
 
 
 def _signed_bytes(delta: float) -> str:

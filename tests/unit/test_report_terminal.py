@@ -10,6 +10,7 @@ from rich.console import Console
 from perfci.format.model import CaseResult, CaseSpec, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics import case_metrics
 from perfci.reports.case_table import id_lines
+from perfci.reports.junit import render_junit
 from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, run_table, verdict_line
 from tests.report_fixtures import suite_comparison
 
@@ -219,3 +220,6 @@ def test_a_byte_metrics_wide_interval_is_shown_in_bytes_a_narrow_one_in_percent(
     assert "-32 KiB .. +128 MiB" in lines["k.a@cpu"] and "+409" not in lines["k.a@cpu"]
     assert "-1.0% .. +2.0%" in lines["k.b@cpu"]
     assert "-70.0% .. +200.0%" in lines["k.c@cpu"]
+    junit = render_junit(Comparison("a", "b", (wide, narrow, timed)))  # the CI test report says the same
+    assert "[-32 KiB .. +128 MiB]" in junit and "+409" not in junit
+    assert "[-1.00% .. +2.00%]" in junit and "[-70.00% .. +200.00%]" in junit
