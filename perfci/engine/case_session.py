@@ -158,6 +158,8 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     runtime = torch_for(wl.setup)  # imported here when the set-up would import it: not the case's memory
     set_threads(job.threads)
     warm_runtime(runtime, ctx.device)  # lazy initialisation (thread pools, first kernels) is nobody's memory
+    if wl.preload is not None:
+        wl.preload()  # work shared by several cases (a pytest file's session) is no one case's memory either
     own = case_memory(ctx.device)
     own.start()
     memory.reset_peak_rss()

@@ -71,6 +71,9 @@ class Workload:
     tags: tuple[str, ...] = ()
     skip: SkipFn | None = None
     timing: Mapping[str, Any] = field(default_factory=dict)
+    # work shared by several cases, done before a case's own memory is measured (a pytest file's session, which
+    # sets up all of the file's measuring tests at once); None for a workload whose set-up is its own
+    preload: Callable[[], object] | None = None
 
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
         return self.setup(ctx, **params)

@@ -119,6 +119,12 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     unimportable = rows["bench/test_other.py::test_other@cpu"]  # its test read from the file's text
     assert unimportable["verdict"] == "error" and "no_such_module" in unimportable["note"], unimportable
     assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
+    # a test's own memory is its own: not pytest's session start and the file's fixtures, which went to whichever
+    # test came first in its worker (14 MB in one round, 0 in the next)
+    for side in ("base", "head"):
+        doc = json.loads((out / side / "results.json").read_text())
+        own = {c["id"]: [r["telemetry"]["memory_host_bytes"] for r in c["rounds"]] for c in doc["cases"] if c["rounds"]}
+        assert own and max(max(v) for v in own.values()) < 4 * 2**20, (side, own)
 
 
 def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
