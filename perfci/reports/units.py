@@ -25,13 +25,18 @@ def format_bytes(b: float | None) -> str:
     return f"{b:.0f} B"
 
 
+# memory is counted in pages or allocator blocks: a figure or a difference of a byte or less is the 1-byte stand-in
+# for 0 (metrics/rounds.py keeps 0 bytes as 1 so that ratios stay finite)
+_ZERO_BYTES = 1.0
+
+
 def format_value(value: float | None, unit: str) -> str:
     if value is None or not math.isfinite(value):
         return "-"
     if unit == "s":
         return format_seconds(value)
-    if unit == "B":
-        return format_bytes(value)
+    if unit == "B":  # a memory figure of 0 bytes is kept as 1 (metrics/rounds.py): shown as what it means
+        return format_bytes(0.0 if abs(value) <= _ZERO_BYTES else value)
     if unit == "FLOP/s":
         return f"{value / 1e9:.3g} GFLOP/s"
     if not unit:  # a pure number (an accuracy figure)
@@ -87,6 +92,8 @@ def byte_change_interval(low: float, high: float, baseline: float | None, unit: 
 def _signed_bytes(delta: float) -> str:
     if not math.isfinite(delta):
         return "-"
+    if abs(delta) <= _ZERO_BYTES:
+        return "0 B"
     return ("+" if delta >= 0 else "-") + format_bytes(abs(delta))
 
 

@@ -223,3 +223,10 @@ def test_a_byte_metrics_wide_interval_is_shown_in_bytes_a_narrow_one_in_percent(
     junit = render_junit(Comparison("a", "b", (wide, narrow, timed)))  # the CI test report says the same
     assert "[-32 KiB .. +128 MiB]" in junit and "+409" not in junit
     assert "[-1.00% .. +2.00%]" in junit and "[-70.00% .. +200.00%]" in junit
+
+
+def test_a_memory_figure_of_nothing_reads_0_bytes() -> None:
+    """0 bytes is kept as 1 (so that ratios stay finite): a table shows it as 0 B, and an interval from it too."""
+    nothing = MetricComparison("k.a@cpu", "memory.host", Verdict.UNCHANGED, "B", 1.0, 1.0, 1.0, 1 / 4096, 4096.0)
+    line = next(line for line in _case_lines(_text(comparison_table(Comparison("a", "b", (nothing,))))))
+    assert line.count("0 B") >= 3 and "1 B" not in line and "0 B .. +4 KiB" in line, line
