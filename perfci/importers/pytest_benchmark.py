@@ -8,7 +8,12 @@ they cannot show) and `imported_block`. Fewer than 2 * MIN_BLOCK timings make on
 `inconclusive` ("too few rounds to estimate the noise"). pytest-benchmark's own summary (`stats` without `data`)
 is kept in the first round's telemetry. Raw timings are required: without them no statistic could be
 recomputed, so the file is refused with a hint to add `--benchmark-save-data`.
-Case id: `<test module stem>.<test name>[params]@cpu`.
+Case id: the test's pytest node id then `@cpu` (`bench/test_b.py::test_sum[100]@cpu`), the id the pytest plugin and
+`perfci ab --pytest` give the same test, so an imported session is a baseline for either. pytest-benchmark writes
+the node id relative to its session's rootdir; where that was not the project root, the comparison still pairs the
+two paths (perfci/compare/case_ids.py). A benchmark without a node id is named `pytest_benchmark.<name>@cpu`.
+Files imported by perfci 0.1.0 before this named a case `<module stem>.<test name>[params]@cpu`: import the
+pytest-benchmark file again to compare them with the plugin's results.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from perfci.format.jsonfile import parse_json_text
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
 from perfci.format.schema import RESULTS
 from perfci.metrics import case_metrics
+from perfci.workloads.pytest_cases import GROUP_TAG, PYTEST_SUITE
 
 
 def _param_value(v: object) -> ParamValue:
@@ -114,10 +120,9 @@ def _summary(stats: dict[str, Any]) -> dict[str, float | int]:
 def _case(bench: object, source: str, index: int) -> CaseResult:
     bench = _table(bench, source, f"benchmarks/{index}")
     fullname = str(bench.get("fullname") or bench.get("name") or f"benchmark{index}")
-    module = Path(fullname.split("::", 1)[0]).stem if "::" in fullname else "pytest_benchmark"
-    name = str(bench.get("name", fullname)).split("[", 1)[0]
     raw_params = _table(bench.get("params"), source, f"benchmarks/{index}/params")
     params = {str(k): _param_value(v) for k, v in raw_params.items()}
+    group = bench.get("group")
     stats = _table(bench.get("stats"), source, f"benchmarks/{index}/stats")
     samples = _samples(stats, source, f"benchmarks/{index}/stats", fullname)
     parts = blocks(samples)
@@ -133,6 +138,7 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
             telemetry={
                 "imported_from": "pytest-benchmark",
                 "fullname": fullname,
+                **({"pytest_benchmark_params": params} if params and i == 0 else {}),
                 "in_process": True,
                 "imported_block": [i, len(parts)],
                 **({"pytest_benchmark_stats": _summary(stats)} if i == 0 else {}),
@@ -140,7 +146,12 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
         )
         for i, part in enumerate(parts)
     )
-    spec = CaseSpec(workload=f"{module}.{name}", params=params, device="cpu", source=source, suite=module)
+    if "::" in fullname:  # the node id already holds the parameters (`test_sum[100]`)
+        spec = CaseSpec(workload=fullname, params={}, device="cpu", source=source, suite=PYTEST_SUITE,
+                        tags=(f"{GROUP_TAG}{group}",) if group else ())  # fmt: skip
+    else:
+        name = f"pytest_benchmark.{fullname.split('[', 1)[0]}"
+        spec = CaseSpec(workload=name, params=params, device="cpu", source=source, suite=PYTEST_SUITE)
     return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, None, None))
 
 

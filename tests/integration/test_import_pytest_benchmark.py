@@ -51,7 +51,9 @@ def test_import_and_compare(tmp_path: Path, bench_json: Path) -> None:
     proc = run("-m", "perfci", "import", "pytest-benchmark", str(bench_json), "--out", "imported.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     imported = load_results(tmp_path / "imported.json")
-    assert sorted(c.id for c in imported.cases) == ["test_bench.test_sum[n=1000]@cpu", "test_bench.test_sum[n=100]@cpu"]
+    # the ids the pytest plugin gives the same tests: an imported session is a baseline for its gate
+    ids = sorted(c.id for c in imported.cases)
+    assert ids == ["test_bench.py::test_sum[1000]@cpu", "test_bench.py::test_sum[100]@cpu"]
     # the raw timings in consecutive blocks, one round each, so that a comparison can estimate the noise
     assert all(len(c.rounds) == 5 and all(len(r.samples) >= 3 for r in c.rounds) for c in imported.cases)
     first = imported.cases[0].rounds[0].telemetry
@@ -60,6 +62,23 @@ def test_import_and_compare(tmp_path: Path, bench_json: Path) -> None:
     same = run("-m", "perfci", "compare", "imported.json", "imported.json", "--format", "json", cwd=tmp_path)
     assert same.returncode == 0, same.stdout + same.stderr
     assert {r["verdict"] for r in json.loads(same.stdout)["rows"]} == {"unchanged"}
+
+
+def test_an_imported_session_is_a_baseline_for_the_pytest_plugins_gate(tmp_path: Path, bench_json: Path) -> None:
+    """pytest-benchmark's saved session, imported, then `pytest --perfci-compare` in the folder of the tests: every
+    test is matched and compared (nothing missing, nothing new)."""
+    base = tmp_path / "imported.json"
+    proc = run("-m", "perfci", "import", "pytest-benchmark", str(bench_json), "--out", str(base), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    tests = bench_json.parent
+    out = tmp_path / "gate"
+    gate = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_bench.py", f"--perfci-compare={base}",
+               "--perfci-out", str(out), "--perfci-rounds", "2", cwd=tests)  # fmt: skip
+    assert gate.returncode in (0, 1), gate.stdout + gate.stderr  # the verdicts themselves are this machine's
+    rows = json.loads((out / "comparison.json").read_text())["rows"]
+    compared = {r["case_id"] for r in rows if r["verdict"] not in ("missing", "new")}
+    assert compared == {"test_bench.py::test_sum[1000]@cpu", "test_bench.py::test_sum[100]@cpu"}, rows
+    assert not [r for r in rows if r["verdict"] in ("missing", "new")], rows
 
 
 def test_an_imported_slowdown_gates(tmp_path: Path, bench_json: Path) -> None:
