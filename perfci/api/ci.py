@@ -34,6 +34,7 @@ from perfci.engine.progress import ProgressFn
 from perfci.errors import UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 from perfci.options import PAIRS_AT_ONCE
+from perfci.reports.units import format_change_interval
 from perfci.workloads.conventional import conventional_sources
 
 MODES = ("auto", "ab", "baseline")
@@ -243,7 +244,9 @@ def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[
     if outcome.comparison is not None:
         for r in outcome.comparison.rows:
             interval = (
-                f" (interval {_change(r.ratio_low)} .. {_change(r.ratio_high)})" if r.ratio_low is not None else ""
+                f" (interval {format_change_interval(r.ratio_low, r.ratio_high, r.baseline, r.unit)})"
+                if r.ratio_low is not None and r.ratio_high is not None
+                else ""
             )
             if r.verdict is Verdict.REGRESSION:
                 kind = "warning" if r.expected else fail_kind

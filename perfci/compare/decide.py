@@ -43,7 +43,7 @@ from perfci.metrics.registry import (
 )
 from perfci.profilers.device_time import clock_aware
 from perfci.profilers.fingerprint_changes import fingerprint_differences
-from perfci.stats.decision import decide, min_detectable, tolerance_verdict
+from perfci.stats.decision import decide, min_detectable, tolerance_interval, tolerance_verdict
 from perfci.stats.logratio import narrower, paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import geometric_mean, median
 
@@ -160,6 +160,7 @@ def _tolerance_row(
     if mdef.moves == GREW:  # a size does not get slower: it grows (the definition's words)
         verdict = _SIZE_WORDS.get(verdict, verdict)
     mb, mc = median(b), median(c)
+    low, high = tolerance_interval(b, c, by_difference=mdef.moves == GREW)
     return MetricComparison(
         case_id=case_id,
         metric=mdef.name,
@@ -168,8 +169,8 @@ def _tolerance_row(
         baseline=mb,
         candidate=mc,
         ratio=_ratio(mc, mb),
-        ratio_low=_ratio(min(c), max(b)),
-        ratio_high=_ratio(max(c), min(b)),
+        ratio_low=low,
+        ratio_high=high,
         threshold=theta,
         direction=mdef.direction,
         method="tolerance",

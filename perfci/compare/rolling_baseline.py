@@ -30,6 +30,7 @@ from perfci.format.model import (
     RunResult,
     Verdict,
 )
+from perfci.metrics.definition import GREW
 from perfci.metrics.registry import (
     LATENCY,
     MetricDef,
@@ -39,7 +40,7 @@ from perfci.metrics.registry import (
     round_values,
     tolerance_of,
 )
-from perfci.stats.decision import decide, min_detectable, tolerance_verdict
+from perfci.stats.decision import decide, min_detectable, tolerance_interval, tolerance_verdict
 from perfci.stats.rolling import rolling_log_ratio
 from perfci.store.history import HistoryStore, Point, RunInfo
 
@@ -160,10 +161,10 @@ def _tolerance_row(
     base = [p.value for p in pts]
     verdict = tolerance_verdict(base, cand, theta, slack, mdef.direction.value == "higher")
     mb, mc = sorted(base)[len(base) // 2], sorted(cand)[len(cand) // 2]
+    low, high = tolerance_interval(base, cand, by_difference=mdef.moves == GREW)
     return MetricComparison(
         case_id=case_id, metric=mdef.name, verdict=Verdict(verdict), unit=mdef.unit, baseline=mb, candidate=mc,
-        ratio=mc / mb if mb else None, ratio_low=min(cand) / max(base) if max(base) else None,
-        ratio_high=max(cand) / min(base) if min(base) else None, threshold=theta,
+        ratio=mc / mb if mb else None, ratio_low=low, ratio_high=high, threshold=theta,
         direction=mdef.direction, method="tolerance", n_baseline=len(base), n_candidate=len(cand),
     )  # fmt: skip
 

@@ -132,6 +132,28 @@ def min_detectable(est: LogRatio, alpha: float, power: float = POWER) -> float:
     return change_of((est.t_quantile(1.0 - alpha) + est.t_quantile(power)) * est.se)
 
 
+def tolerance_interval(
+    baseline: Sequence[float], candidate: Sequence[float], by_difference: bool = False
+) -> tuple[float | None, float | None]:
+    """The range of candidate / baseline over the rounds of a tolerance comparison (module docstring).
+
+    By ratio: (lowest candidate / highest baseline, highest candidate / lowest baseline); None where the divisor
+    is 0. By difference (sizes, whose rounds may read 0 or one page): the rounds' differences, lowest candidate
+    minus highest baseline and highest candidate minus lowest baseline, over the baseline's median, plus 1, so
+    that the baseline's median times (bound - 1) is the difference in the metric's unit. The ratio of a 12 KiB
+    figure to a round that read nothing (1 byte) said +144 MiB; its differences say what they are, +-12 KiB.
+    """
+    if not baseline or not candidate:
+        raise ValueError("tolerance_interval needs values on both sides")
+    lo_c, hi_c, lo_b, hi_b = min(candidate), max(candidate), min(baseline), max(baseline)
+    if by_difference:
+        mb = sorted(baseline)[len(baseline) // 2]
+        if not mb:
+            return None, None
+        return 1.0 + (lo_c - hi_b) / mb, 1.0 + (hi_c - lo_b) / mb
+    return (lo_c / hi_b if hi_b else None), (hi_c / lo_b if lo_b else None)
+
+
 def tolerance_verdict(
     baseline: Sequence[float],
     candidate: Sequence[float],

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfci.stats.decision import cutoff, decide, effective_threshold, tolerance_verdict
+from perfci.stats.decision import cutoff, decide, effective_threshold, tolerance_interval, tolerance_verdict
 from perfci.stats.logratio import LogRatio, paired_differences, trimmed_mean_se, unpaired_log_ratio
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
@@ -107,6 +107,24 @@ def test_tolerance_rule() -> None:
         "inconclusive"
     )
     assert tolerance_verdict([10.0], [9.0], 0.01, 0.0, higher_is_better=True) == "regression"
+
+
+def test_tolerance_interval_by_ratio_and_by_difference() -> None:
+    """By ratio: extremes over extremes. By difference (sizes): the rounds' differences over the baseline's median,
+    so that a figure whose rounds read nothing (the 1-byte stand-in for 0) or a page gives +-a page, not x12288."""
+    kib = 1024.0
+    assert tolerance_interval([100.0, 102.0], [99.0, 101.0]) == pytest.approx((99 / 102, 101 / 100))
+    assert tolerance_interval([0.0, 1.0], [1.0]) == (1.0, None)  # no lowest baseline to divide by
+    base, cand = [1.0, 12 * kib, 12 * kib], [1.0, 8 * kib, 12 * kib]
+    assert tolerance_interval(base, cand)[1] == pytest.approx(12 * kib)  # 12 KiB over 1 byte
+    low, high = tolerance_interval(base, cand, by_difference=True)
+    assert 12 * kib * (low - 1) == pytest.approx(1.0 - 12 * kib)  # lowest candidate minus highest baseline
+    assert 12 * kib * (high - 1) == pytest.approx(12 * kib - 1.0)  # highest candidate minus lowest baseline
+    mb = 2.0**20  # an ordinary size: the two readings agree to a few parts in a thousand
+    sizes = ([400 * mb, 401 * mb, 400.5 * mb], [400.2 * mb, 401.1 * mb])
+    by_ratio, by_diff = tolerance_interval(*sizes), tolerance_interval(*sizes, by_difference=True)
+    assert by_ratio == pytest.approx(by_diff, abs=3e-3)
+    assert tolerance_interval([0.0], [5.0], by_difference=True) == (None, None)  # a median of 0: no ratio
 
 
 def _aa_false_alarm_rate(trials: int, n: int, looks: int, seed: int) -> float:
