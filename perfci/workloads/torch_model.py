@@ -17,6 +17,7 @@ transformers model with random weights needs no network):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -85,6 +86,20 @@ def _mode(torch: Any, variant: str, device: str) -> Callable[[], AbstractContext
         dtype = torch.bfloat16 if variant == "bf16" else torch.float16
         return lambda: torch.autocast(device_type=kind, dtype=dtype)
     return lambda: torch.no_grad()
+
+
+def _refuse_a_module(given: object) -> None:
+    """A module given in place of its factory (`model_workload(net, ...)`: a module is callable too) is refused at
+    definition: called with no arguments, its forward raised "missing 1 required positional argument" in every
+    case, and weights made when the file was imported differ from process to process, where a factory called
+    after the run's seed repeats them exactly."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(given, torch.nn.Module):
+        raise WorkloadDefinitionError(
+            f"model_workload takes a factory that builds the module, not a module ({type(given).__name__}).",
+            hint="pass a function that builds it, e.g. `lambda: MyNet()`: it runs in each case's set-up after the "
+            "run's seed is set, so the weights and the accuracy figures repeat in every process",
+        )
 
 
 class TorchModel:
@@ -157,6 +172,7 @@ def model_workload(
         raise WorkloadDefinitionError(f"unknown model variant {unknown[0]!r}.", hint=f"use {', '.join(MODEL_VARIANTS)}")
     if not callable(factory) or not callable(inputs):
         raise WorkloadDefinitionError("model_workload needs a callable factory and a callable inputs(batch).")
+    _refuse_a_module(factory)
     spec = TorchModel(factory, inputs, {**MODEL_TOLERANCES, **(tolerances or {})})
 
     def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:

@@ -89,3 +89,16 @@ def test_an_unknown_variant_is_refused() -> None:
 
     with pytest.raises(WorkloadDefinitionError, match="unknown model variant 'fp8'"):
         perfci.model_workload(lambda: None, inputs=lambda b: None, variants=["fp8"])
+
+
+def test_a_module_given_for_its_factory_is_refused_with_the_fix() -> None:
+    import torch
+
+    import perfci
+
+    net = torch.nn.Linear(4, 2)
+    with pytest.raises(WorkloadDefinitionError, match=r"not a module \(Linear\)") as refused:
+        perfci.model_workload(net, inputs=lambda b: torch.ones(b, 4))
+    assert "lambda: MyNet()" in (refused.value.hint or "")
+    built = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=lambda b: torch.ones(b, 4), batch=[1, 2])
+    assert len(built.grid()) == 6  # a factory of the same module is taken: 3 default variants x 2 batches
