@@ -159,7 +159,7 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     set_threads(job.threads)
     warm_runtime(runtime, ctx.device)  # lazy initialisation (thread pools, first kernels) is nobody's memory
     if wl.preload is not None:
-        wl.preload()  # work shared by several cases (a pytest file's session) is no one case's memory either
+        wl.preload(ctx.device, ctx.params)  # work shared by several cases is no one case's memory either
     own = case_memory(ctx.device)
     own.start()
     memory.reset_peak_rss()

@@ -71,9 +71,10 @@ class Workload:
     tags: tuple[str, ...] = ()
     skip: SkipFn | None = None
     timing: Mapping[str, Any] = field(default_factory=dict)
-    # work shared by several cases, done before a case's own memory is measured (a pytest file's session, which
-    # sets up all of the file's measuring tests at once); None for a workload whose set-up is its own
-    preload: Callable[[], object] | None = None
+    # work shared by several cases, done before a case's own memory is measured, given the case's device and
+    # parameters: a pytest file's session (it sets up all of the file's measuring tests at once), the first use of
+    # a model workload's machinery; None for a workload whose set-up is all its own
+    preload: Callable[[str, Mapping[str, ParamValue]], object] | None = None
 
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
         return self.setup(ctx, **params)

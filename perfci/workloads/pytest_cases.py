@@ -147,7 +147,7 @@ def pytest_workload(source: str, workload_id: str) -> Workload:
         raise WorkloadDefinitionError(f"{workload_id!r} is not a pytest node id (file::test).")
     rest = workload_id.split("::", 1)[1]
 
-    def run_file() -> Any:
+    def run_file(*_case: object) -> Any:
         from perfci.workloads.pytest_capture import file_tests
 
         return file_tests(path).callable_of(rest)
