@@ -109,8 +109,8 @@ _warmed: set[tuple[str, str]] = set()
 def warm_variant(device: str, params: Mapping[str, ParamValue]) -> None:
     """Run a tiny module through a case's set-up once per process, device kind and variant, before the first such
     case's memory is measured: what loads on first use (autocast's kernels, the accuracy check's NumPy path, the
-    compiler) is no one case's own. Measured on the 2-core VM (docs/measurement.md): unwarmed, the first bf16 case
-    of a worker read 3.7 MiB against 1.9 MiB for the next; the first compile case 145 MiB against 2.3 MiB.
+    compiler) is no one case's own. Unwarmed, the first bf16 case of a process read 3.6 MiB against 1.9 MiB for
+    the next, the first compile case 131 MiB against 4.1 MiB (benchmarks/first_use_memory.py, docs/measurement.md).
     A failure here is left to the case's own set-up, which reports it."""
     variant = str(params.get("variant", "eager"))
     key = (device.split(":")[0], variant)
