@@ -195,7 +195,10 @@ def compare_case(
         reason = cand.errors[0].message if cand.errors else "skipped"
         return [MetricComparison(cand.id, LATENCY, Verdict.MISSING, "s", _value(base), None, note=f"skipped: {reason}")]
     if base.status is not CaseStatus.OK or not base.rounds:
-        return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note="baseline has no data")]
+        # a case that failed or was skipped in the baseline and is measured now: named, not failed
+        word = "skipped" if base.status is CaseStatus.SKIPPED else "failed"
+        note = f"baseline {word}: {base.errors[0].message}" if base.errors else "baseline has no data"
+        return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note=note)]
     alpha = settings.alpha(n_cases)
     busy = contention_note(base, cand)
     busy_wait = busy_machine(base, cand)
