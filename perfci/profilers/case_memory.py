@@ -9,7 +9,9 @@ Why this is the case's own although other cases live in the same process:
   perfci itself uses, cuBLAS's workspace) happens once in `warm_runtime`, before the first case is measured;
 - resident memory adds up: the cases set up earlier stay as they are while this one is set up and called;
 - before each case the C heap's free pages are handed back to the OS (`malloc_trim`): the workers run with a
-  trim threshold of 4 GiB, so without this a case could reuse pages an earlier case freed and look smaller;
+  trim threshold of 4 GiB, so without this a case could reuse pages an earlier case freed and look smaller; and
+  again after its set-up, so that what the set-up allocated and freed (a model's CPU copy, moved to the GPU) is
+  not counted as what it holds;
 - the transient is the RSS high-water mark (reset just before the call) over the RSS just before it.
 """
 
@@ -111,6 +113,10 @@ class HostMemory:
         self.before = self.rss()
 
     def set_up(self) -> None:
+        # what the set-up freed is not its own: below the workers' mmap threshold (engine/runner.py) freed pages
+        # stay in the C heap, so a model made on the CPU and moved to the GPU read its whole CPU copy as host memory
+        gc.collect()
+        self.trim()
         self.after_setup = self.rss()
 
     def before_call(self) -> None:

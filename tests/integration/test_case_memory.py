@@ -39,6 +39,7 @@ def test_memory_host_is_the_cases_own_alone_and_together(tmp_path: Path) -> None
             assert abs(h - solo) <= max(0.02 * solo, MIB), figures
     print(figures)
     assert figures["small_case"][0] < 8 and max(figures["small_case"][1]) < 8
+    assert figures["setup_scratch"][0] < 8 and max(figures["setup_scratch"][1]) < 8  # its freed scratch is not its
     assert abs(figures["big_resident"][0] / 381 - 1) <= 0.05
     assert abs(figures["transient_alloc"][0] / 191 - 1) <= 0.10
     assert _metric(together["small_case"], "memory.host")["value"] < 8 * MIB

@@ -41,3 +41,20 @@ def transient_alloc(ctx):
         return t.sum()
 
     return fn
+
+
+@perfci.workload(timing={"budget_s": 0.1, "min_samples": 3})
+def setup_scratch(ctx):
+    """A set-up that builds its state through a 24 MB scratch tensor it frees (a model made on the CPU, then moved
+    to the GPU, does this): below the workers' 32 MiB mmap threshold the freed pages stay in the C heap, and they
+    are not the case's."""
+    import torch
+
+    scratch = torch.ones(6_000_000)  # float32: 24 MB
+    t = scratch[:1024].clone()
+    del scratch
+
+    def fn():
+        return t.sum()
+
+    return fn
