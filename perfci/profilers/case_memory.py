@@ -80,14 +80,6 @@ def warm_runtime(torch: Any, device: str) -> None:
     with torch.inference_mode():
         torch.nn.functional.gelu(torch.nn.functional.linear(a, w, b))
         torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).to(device)(torch.ones(2, 16, device=device))
-    # Autocast to bf16 (the model workloads' reduced-precision variants) loads its kernels on first use: on the
-    # 2-core VM's CPU 3.9 MiB went to whichever bf16 case came first in its worker (2.5 MiB when it came second),
-    # past the comparison's 1 MiB floor; warmed, the first pays 0.4 MiB more than the next, whatever the shapes.
-    try:
-        with torch.inference_mode(), torch.autocast(kind, dtype=torch.bfloat16):
-            torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU()).to(device)(torch.ones(8, 64, device=device))
-    except RuntimeError:  # no bf16 autocast on this device: nothing to warm
-        pass
     if kind == "cuda":
         torch.cuda.synchronize()
     _warmed.add(kind)
