@@ -102,3 +102,36 @@ def test_a_module_given_for_its_factory_is_refused_with_the_fix() -> None:
     assert "lambda: MyNet()" in (refused.value.hint or "")
     built = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=lambda b: torch.ones(b, 4), batch=[1, 2])
     assert len(built.grid()) == 6  # a factory of the same module is taken: 3 default variants x 2 batches
+
+
+def test_the_warm_up_sets_the_model_up_once_per_variant_at_a_batch_no_case_uses() -> None:
+    """The preload of a model workload: on a CPU, the case's own model once per process and variant (eager and the
+    variant, with the accuracy check), at the smallest batch size the grid leaves free; never on CUDA, where a
+    second set-up of a large model would cost every worker seconds; a compile case's model in eager only.
+    `tests/integration/test_case_memory.py` measures what it is for."""
+    import torch
+
+    import perfci
+    from perfci.workloads.torch_model import off_grid_batch
+
+    assert off_grid_batch([1, 8]) == 2 and off_grid_batch([2, 3]) == 1 and off_grid_batch([1, 2, 3]) == 4
+    built: list[int] = []
+
+    def inputs(batch: int) -> torch.Tensor:
+        built.append(batch)
+        return torch.ones(batch, 4)
+
+    wl = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["eager", "bf16"], batch=[1, 8])
+    assert wl.preload is not None
+    wl.preload("cuda", {"variant": "bf16", "batch": 8})
+    assert built == []  # the small model alone (it failed quietly here, with no GPU): not this one
+    wl.preload("cpu", {"variant": "bf16", "batch": 8})
+    assert built == [2, 2]  # eager, then bf16, at batch 2
+    wl.preload("cpu", {"variant": "bf16", "batch": 1})
+    wl.preload("cpu", {"variant": "eager", "batch": 1})
+    assert built == [2, 2]  # each variant once: eager's went with bf16's
+    compiled = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["compile"], batch=[3])
+    built.clear()
+    assert compiled.preload is not None
+    compiled.preload("cpu", {"variant": "compile", "batch": 3})
+    assert built == [1]  # eager only: a second compilation of the case's model would cost seconds
