@@ -162,22 +162,42 @@ class TorchModel:
         self.warmed: set[tuple[str, str]] = set()  # (device kind, variant) `warm` has set this model up in
 
     def warm(self, device: str, params: Mapping[str, ParamValue], batches: Sequence[int]) -> None:
-        """Before a case's memory window (the workload's preload): the small model (`warm_variant`), then, on a
-        CPU, this model itself once per process and variant at a batch size no case uses. What its layers load on
-        first use (attention's, a recurrent layer's, bf16's kernels for them) is then no one case's, whichever
-        case comes first; each case still pays for its own shapes. A transformer encoder layer's first bf16 case
-        read 5.6-6.7 MiB after the small model alone, against 3.3-3.7 for later ones (docs/measurement.md).
-        Not on CUDA: there a second set-up of a large model would cost every worker of a GPU A/B seconds, and what
-        a CUDA case's own layers load on first use is not measured (docs/measurement.md)."""
+        """Before a case's memory window (the workload's preload): the small model (`warm_variant`), then this
+        model itself, once per process, device kind and variant (`rehearse`). What its layers load on first use
+        (attention's, a recurrent layer's, their bf16 kernels; on CUDA the kernels' code, loaded lazily) is then
+        no one case's, whichever case comes first. On a CPU it runs at a batch size no case uses, so that each case
+        still pays for the caches of its own shapes; on CUDA at each of the workload's batch sizes, because the
+        kernels a GPU library picks, and loads, depend on the size (docs/measurement.md, "Memory")."""
         warm_variant(device, params)
         variant, kind = str(params.get("variant", "eager")), device.split(":")[0]
         own = "eager" if variant == "compile" else variant  # a second compile would cost seconds; its premium is
-        if kind != "cpu":  # the compiler's, which the small model takes
-            return
+        # the compiler's, which the small model takes
         wanted = [each for each in dict.fromkeys(("eager", own)) if (kind, each) not in self.warmed]
         self.warmed.update((kind, each) for each in wanted)
         if wanted:
-            _set_up_quietly(self, device, wanted, off_grid_batch(batches))
+            sizes = sorted(set(batches)) if kind == "cuda" else [off_grid_batch(batches)]
+            self.rehearse(device, wanted, sizes)
+
+    def rehearse(self, device: str, variants: Sequence[str], batches: Sequence[int]) -> None:
+        """One model, built once, called once in each variant (in order: a channels-last conversion stays) at each
+        batch size, keeping nothing. A failure here is left to the case's own set-up, which reports it."""
+        import torch
+
+        try:
+            torch.manual_seed(0)
+            model = self.factory().to(device).eval()
+            for variant in variants:
+                if variant == "channels-last":
+                    model = model.to(memory_format=torch.channels_last)
+                mode = _mode(torch, variant, device)
+                for batch in batches:
+                    args = _to(self.inputs(batch), device, channels_last=variant == "channels-last")
+                    with mode():
+                        _tensors(_caller(model, args)())
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+        except Exception:  # the case's own set-up meets the same failure and names it
+            return
 
     def setup(self, ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
         import torch

@@ -104,15 +104,14 @@ def test_a_module_given_for_its_factory_is_refused_with_the_fix() -> None:
     assert len(built.grid()) == 6  # a factory of the same module is taken: 3 default variants x 2 batches
 
 
-def test_the_warm_up_sets_the_model_up_once_per_variant_at_a_batch_no_case_uses() -> None:
-    """The preload of a model workload: on a CPU, the case's own model once per process and variant (eager and the
-    variant, with the accuracy check), at the smallest batch size the grid leaves free; never on CUDA, where a
-    second set-up of a large model would cost every worker seconds; a compile case's model in eager only.
-    `tests/integration/test_case_memory.py` measures what it is for."""
+def test_the_warm_up_runs_the_model_once_per_variant_at_a_cpu_batch_no_case_uses() -> None:
+    """The preload of a model workload: the case's own model once per process and variant (eager, then the
+    variant), at the smallest batch size the grid leaves free on a CPU and at each of the grid's on CUDA; a compile
+    case's model in eager only. `tests/integration/test_case_memory.py` measures what it is for."""
     import torch
 
     import perfci
-    from perfci.workloads.torch_model import off_grid_batch
+    from perfci.workloads.torch_model import TorchModel, off_grid_batch
 
     assert off_grid_batch([1, 8]) == 2 and off_grid_batch([2, 3]) == 1 and off_grid_batch([1, 2, 3]) == 4
     built: list[int] = []
@@ -121,10 +120,8 @@ def test_the_warm_up_sets_the_model_up_once_per_variant_at_a_batch_no_case_uses(
         built.append(batch)
         return torch.ones(batch, 4)
 
-    wl = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["eager", "bf16"], batch=[1, 8])
+    wl = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["eager", "bf16"], batch=[8, 1])
     assert wl.preload is not None
-    wl.preload("cuda", {"variant": "bf16", "batch": 8})
-    assert built == []  # the small model alone (it failed quietly here, with no GPU): not this one
     wl.preload("cpu", {"variant": "bf16", "batch": 8})
     assert built == [2, 2]  # eager, then bf16, at batch 2
     wl.preload("cpu", {"variant": "bf16", "batch": 1})
@@ -135,3 +132,22 @@ def test_the_warm_up_sets_the_model_up_once_per_variant_at_a_batch_no_case_uses(
     assert compiled.preload is not None
     compiled.preload("cpu", {"variant": "compile", "batch": 3})
     assert built == [1]  # eager only: a second compilation of the case's model would cost seconds
+
+    rehearsed: list[tuple[str, list[str], list[int]]] = []
+    spec = TorchModel(lambda: torch.nn.Linear(4, 2), inputs, {})
+    spec.rehearse = lambda device, variants, batches: rehearsed.append((device, list(variants), list(batches)))  # type: ignore[method-assign]
+    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
+    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
+    spec.warm("cpu", {"variant": "fp16"}, [8, 1, 8])
+    assert rehearsed == [("cuda:0", ["eager", "fp16"], [1, 8]), ("cpu", ["eager", "fp16"], [2])]
+
+
+def test_a_rehearsal_that_fails_is_left_to_the_case() -> None:
+    import torch
+
+    from perfci.workloads.torch_model import TorchModel
+
+    def broken(batch: int) -> torch.Tensor:
+        raise ValueError("inputs need a batch of 8")
+
+    TorchModel(lambda: torch.nn.Linear(4, 2), broken, {}).rehearse("cpu", ["eager"], [2])  # no exception
