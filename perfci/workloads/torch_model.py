@@ -111,7 +111,7 @@ def warm_variant(device: str, params: Mapping[str, ParamValue]) -> None:
     case's memory is measured: what loads on first use (autocast's kernels, the accuracy check's NumPy path, the
     compiler, convolutions) is no one case's own. Unwarmed, the first bf16 case of a process read 5.8 MiB against
     1.9 MiB for the next, the first compile case 131 MiB against 4.2 MiB. It warms only what the small model uses;
-    on a CPU, `TorchModel.warm` then warms the case's own layers (benchmarks/first_use_memory.py,
+    `TorchModel.warm` then warms the case's own layers (benchmarks/first_use_memory.py,
     docs/measurement.md)."""
     variant = str(params.get("variant", "eager"))
     key = (device.split(":")[0], variant)
