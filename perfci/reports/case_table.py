@@ -68,8 +68,9 @@ class CaseTable:
         ]
 
     def wide(self) -> Table:
-        """The rich table: every cell on one line, at its natural width."""
-        table = Table(title=self.title, title_justify="left", caption=self.caption, caption_justify="left")
+        """The rich table: every cell on one line, at its natural width (title and caption go above and under it,
+        unpadded: a table's own are padded with spaces to the table's width, which a CI log keeps at line ends)."""
+        table = Table()
         keep = self.shown()
         table.add_column(self.id_header, no_wrap=True)
         for j in keep:
@@ -93,7 +94,11 @@ class CaseTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
         wide = self.wide()
         if natural_width(console, options, wide) <= options.max_width:
+            if self.title:
+                yield Text(self.title, style="italic")
             yield wide
+            if self.caption is not None:
+                yield self.caption
         else:
             yield compact(self, options.max_width)
 

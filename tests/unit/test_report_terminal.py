@@ -230,3 +230,15 @@ def test_a_memory_figure_of_nothing_reads_0_bytes() -> None:
     nothing = MetricComparison("k.a@cpu", "memory.host", Verdict.UNCHANGED, "B", 1.0, 1.0, 1.0, 1 / 4096, 4096.0)
     line = next(line for line in _case_lines(_text(comparison_table(Comparison("a", "b", (nothing,))))))
     assert line.count("0 B") >= 3 and "1 B" not in line and "0 B .. +4 KiB" in line, line
+
+
+def test_a_ci_log_s_lines_carry_no_padding() -> None:
+    """stdout that is not a terminal gets lines as wide as the ids need (cli/app.py LOG_WIDTH): the title above the
+    table and the caption under it (rows left out, the counts, what it could detect) end where their text does, not
+    padded to the table's width."""
+    _, _, comp = suite_comparison(12)
+    console = Console(width=10_000, record=True, no_color=True)
+    console.print(comparison_table(comp, limit=5))
+    lines = console.export_text().splitlines()
+    assert any(line.startswith("... and ") for line in lines)
+    assert [line for line in lines if line != line.rstrip()] == []
