@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A CUDA model case's own host and device memory (`memory.host`, `memory.device`) per round: `perfci run` of a
+# 1024-4096-1024 MLP, eager and bf16 at batch 8 and 64, four rounds (seed 6 puts each case first in one). The host figure should hold no more than the
+# case's CPU-side objects: the model is built on the CPU and moved, and that freed CPU copy (32 MiB of weights)
+# is not the case's (docs/measurement.md, "Memory").
+# Then times the model warm-up against a case set-up (ResNet-50, below).
+# Usage (device machine, repository root): bash benchmarks/gpu_host_memory.sh
+set -euo pipefail
+source benchmarks/device_env.sh
+nvidia-smi --query-gpu=name --format=csv,noheader
+WORK=$(mktemp -d)
+cat >"$WORK/wl.py" <<'PY'
+import perfci
+import torch
+
+mlp = perfci.model_workload(
+    lambda: torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)),
+    inputs=lambda batch: torch.randn(batch, 1024),
+    variants=["eager", "bf16"],
+    batch=[8, 64],
+    devices=["cuda"],
+)
+PY
+(cd "$WORK" && python3 -m perfci run wl.py --out out --rounds 4 --seed 6 --round-time 0.1 >run.log 2>&1) || { tail -20 "$WORK/run.log"; exit 1; }
+python3 - "$WORK/out/results.json" <<'PY'
+import json
+import sys
+
+doc = json.load(open(sys.argv[1]))
+for case in doc["cases"]:
+    host = [r["telemetry"].get("memory_host_bytes", 0) / 2**20 for r in case["rounds"]]
+    dev = [r["telemetry"].get("memory_device_bytes", 0) / 2**20 for r in case["rounds"]]
+    print(f"{case['id']:<45} host MiB {' '.join(f'{h:6.2f}' for h in host)}   device MiB {' '.join(f'{d:7.2f}' for d in dev)}")
+PY
+# What the warm-up costs a worker: torchvision's ResNet-50 (random weights), batch 32, per variant, against one
+# case's set-up (with its accuracy check) and one call.
+python3 - <<'PY'
+import time
+
+import torch
+import torchvision
+
+from perfci.profilers.case_memory import warm_runtime
+from perfci.workloads.api import WorkloadContext
+from perfci.workloads.torch_model import MODEL_TOLERANCES, TorchModel, warm_variant
+
+warm_runtime(torch, "cuda")
+model = TorchModel(lambda: torchvision.models.resnet50(), lambda b: torch.randn(b, 3, 224, 224), MODEL_TOLERANCES)
+for variant in ("eager", "bf16"):
+    t0 = time.perf_counter()
+    warm_variant("cuda", {"variant": variant})
+    t1 = time.perf_counter()
+    model.warm("cuda", {"variant": variant}, [32])
+    t2 = time.perf_counter()
+    ctx = WorkloadContext(device="cuda", params={}, seed=0)
+    call = model.setup(ctx, variant, 32)
+    if ctx.check is not None:
+        ctx.check()
+    torch.cuda.synchronize()
+    t3 = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    t4 = time.perf_counter()
+    print(f"resnet50 {variant:<6} small model {t1 - t0:.3f} s, own model {t2 - t1:.3f} s; "
+          f"case set-up {t3 - t2:.3f} s, one call {t4 - t3:.3f} s")
+PY
