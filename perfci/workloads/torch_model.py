@@ -159,24 +159,30 @@ class TorchModel:
 
     def __init__(self, factory: Callable[[], Any], inputs: Callable[[int], Any], tolerances: Mapping[str, Tolerance]):
         self.factory, self.inputs, self.tolerances = factory, inputs, tolerances
-        self.warmed: set[tuple[str, str]] = set()  # (device kind, variant) `warm` has set this model up in
+        self.warmed: set[str] = set()  # the device kinds `warm` has rehearsed this model on in this process
 
-    def warm(self, device: str, params: Mapping[str, ParamValue], batches: Sequence[int]) -> None:
-        """Before a case's memory window (the workload's preload): the small model (`warm_variant`), then this
-        model itself, once per process, device kind and variant (`rehearse`). What its layers load on first use
-        (attention's, a recurrent layer's, their bf16 kernels; on CUDA the kernels' code, loaded lazily) is then
-        no one case's, whichever case comes first. On a CPU it runs at a batch size no case uses, so that each case
-        still pays for the caches of its own shapes; on CUDA at each of the workload's batch sizes, because the
+    def warm(
+        self, device: str, params: Mapping[str, ParamValue], variants: Sequence[str], batches: Sequence[int]
+    ) -> None:
+        """Before a case's memory window (the workload's preload): the small model in the case's variant
+        (`warm_variant`), then, once per process and device kind, this model itself in every variant of the
+        workload (`rehearse`: one build). What its layers load on first use (attention's, a recurrent layer's,
+        their bf16 kernels; on CUDA the kernels' code, loaded lazily) is then no one case's, whichever case comes
+        first and whichever cases the run selected. On a CPU it runs at a batch size no case uses, so that each
+        case still pays for the caches of its own shapes; on CUDA at each of the workload's batch sizes, because the
         kernels a GPU library picks, and loads, depend on the size (docs/measurement.md, "Memory")."""
         warm_variant(device, params)
-        variant, kind = str(params.get("variant", "eager")), device.split(":")[0]
-        own = "eager" if variant == "compile" else variant  # a second compile would cost seconds; its premium is
-        # the compiler's, which the small model takes
-        wanted = [each for each in dict.fromkeys(("eager", own)) if (kind, each) not in self.warmed]
-        self.warmed.update((kind, each) for each in wanted)
-        if wanted:
-            sizes = sorted(set(batches)) if kind == "cuda" else [off_grid_batch(batches)]
-            self.rehearse(device, wanted, sizes)
+        kind = device.split(":")[0]
+        if kind in self.warmed:
+            return
+        self.warmed.add(kind)
+        # a compile case's model in eager: a second compilation would cost seconds, and its premium is the
+        # compiler's, which the small model takes; a channels-last conversion stays, so it goes last
+        calls = dict.fromkeys(
+            "eager" if v == "compile" else v for v in ("eager", *variants) if not _cpu_half(device, v)
+        )
+        sizes = sorted(set(batches)) if kind == "cuda" else [off_grid_batch(batches)]
+        self.rehearse(device, sorted(calls, key=lambda v: v == "channels-last"), sizes)
 
     def rehearse(self, device: str, variants: Sequence[str], batches: Sequence[int]) -> None:
         """One model, built once, called once in each variant (in order: a channels-last conversion stays) at each
@@ -273,9 +279,9 @@ def model_workload(
     default_name = getattr(factory, "__name__", "")
     default_name = default_name if default_name.isidentifier() else WORKLOAD_NAME
     made = workload(params=grid, devices=devices, name=name or default_name, tags=tags, skip=_cpu_half)(setup)
-    sizes = list(batch)
+    kinds, sizes = list(variants), list(batch)
 
     def preload(device: str, params: Mapping[str, ParamValue]) -> None:
-        spec.warm(device, params, sizes)
+        spec.warm(device, params, kinds, sizes)
 
     return dataclasses.replace(made, preload=preload)

@@ -104,10 +104,11 @@ def test_a_module_given_for_its_factory_is_refused_with_the_fix() -> None:
     assert len(built.grid()) == 6  # a factory of the same module is taken: 3 default variants x 2 batches
 
 
-def test_the_warm_up_runs_the_model_once_per_variant_at_a_cpu_batch_no_case_uses() -> None:
-    """The preload of a model workload: the case's own model once per process and variant (eager, then the
-    variant), at the smallest batch size the grid leaves free on a CPU and at each of the grid's on CUDA; a compile
-    case's model in eager only. `tests/integration/test_case_memory.py` measures what it is for."""
+def test_the_warm_up_runs_the_model_once_in_every_variant_at_a_cpu_batch_no_case_uses() -> None:
+    """The preload of a model workload: the case's own model, built once per process and device kind, called in
+    eager and every variant of the workload (a compile case's in eager; channels-last last: its conversion stays;
+    not fp16 on a CPU, where no case runs it), at the smallest batch size the grid leaves free on a CPU and at
+    each of the grid's on CUDA. `tests/integration/test_case_memory.py` measures what it is for."""
     import torch
 
     import perfci
@@ -126,20 +127,24 @@ def test_the_warm_up_runs_the_model_once_per_variant_at_a_cpu_batch_no_case_uses
     assert built == [2, 2]  # eager, then bf16, at batch 2
     wl.preload("cpu", {"variant": "bf16", "batch": 1})
     wl.preload("cpu", {"variant": "eager", "batch": 1})
-    assert built == [2, 2]  # each variant once: eager's went with bf16's
+    assert built == [2, 2]  # once per process
     compiled = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["compile"], batch=[3])
     built.clear()
     assert compiled.preload is not None
     compiled.preload("cpu", {"variant": "compile", "batch": 3})
-    assert built == [1]  # eager only: a second compilation of the case's model would cost seconds
+    assert built == [1]  # eager only
 
     rehearsed: list[tuple[str, list[str], list[int]]] = []
     spec = TorchModel(lambda: torch.nn.Linear(4, 2), inputs, {})
     spec.rehearse = lambda device, variants, batches: rehearsed.append((device, list(variants), list(batches)))  # type: ignore[method-assign]
-    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
-    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
-    spec.warm("cpu", {"variant": "fp16"}, [8, 1, 8])
-    assert rehearsed == [("cuda:0", ["eager", "fp16"], [1, 8]), ("cpu", ["eager", "fp16"], [2])]
+    grid = ["channels-last", "fp16", "compile", "bf16"]
+    spec.warm("cuda:0", {"variant": "fp16"}, grid, [8, 1, 8])
+    spec.warm("cuda:0", {"variant": "bf16"}, grid, [8, 1, 8])
+    spec.warm("cpu", {"variant": "bf16"}, grid, [8, 1, 8])
+    assert rehearsed == [
+        ("cuda:0", ["eager", "fp16", "bf16", "channels-last"], [1, 8]),
+        ("cpu", ["eager", "bf16", "channels-last"], [2]),
+    ]
 
 
 def test_a_rehearsal_that_fails_is_left_to_the_case() -> None:
