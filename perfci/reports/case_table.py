@@ -10,7 +10,7 @@ its own line below the row, wrapped at spaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType
@@ -153,7 +153,7 @@ def compact(table: CaseTable, width: int) -> Group:
     headers = [(Text(table.columns[j].header, style="bold"), widths[j], table.columns[j].justify) for j in keep]
     parts.append(Text.assemble(Text(table.id_header, style="bold"), "\n", _line(headers)))
     previous: str | None = None
-    for r in table.rows:
+    for r in grouped(table.rows):
         if r.case_id != previous:
             parts.extend(Text(piece, style="bold") for piece in id_lines(r.case_id, width))
             previous = r.case_id
@@ -168,6 +168,15 @@ def compact(table: CaseTable, width: int) -> Group:
             caption = Text.assemble(table.caption, "\n" if notes else "", caption)
         parts.append(caption)
     return Group(*parts)
+
+
+def grouped(rows: Sequence[CaseRow]) -> list[CaseRow]:
+    """The rows with each case's together, at the place of its first (most urgent) row: the compact layout names
+    a case once, above all its rows, where the wide one orders rows by urgency alone."""
+    by_case: dict[str, list[CaseRow]] = {}
+    for r in rows:
+        by_case.setdefault(r.case_id, []).append(r)
+    return [r for same in by_case.values() for r in same]
 
 
 def _break_at(text: str, width: int) -> int:

@@ -147,7 +147,7 @@ def test_ids_and_verdict_words_are_whole_at_any_width(width: int) -> None:
     words = [w for line in lines for w in line.replace("│", " ").split()]
     assert words.count("regression") == 1 and words.count("inconclusive") == 1 and words.count("unchanged") == 2
     if width < 100:  # compact: the id on its own line, its rows under it; the ids are not repeated per row
-        assert lines.count(LONG_IDS[0]) == 2 and "─" not in text
+        assert lines.count(LONG_IDS[0]) == 1 and "─" not in text  # once, above both its rows
         regression = lines.index(LONG_IDS[0]) + 1
         assert lines[regression].split()[0] == "latency.median" and lines[regression].split()[-1] == "regression"
     else:  # wide: the rich table, one row per line
@@ -242,3 +242,14 @@ def test_a_ci_log_s_lines_carry_no_padding() -> None:
     lines = console.export_text().splitlines()
     assert any(line.startswith("... and ") for line in lines)
     assert [line for line in lines if line != line.rstrip()] == []
+
+
+def test_a_narrow_table_names_each_case_once_above_all_its_rows() -> None:
+    """Rows are ordered by urgency, so one case's rows need not be neighbours (its regression first, its unchanged
+    memory row last); the compact layout gathers them under one id, in the order of each case's first row."""
+    text = _at(60, comparison_table(_narrow_comparison()))
+    ids = [line for line in text.splitlines() if line.endswith("@cpu")]
+    assert ids == list(dict.fromkeys(ids)) and len(ids) == 2, text
+    lines = text.splitlines()
+    first = lines.index(ids[0])
+    assert [line.split()[0] for line in lines[first + 1 : first + 3]] == ["latency.median", "memory.host"], text
