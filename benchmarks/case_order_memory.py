@@ -4,6 +4,7 @@ per case the highest round's reading minus the lowest (the comparison's floor fo
 
     python benchmarks/case_order_memory.py [--seed N] [MODEL ...]    # default: every model below, seed 6
     python benchmarks/case_order_memory.py --cost                      # what the warm-up costs a larger CNN
+    python benchmarks/case_order_memory.py --cost --device cuda --resnet50    # ResNet-50 at batch 32, on a GPU
 
 Models: `encoder` (a transformer encoder layer), `gru`, `conv` (Conv2d, BatchNorm, pooling), `decoder` (a
 transformer decoder layer), `lstm` (an embedding and a two-layer LSTM), `conv1d` (Conv1d, GroupNorm, SiLU).
@@ -85,7 +86,7 @@ def _workload_file(name: str) -> str:
     )
 
 
-def cost() -> None:
+def cost(device: str, resnet50: bool) -> None:
     import time
 
     import torch
@@ -94,45 +95,60 @@ def cost() -> None:
     from perfci.workloads.api import WorkloadContext
     from perfci.workloads.torch_model import MODEL_TOLERANCES, TorchModel, warm_variant
 
-    torch.set_num_threads(1)
-    warm_runtime(torch, "cpu")
+    if device == "cpu":
+        torch.set_num_threads(1)
+    warm_runtime(torch, device)
 
     def block(c_in: int, c_out: int) -> list[torch.nn.Module]:
         return [torch.nn.Conv2d(c_in, c_out, 3, padding=1), torch.nn.BatchNorm2d(c_out), torch.nn.ReLU(),
                 torch.nn.MaxPool2d(2)]  # fmt: skip
 
     def cnn() -> torch.nn.Module:
+        if resnet50:
+            import torchvision  # the device machine has it; CI does not
+
+            return torchvision.models.resnet50()
         blocks = [*block(3, 32), *block(32, 64), *block(64, 128), *block(128, 256)]
         return torch.nn.Sequential(*blocks, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 10))
 
+    def done() -> float:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    batch = 32 if resnet50 else 1
     model = TorchModel(cnn, lambda b: torch.randn(b, 3, 224, 224), MODEL_TOLERANCES)
-    t0 = time.perf_counter()
+    t0 = done()
     for variant in ("eager", "bf16"):
-        warm_variant("cpu", {"variant": variant})
-    t1 = time.perf_counter()
-    model.warm("cpu", {"variant": "eager"}, ["eager", "bf16"], [1])
-    t2 = time.perf_counter()
-    print(f"warm-up, eager and bf16: small model {t1 - t0:.3f} s, own model {t2 - t1:.3f} s")
+        warm_variant(device, {"variant": variant})
+    t1 = done()
+    model.warm(device, {"variant": "eager"}, ["eager", "bf16"], [batch])
+    t2 = done()
+    name = "resnet50" if resnet50 else "cnn"
+    print(f"{name} on {device}, batch {batch}, warm-up in eager and bf16: small model {t1 - t0:.3f} s, "
+          f"own model {t2 - t1:.3f} s")  # fmt: skip
     for variant in ("eager", "bf16"):
-        t2 = time.perf_counter()
-        ctx = WorkloadContext(device="cpu", params={}, seed=0)
-        call = model.setup(ctx, variant, 1)
+        t2 = done()
+        ctx = WorkloadContext(device=device, params={}, seed=0)
+        call = model.setup(ctx, variant, batch)
         if ctx.check is not None:
             ctx.check()
-        t3 = time.perf_counter()
+        t3 = done()
         call()
-        t4 = time.perf_counter()
-        print(f"{variant:<6} case set-up {t3 - t2:.3f} s, one call {t4 - t3:.3f} s")
+        t4 = done()
+        print(f"{name} {variant:<6} case set-up {t3 - t2:.3f} s, one call {t4 - t3:.3f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--cost", action="store_true")
+    parser.add_argument("--device", default="cpu", help="with --cost")
+    parser.add_argument("--resnet50", action="store_true", help="with --cost: torchvision's ResNet-50 at batch 32")
     parser.add_argument("models", nargs="*", default=list(MODELS))
     args = parser.parse_args()
     if args.cost:
-        cost()
+        cost(args.device, args.resnet50)
         return
     for name in args.models:
         with tempfile.TemporaryDirectory() as tmp:

@@ -32,37 +32,6 @@ for case in doc["cases"]:
     dev = [r["telemetry"].get("memory_device_bytes", 0) / 2**20 for r in case["rounds"]]
     print(f"{case['id']:<45} host MiB {' '.join(f'{h:6.2f}' for h in host)}   device MiB {' '.join(f'{d:7.2f}' for d in dev)}")
 PY
-# What the warm-up costs a worker: torchvision's ResNet-50 (random weights), batch 32, per variant, against one
+# What the warm-up costs a worker: torchvision's ResNet-50 (random weights), batch 32, eager and bf16, against one
 # case's set-up (with its accuracy check) and one call.
-python3 - <<'PY'
-import time
-
-import torch
-import torchvision
-
-from perfci.profilers.case_memory import warm_runtime
-from perfci.workloads.api import WorkloadContext
-from perfci.workloads.torch_model import MODEL_TOLERANCES, TorchModel, warm_variant
-
-warm_runtime(torch, "cuda")
-model = TorchModel(lambda: torchvision.models.resnet50(), lambda b: torch.randn(b, 3, 224, 224), MODEL_TOLERANCES)
-t0 = time.perf_counter()
-for variant in ("eager", "bf16"):
-    warm_variant("cuda", {"variant": variant})
-t1 = time.perf_counter()
-model.warm("cuda", {"variant": "eager"}, ["eager", "bf16"], [32])
-t2 = time.perf_counter()
-print(f"resnet50 warm-up, eager and bf16 at batch 32: small model {t1 - t0:.3f} s, own model {t2 - t1:.3f} s")
-for variant in ("eager", "bf16"):
-    t2 = time.perf_counter()
-    ctx = WorkloadContext(device="cuda", params={}, seed=0)
-    call = model.setup(ctx, variant, 32)
-    if ctx.check is not None:
-        ctx.check()
-    torch.cuda.synchronize()
-    t3 = time.perf_counter()
-    call()
-    torch.cuda.synchronize()
-    t4 = time.perf_counter()
-    print(f"resnet50 {variant:<6} case set-up {t3 - t2:.3f} s, one call {t4 - t3:.3f} s")
-PY
+python3 benchmarks/case_order_memory.py --cost --device cuda --resnet50

@@ -71,16 +71,25 @@ mlp = perfci.model_workload(
 """
 
 
+def _memory_by_round(tmp_path: Path, source: str, seed: int) -> dict[str, list[float]]:
+    """Each case's `memory.host` per round (MiB): `perfci run` of the workload file `source`, four shuffled rounds."""
+    (tmp_path / "wl.py").write_text(source)
+    proc = perfci(
+        "run", "wl.py", "--out", "out", "--rounds", "4", "--seed", str(seed), "--round-time", "0.05", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    own = {c["id"]: [r["telemetry"]["memory_host_bytes"] / MIB for r in c["rounds"]] for c in doc["cases"]}
+    assert all(len(v) == 4 for v in own.values()), own
+    return own
+
+
 def test_the_first_bf16_case_of_a_worker_pays_no_more_than_the_floor(tmp_path: Path) -> None:
     """Autocast's kernels load on first use: unwarmed, the bf16 case that came first in its worker read 6.5 MiB and
     2.5 MiB when it came second, a false `regression` between runs that order the cases differently. Four rounds,
     shuffled (this seed puts each case first at least once): each case's rounds within the 1 MiB floor."""
-    (tmp_path / "wl.py").write_text(BF16_MODEL)
-    proc = perfci("run", "wl.py", "--out", "out", "--rounds", "4", "--seed", "5", "--round-time", "0.05", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    own = {c["id"]: [r["telemetry"]["memory_host_bytes"] / MIB for r in c["rounds"]] for c in doc["cases"]}
-    assert len(own) == 2 and all(len(v) == 4 for v in own.values()), own
+    own = _memory_by_round(tmp_path, BF16_MODEL, seed=5)
+    assert len(own) == 2
     assert all(max(v) - min(v) < 1.0 for v in own.values()), own
 
 
@@ -103,10 +112,6 @@ def test_a_transformer_layer_s_cases_read_the_same_whichever_comes_first(tmp_pat
     this encoder layer's bf16 batch-8 case read 3.3 MiB when it came after its batch-1 twin and 6.7 MiB when it
     came first. Four shuffled rounds of four cases (this seed puts each case first once): each case's rounds within
     the 1 MiB floor."""
-    (tmp_path / "wl.py").write_text(ENCODER_MODEL)
-    proc = perfci("run", "wl.py", "--out", "out", "--rounds", "4", "--seed", "6", "--round-time", "0.05", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    own = {c["id"]: [r["telemetry"]["memory_host_bytes"] / MIB for r in c["rounds"]] for c in doc["cases"]}
-    assert len(own) == 4 and all(len(v) == 4 for v in own.values()), own
+    own = _memory_by_round(tmp_path, ENCODER_MODEL, seed=6)
+    assert len(own) == 4
     assert all(max(v) - min(v) < 1.0 for v in own.values()), own
