@@ -112,21 +112,18 @@ def warm_variant(device: str, params: Mapping[str, ParamValue]) -> None:
     compiler, convolutions) is no one case's own. Unwarmed, the first bf16 case of a process read 5.8 MiB against
     1.9 MiB for the next, the first compile case 131 MiB against 4.2 MiB. It warms only what the small model uses;
     `TorchModel.warm` then warms the case's own layers (benchmarks/first_use_memory.py,
-    docs/measurement.md)."""
+    docs/measurement.md).
+    A failure here is left to the case's own set-up, which reports it."""
     variant = str(params.get("variant", "eager"))
     key = (device.split(":")[0], variant)
-    if key not in _warmed:
-        _warmed.add(key)
-        _set_up_quietly(TorchModel(_tiny_module, _tiny_inputs, MODEL_TOLERANCES), device, ("eager", variant), 8)
-
-
-def _set_up_quietly(model: TorchModel, device: str, variants: Sequence[str], batch: int) -> None:
-    """Set `model` up (and run its accuracy check) in each variant at `batch`, keeping nothing. A failure here is
-    left to the case's own set-up, which reports it."""
-    for each in dict.fromkeys(variants):
+    if key in _warmed:
+        return
+    _warmed.add(key)
+    tiny = TorchModel(_tiny_module, _tiny_inputs, MODEL_TOLERANCES)
+    for each in dict.fromkeys(("eager", variant)):
         ctx = WorkloadContext(device=device, params={}, seed=0)
         try:
-            model.setup(ctx, each, batch)
+            tiny.setup(ctx, each, 8)  # a product of 8 x 64 at least: 8 x 8 left bf16's CPU kernels unloaded
             if ctx.check is not None:
                 ctx.check()
         except Exception:  # the case's own set-up meets the same failure and names it
