@@ -5,12 +5,15 @@ per case the highest round's reading minus the lowest (the comparison's floor fo
     python benchmarks/case_order_memory.py [--seed N] [MODEL ...]    # default: every model below, seed 6
     python benchmarks/case_order_memory.py --cost                      # what the warm-up costs a larger CNN
     python benchmarks/case_order_memory.py --cost --device cuda --resnet50    # ResNet-50 at batch 32, on a GPU
+    python benchmarks/case_order_memory.py --cost --bare ...           # the same with no own-model warm-up
 
 Models: `encoder` (a transformer encoder layer), `gru`, `conv` (Conv2d, BatchNorm, pooling), `decoder` (a
 transformer decoder layer), `lstm` (an embedding and a two-layer LSTM), `conv1d` (Conv1d, GroupNorm, SiLU).
 Prints one line per case: its id, its four readings in MiB and their spread. docs/measurement.md ("Memory")
 records what it printed before and after model workloads warmed their own model. `--cost` times, in this process,
-the warm-up of a four-block CNN at 224x224 (batch 1; eager and bf16) against one case's set-up and one call.
+the warm-up of a four-block CNN at 224x224 (batch 1; eager and bf16) against one case's set-up and one call;
+`--bare` leaves the own-model step out, so that the first set-up pays what it would have warmed: the warm-up's
+added cost is (own model + set-ups) minus (bare set-ups), each from a fresh process.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def _workload_file(name: str) -> str:
     )
 
 
-def cost(device: str, resnet50: bool) -> None:
+def cost(device: str, resnet50: bool, bare: bool) -> None:
     import time
 
     import torch
@@ -122,11 +125,13 @@ def cost(device: str, resnet50: bool) -> None:
     for variant in ("eager", "bf16"):
         warm_variant(device, {"variant": variant})
     t1 = done()
-    model.warm(device, {"variant": "eager"}, ["eager", "bf16"], [batch])
-    t2 = done()
+    if not bare:
+        model.warm(device, {"variant": "eager"}, ["eager", "bf16"], [batch])
+    own = 0.0 if bare else done() - t1
     name = "resnet50" if resnet50 else "cnn"
-    print(f"{name} on {device}, batch {batch}, warm-up in eager and bf16: small model {t1 - t0:.3f} s, "
-          f"own model {t2 - t1:.3f} s")  # fmt: skip
+    said = "left out (--bare)" if bare else f"{own:.3f} s"
+    print(f"{name} on {device}, batch {batch}, eager and bf16 warm-up: small model {t1 - t0:.3f} s, own model {said}")
+    setups = 0.0
     for variant in ("eager", "bf16"):
         t2 = done()
         ctx = WorkloadContext(device=device, params={}, seed=0)
@@ -136,7 +141,9 @@ def cost(device: str, resnet50: bool) -> None:
         t3 = done()
         call()
         t4 = done()
+        setups += t3 - t2
         print(f"{name} {variant:<6} case set-up {t3 - t2:.3f} s, one call {t4 - t3:.3f} s")
+    print(f"{name} own model and set-ups: {own + setups:.3f} s")
 
 
 def main() -> None:
@@ -145,10 +152,11 @@ def main() -> None:
     parser.add_argument("--cost", action="store_true")
     parser.add_argument("--device", default="cpu", help="with --cost")
     parser.add_argument("--resnet50", action="store_true", help="with --cost: torchvision's ResNet-50 at batch 32")
+    parser.add_argument("--bare", action="store_true", help="with --cost: no own-model warm-up")
     parser.add_argument("models", nargs="*", default=list(MODELS))
     args = parser.parse_args()
     if args.cost:
-        cost(args.device, args.resnet50)
+        cost(args.device, args.resnet50, args.bare)
         return
     for name in args.models:
         with tempfile.TemporaryDirectory() as tmp:

@@ -34,4 +34,6 @@ for case in doc["cases"]:
 PY
 # What the warm-up costs a worker: torchvision's ResNet-50 (random weights), batch 32, eager and bf16, against one
 # case's set-up (with its accuracy check) and one call.
+# Then the same in a fresh process with no own-model warm-up: the first set-up pays what the warm-up would have.
 python3 benchmarks/case_order_memory.py --cost --device cuda --resnet50
+python3 benchmarks/case_order_memory.py --cost --device cuda --resnet50 --bare
