@@ -154,9 +154,11 @@ def calibrate(target: float, folder: Path) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     base, probe = folder / "base.py", folder / "probe.py"
     base.write_text(models(0))
-    probe.write_text(models(64))
-    t0, t64 = statistics.median(_probe(base, 3)), statistics.median(_probe(probe, 3))
-    per_kernel = (t64 - t0) / 64
+    # 256 kernels (a fifth of the Llama's call): a process's own draw of device time (up to 0.6% seen, docs/gpu.md)
+    # moves the per-kernel estimate by a few percent; with 64 kernels it moved it by a third (+0.92% for +0.6%)
+    probe.write_text(models(256))
+    t0, t256 = statistics.median(_probe(base, 3)), statistics.median(_probe(probe, 3))
+    per_kernel = (t256 - t0) / 256
     n = max(1, round(target * t0 / per_kernel)) if per_kernel > 0 else 8
     print(f"base {t0 * 1e6:,.1f} us, one extra kernel {per_kernel * 1e6:.2f} us: {n} kernels", file=sys.stderr)
     return n
