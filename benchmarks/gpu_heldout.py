@@ -154,8 +154,8 @@ def calibrate(target: float, folder: Path) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     base, probe = folder / "base.py", folder / "probe.py"
     base.write_text(models(0))
-    # 256 kernels (a fifth of the Llama's call): a process's own draw of device time (up to 0.6% seen, docs/gpu.md)
-    # moves the per-kernel estimate by a few percent; with 64 kernels it moved it by a third (+0.92% for +0.6%)
+    # 256 kernels (a fifth of the Llama's call): a process draws its device time at set-up (calibration and truth
+    # base processes 0.6-0.8% apart, docs/gpu.md), which over 64 kernels could move the estimate by a fifth
     probe.write_text(models(256))
     t0, t256 = statistics.median(_probe(base, 3)), statistics.median(_probe(probe, 3))
     per_kernel = (t256 - t0) / 256
