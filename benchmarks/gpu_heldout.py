@@ -18,7 +18,10 @@ weights, bf16, batch 32 at 224x224). HELDOUT_MODELS=gpt2-swin, a third, first me
 GPU A/B went from 4 to 5 pairs: a GPT-2 small (transformers, from its config) and a Swin-T (timm, batch 16).
 HELDOUT_MODELS=llama-effnet, a fourth, first measured once every code point of the steady-clock work was in: a
 Llama of about 160M parameters (transformers, from a config: 12 layers, width 768, bf16, batch 8 x 128 tokens)
-and an EfficientNet-B0 (timm, random weights, bf16, batch 32).
+and an EfficientNet-B0 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bloom-regnet, a fifth, first measured
+after the baseline of the steady-clock work was re-run on the same card: a BLOOM of about 125M parameters
+(transformers, from a config: 12 layers, width 768, ALiBi attention, bf16, batch 8 x 128 tokens) and a RegNetY-1.6GF
+(timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -118,11 +121,18 @@ LLAMA = {
     "    )\n    model = LlamaModel(config)",
 }
 LLAMA_EFFNET = _file(LLAMA, {"name": "efficientnet_b0", "timm_name": "efficientnet_b0", "batch": "32"})
+BLOOM = {
+    "name": "bloom125m",
+    "imports": "BloomConfig, BloomModel",
+    "build": "    model = BloomModel(BloomConfig(vocab_size=50304, hidden_size=768, n_layer=12, n_head=12))",
+}
+BLOOM_REGNET = _file(BLOOM, {"name": "regnety_016", "timm_name": "regnety_016", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
     "gpt2-swin": (GPT2_SWIN, "gpt2_small"),
     "llama-effnet": (LLAMA_EFFNET, "llama160m"),
+    "bloom-regnet": (BLOOM_REGNET, "bloom125m"),
 }
 
 

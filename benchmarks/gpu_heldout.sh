@@ -11,11 +11,14 @@
 # Usage (device machine, repository root): benchmarks/gpu_heldout.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2)
 #   AB_TIMEOUT=S: stop an A/B that runs past S seconds (a bar missed by far still leaves time for the others)
 #   EXTRA=N:      N extra kernels, not calibrated here (the true change is measured all the same)
-#   AA_RUNS=1:    one A/A instead of two;  TRUTH_PROCS=K: K processes a side for the true change (4)
+#   AA_RUNS=1:    one A/A instead of two (0: none);  TRUTH_PROCS=K: K processes a side for the true change (4)
 #   AB_OPTS="...": more `perfci ab` options for every A/B (e.g. AB_OPTS="--pairs-at-once 1": one pair at a time)
 #   HELDOUT_MODELS=neox-vit: the second pair (a GPT-NeoX of Pythia-160m's size and a ViT-S/16; gpu_heldout.py);
 #                  HELDOUT_MODELS=gpt2-swin: the third (a GPT-2 small and a Swin-T);
 #                  HELDOUT_MODELS=llama-effnet: the fourth (a Llama of ~160M parameters and an EfficientNet-B0)
+#                  HELDOUT_MODELS=bloom-regnet: the fifth (a BLOOM of ~125M parameters and a RegNetY-1.6GF)
+#   AB_PERFCI=DIR: the A/Bs run the perfci package in DIR (a baseline: `git archive COMMIT perfci | tar -x -C DIR`),
+#                  on the same device and in the same call as this checkout's; tables and truth use this checkout
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
 #                 OUTDIR/models-base.py OUTDIR/models-head.py 4)
 set -uo pipefail
@@ -28,7 +31,7 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
 t0=$(date +%s)  # bytecode compiled before timing, as pip install does (benchmarks/gpu_two_clocks.sh says why)
 python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
-  ${PYTHONPATH//:/ } >/dev/null 2>&1
+  ${PYTHONPATH//:/ } ${AB_PERFCI:-} >/dev/null 2>&1
 echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s"
 python3 -c "import torch, timm, transformers, perfci.engine.worker, perfci.cli" || exit 3
 
@@ -49,8 +52,8 @@ one() {  # name, then the revisions and options
   shift
   local t0 t1 rc
   t0=$(date +%s.%N)
-  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" ${AB_OPTS:-} --path perf --out "$OUTDIR/$name" \
-    >"$OUTDIR/$name.log" 2>&1)
+  (cd "$REPO" && PYTHONPATH="${AB_PERFCI:+$AB_PERFCI:}$PYTHONPATH" timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" ${AB_OPTS:-} \
+    --path perf --out "$OUTDIR/$name" >"$OUTDIR/$name.log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
   python3 benchmarks/two_clocks_table.py "$OUTDIR/$name" "$name" "$rc" "$(python3 -c "print($t1-$t0)")"
@@ -59,8 +62,8 @@ one() {  # name, then the revisions and options
   grep -h "could detect\|device time could detect" "$OUTDIR/$name/summary.md" 2>/dev/null | head -4
 }
 git_ checkout -q HEAD~1
-one aa-1 HEAD --seed "$SEED"
-[ "${AA_RUNS:-2}" = 1 ] || one aa-2 HEAD --seed $((SEED + 1))
+[ "${AA_RUNS:-2}" = 0 ] || one aa-1 HEAD --seed "$SEED"
+[ "${AA_RUNS:-2}" != 2 ] || one aa-2 HEAD --seed $((SEED + 1))
 git_ checkout -q -
 one head HEAD~1 HEAD --seed $((SEED + 2))
 [ -n "${SKIP_TRUTH:-}" ] || python3 benchmarks/gpu_heldout.py truth "$OUTDIR/models-base.py" "$OUTDIR/models-head.py" "${TRUTH_PROCS:-4}"

@@ -8,6 +8,8 @@
 # host.overhead) the verdict, change and interval, plus the round-to-round spread (max/min of round values).
 # Usage (device machine, repository root): benchmarks/gpu_two_clocks.sh OUTDIR [FIRST_SEED]  (seeds FIRST_SEED..+2; default 1)
 #   AA_RUNS=1: one A/A instead of two;  AB_TIMEOUT=S: stop an A/B that runs past S seconds
+#   AB_PERFCI=DIR: the A/Bs run the perfci package in DIR (a baseline: `git archive COMMIT perfci | tar -x -C DIR`),
+#                  on the same device and in the same call as this checkout's; tables and truth use this checkout
 #   MODELS_ONLY=FILE benchmarks/gpu_two_clocks.sh: write the base's models file to FILE and stop
 set -uo pipefail
 OUTDIR=${1:-gpu-two-clocks}
@@ -24,7 +26,7 @@ export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/perfci-pycache}
 if [ -z "${MODELS_ONLY:-}" ]; then
   t0=$(date +%s)
   python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
-    ${PYTHONPATH//:/ } >/dev/null 2>&1
+    ${PYTHONPATH//:/ } ${AB_PERFCI:-} >/dev/null 2>&1
   echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(($(date +%s) - t0)) s (as pip install does)"
 fi
 python3 -c "import torch, torchvision, transformers, perfci.engine.worker, perfci.cli" 2>/dev/null
@@ -88,7 +90,7 @@ one() {  # name, then the revisions
   shift
   local t0 t1 rc
   t0=$(date +%s.%N)
-  (cd "$REPO" && timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" \
+  (cd "$REPO" && PYTHONPATH="${AB_PERFCI:+$AB_PERFCI:}$PYTHONPATH" timeout "${AB_TIMEOUT:-0}" python3 -m perfci ab "$@" --path perf --out "$OUTDIR/$name" \
     >"$OUTDIR/$name.log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
