@@ -63,12 +63,18 @@ def consoles() -> tuple[Console, Console]:
     return out, Console(stderr=True, no_color=no_color)
 
 
+def whole_lines(console: Console) -> bool:
+    """A diagnostic keeps each message on one line in a log (a pipe or a file, where grep finds it whole) and wraps
+    at words on a terminal, which would otherwise cut a word in two at its edge."""
+    return not console.is_terminal
+
+
 def fail(exc: PerfciError) -> NoReturn:
     _, err = consoles()
     # the message is text, not markup: a case id such as `w[n=400]@cpu` must not be read as a style tag
-    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=whole_lines(err))
     if exc.hint:
-        err.print(f"hint: {exc.hint}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"hint: {exc.hint}", highlight=False, markup=False, soft_wrap=whole_lines(err))
     raise typer.Exit(exc.exit_code)
 
 
@@ -211,7 +217,7 @@ def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputF
     else:
         out.print(comparison_table(comparison))
     for w in comparison.warnings:
-        err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=whole_lines(err))
     err.print(verdict_line(comparison, run), highlight=False, markup=False)
 
 
@@ -291,4 +297,5 @@ def progress_bar(
 
 def note(text: str) -> None:
     """One diagnostic line on stderr."""
-    consoles()[1].print(text, highlight=False, markup=False, soft_wrap=True)
+    err = consoles()[1]
+    err.print(text, highlight=False, markup=False, soft_wrap=whole_lines(err))

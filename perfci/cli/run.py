@@ -27,6 +27,7 @@ from perfci.cli.app import (
     progress_bar,
     project_settings,
     sharded,
+    whole_lines,
     writable_folder,
 )
 from perfci.cli.compare import AllowMissing, LockClocksOpt, print_unsettled_hint
@@ -229,7 +230,7 @@ def list_cases(
         if not selected:
             err.print(f"{nothing_selected(patterns, suites, devices)}.", highlight=False, markup=False)
             if hint := pytest_expression_hint(patterns):
-                err.print(f"hint: {hint}", highlight=False, markup=False, soft_wrap=True)
+                err.print(f"hint: {hint}", highlight=False, markup=False, soft_wrap=whole_lines(err))
         if not show_all:
             note_other_devices(choice)
         return 0

@@ -58,7 +58,7 @@ def test_compare_on_an_80_column_terminal_keeps_ids_and_verdicts_whole(tmp_path:
     assert code == 1, text
     lines = [line.rstrip() for line in text.splitlines()]
     assert "…" not in text
-    assert all(len(line) <= 80 for line in lines if not line.startswith(("note:", "FAIL")))
+    assert all(len(line) <= 80 for line in lines), text  # notes and the verdict line wrap at words too
     regressed = lines.index(ids[0])  # the id whole, on its own line, its verdict on the row below
     assert lines[regressed + 1].split()[0] == "latency.median" and lines[regressed + 1].split()[-1] == "regression"
     assert ids[1] in lines and "inconclusive" in text.split()
@@ -72,3 +72,32 @@ def test_compare_into_a_pipe_prints_each_row_on_one_line(tmp_path: Path) -> None
     assert proc.returncode == 1, proc.stderr
     assert any(ids[0] in line and "regression" in line for line in proc.stdout.splitlines()), proc.stdout
     assert "…" not in proc.stdout
+
+
+def _disjoint(tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """Two results files with no case in common: the error names an id of each, in a message over 80 columns."""
+    first = make_case("tests/bench/test_bench_style.py::test_tokenize_paragraphs", 1e-3, rounds=3, seed=1)
+    second = make_case("tests/other/test_decode_frames.py::test_decode_frames_in_batches", 1e-3, rounds=3, seed=2)
+    dump_results(make_run([first]), tmp_path / "a.json")
+    dump_results(make_run([second]), tmp_path / "b.json")
+    return tmp_path / "a.json", tmp_path / "b.json", first.id, second.id
+
+
+def test_an_error_on_an_80_column_terminal_wraps_at_words(tmp_path: Path) -> None:
+    a, b, first, second = _disjoint(tmp_path)
+    code, text = _in_pty([sys.executable, "-m", "perfci", "compare", str(a), str(b)], 80)
+    assert code == 2, text
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    assert len(lines) > 2 and all(len(line) <= 80 for line in lines), text
+    words = " ".join(lines).split()  # joined again at the wraps: each id and every word comes back whole
+    assert f"'{first}'" in words and any(second in w for w in words), text
+    assert words[0] == "error:" and "hint:" in words
+
+
+def test_an_error_into_a_pipe_stays_on_one_line(tmp_path: Path) -> None:
+    a, b, first, second = _disjoint(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "perfci", "compare", str(a), str(b)], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "80"}, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and first in error[0] and second in error[0] and len(error[0]) > 80, proc.stderr
