@@ -170,7 +170,8 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
     accuracy = accuracy_of(case)
     failed = None
     if case.status is not CaseStatus.OK:
-        failed = case.errors[0].kind if case.errors else case.status.value
+        kind = case.errors[0].kind if case.errors else case.status.value
+        failed = "check failed" if kind == "check" else kind
     elif accuracy is not None and accuracy.within is False:
         failed = "over tolerance"
     elif latency is None:
@@ -278,8 +279,9 @@ def _cells(table: DecisionTable, r: Choice, cols: list[str]) -> list[str]:
         "accuracy (rel. L2)": _accuracy_cell(r.accuracy),
     }
     cells = [values[c] for c in cols]
-    if r.failed is not None:
-        cells[-1] = f"{cells[-1]}: {r.failed}" if "accuracy (rel. L2)" in cols else cells[-1]
+    if r.failed is not None and "accuracy (rel. L2)" in cols:
+        # a case whose set-up failed recorded no accuracy: it is not the reference, whatever its cell would say
+        cells[-1] = f"{cells[-1]}: {r.failed}" if r.accuracy is not None else f"- ({r.failed})"
     return cells
 
 

@@ -80,6 +80,21 @@ def test_markdown_names_the_best_configuration_with_time_per_item_and_accuracy()
     assert "fp16 batch 8 (over tolerance)" in text
 
 
+def test_a_case_whose_check_failed_at_set_up_is_not_shown_as_the_reference() -> None:
+    doc: dict[str, Any] = run_to_dict(model_run())
+    int8 = doc["cases"][4]  # fp16 batch 8 becomes an int8 case whose set-up check raised: no rounds, no accuracy
+    error = {"kind": "check", "message": "correctness check failed: 0.98 > 0.05"}
+    int8.update(id="wl.model[variant=int8,batch=8]@cpu", params={"variant": "int8", "batch": 8}, status="error",
+                rounds=[], metrics=[], errors=[error])  # fmt: skip
+    (table,) = decision_tables(decode_results(json.dumps(doc).encode(), "test"))
+    row = {r.config: r for r in table.rows if r.batch == 8}["int8"]
+    assert row.failed == "check failed" and row.accuracy is None
+    text = "\n".join(markdown_lines([table], code))
+    assert "| `int8` | 8 | - | - | - | - | - (check failed) |" in text, text
+    assert "int8 batch 8 (check failed)" in text and "reference: " not in text
+    assert (table.best.config, table.best.batch) == ("bf16", 8)  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_terminal_lines_fit_their_width_and_cut_nothing(width: int) -> None:
     long = [(f"variant-{'x' * 40}", 1, 1e-4, 1, 0.0)]
