@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfci.errors import UsageError
 from perfci.format.model import RunResult
 from perfci.format.schema import dump_results
 from perfci.importers.pytest_benchmark import import_pytest_benchmark
 
 
 def import_pytest_benchmark_file(source: Path, out: Path) -> RunResult:
-    """Convert a pytest-benchmark JSON file and write it as a perfci results file at `out`."""
+    """Convert a pytest-benchmark JSON file and write it as a perfci results file at `out` (never over `source`)."""
+    if out.exists() and source.exists() and out.samefile(source):
+        raise UsageError(
+            f"--out {out} is the pytest-benchmark file being imported: writing it would replace the source",
+            hint="give --out another file name",
+        )
     run = import_pytest_benchmark(source)
     dump_results(run, out)
     return run

@@ -8,20 +8,26 @@ from typing import Annotated
 import typer
 
 from perfci.api.imports import import_pytest_benchmark_file
-from perfci.cli.app import consoles, guard, import_app
+from perfci.cli.app import guard, import_app, note
 
 
 @import_app.command("pytest-benchmark")
 def import_pytest_benchmark_cmd(
     file: Annotated[Path, typer.Argument(help="pytest-benchmark JSON (saved with --benchmark-save-data).")],
-    out: Annotated[Path, typer.Option(help="perfci results file to write.")] = Path("results.json"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="perfci results file to write.", show_default="FILE's name with .perfci.json, in this folder"
+        ),
+    ] = None,
 ) -> None:
     """Convert a pytest-benchmark JSON file into a perfci results file."""
 
     def body() -> int:
-        run = import_pytest_benchmark_file(file, out)
-        _, err = consoles()
-        err.print(f"imported {len(run.cases)} benchmark(s) into {out}", highlight=False, markup=False)
+        # named after its source, so that importing a second session does not replace the first one's import
+        target = out if out is not None else Path(f"{file.stem}.perfci.json")
+        run = import_pytest_benchmark_file(file, target)
+        note(f"imported {len(run.cases)} benchmark(s) into {target}")
         return 0
 
     guard(body)

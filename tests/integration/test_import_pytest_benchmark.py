@@ -120,7 +120,31 @@ def test_import_without_raw_data_is_refused(tmp_path: Path, bench_json: Path) ->
     proc = run("-m", "perfci", "import", "pytest-benchmark", str(stripped), cwd=tmp_path)
     assert proc.returncode == 2
     assert "--benchmark-save-data" in proc.stderr
-    assert not (tmp_path / "results.json").exists()
+    assert not (tmp_path / "stripped.perfci.json").exists() and not (tmp_path / "results.json").exists()
+
+
+def test_two_sessions_imported_without_out_keep_both(tmp_path: Path, bench_json: Path) -> None:
+    """Each import is named after its source: the second session's import does not replace the first's."""
+    doc = json.loads(bench_json.read_text())
+    (tmp_path / "monday.json").write_text(json.dumps(doc))
+    for bench in doc["benchmarks"]:
+        bench["stats"]["data"] = [x * 1.5 for x in bench["stats"]["data"]]
+    (tmp_path / "tuesday.json").write_text(json.dumps(doc))
+    for name in ("monday", "tuesday"):
+        proc = run("-m", "perfci", "import", "pytest-benchmark", f"{name}.json", cwd=tmp_path)
+        assert proc.returncode == 0 and f"into {name}.perfci.json" in proc.stderr, proc.stderr
+    monday, tuesday = (load_results(tmp_path / f"{n}.perfci.json") for n in ("monday", "tuesday"))
+    assert monday.cases[0].rounds[0].samples != tuesday.cases[0].rounds[0].samples
+    gate = run("-m", "perfci", "compare", "monday.perfci.json", "tuesday.perfci.json", cwd=tmp_path)
+    assert gate.returncode == 1, gate.stdout + gate.stderr  # every timing 1.5x: a regression
+
+
+def test_out_naming_the_source_is_refused_and_the_source_kept(tmp_path: Path, bench_json: Path) -> None:
+    source = tmp_path / "session.json"
+    source.write_bytes(bench_json.read_bytes())
+    proc = run("-m", "perfci", "import", "pytest-benchmark", "session.json", "--out", "./session.json", cwd=tmp_path)
+    assert proc.returncode == 2 and "would replace the source" in proc.stderr, proc.stderr
+    assert source.read_bytes() == bench_json.read_bytes()
 
 
 def test_import_reads_the_time_in_utc_and_refuses_one_that_is_not_a_time(tmp_path: Path, bench_json: Path) -> None:
