@@ -3,6 +3,7 @@ baselines/<runner>.json), expected changes, the learned cross-job noise, and the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,24 @@ if TYPE_CHECKING:
 
 # Imported where they are used, not here: `perfci compare --format json` needs neither the history store
 # (SQLAlchemy: a quarter of a second of imports) nor the report writers (jinja2) (docs/scale.md).
-UNPAIRED_REMEDY = "To settle them, measure both revisions on one machine: `perfci ab BASE_REV`."
+
+
+def unpaired_remedy(unsettled: Sequence[str]) -> str:
+    """What settles cases that results from separate jobs could not: both revisions measured on one machine. Cases
+    of pytest tests (`FILE::test@device`) name their files, which `perfci ab` measures when given `--pytest`."""
+    files = sorted({case.split("::", 1)[0] for case in unsettled if "::" in case})
+    pytest = "".join(f" --pytest {f}" for f in files[:3]) + (" ..." if len(files) > 3 else "")
+    return f"To settle them, measure both revisions on one machine: `perfci ab BASE_REV{pytest}`."
+
+
+def unsettled_note(unsettled: Sequence[str], remedy: str) -> str | None:
+    """The note for cases that results from separate jobs could not settle (cross-job noise), None for none."""
+    if not unsettled:
+        return None
+    return (
+        f"note: {len(unsettled)} case(s) not settled at the practical threshold: results from separate jobs differ "
+        f"by more than that from job to job on this kind of runner (cross-job noise). {remedy}"
+    )
 
 
 def comparison_document(comparison: Comparison) -> dict[str, Any]:

@@ -16,13 +16,14 @@ import typer
 
 from perfci.api.baseline import accept_baseline, describe_baseline
 from perfci.api.compare import (
-    UNPAIRED_REMEDY,
     CompareRequest,
     DecisionOptions,
     Outputs,
     compare_files,
     comparison_document,
     comparison_json,
+    unpaired_remedy,
+    unsettled_note,
 )
 from perfci.cli.app import (
     DurationsOpt,
@@ -140,11 +141,8 @@ LockClocksOpt = Annotated[bool, typer.Option("--lock-clocks", help=LOCK_CLOCKS.h
 
 def print_unsettled_hint(cases: list[str], remedy: str) -> None:
     """One note on stderr when results from separate jobs could not settle some cases (cross-job noise)."""
-    if cases:
-        note(
-            f"note: {len(cases)} case(s) not settled at the practical threshold: results from separate jobs differ "
-            f"by more than that from job to job on this kind of runner (cross-job noise). {remedy}"
-        )
+    if text := unsettled_note(cases, remedy):
+        note(text)
 
 
 def print_outcome(
@@ -220,7 +218,7 @@ def compare(
         view = settings.decisions(rank, max_memory)
         outcome = compare_files(settings, replace(req, outputs=replace(req.outputs, decisions=view)))
         print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, view)
-        print_unsettled_hint(outcome.unsettled, UNPAIRED_REMEDY)
+        print_unsettled_hint(outcome.unsettled, unpaired_remedy(outcome.unsettled))
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)

@@ -358,6 +358,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(SESSION_KEY, None)
     if state is None or (state.written is None and state.outcome is None and state.error is None):
         return
+    from perfci.api.compare import unpaired_remedy, unsettled_note
     from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
     tr = terminalreporter
@@ -373,3 +374,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write(_table_text(comparison_table(state.outcome.comparison), width))
         failing = bool(state.outcome.comparison.failing)
         tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)
+        if text := unsettled_note(state.outcome.unsettled, unpaired_remedy(state.outcome.unsettled)):
+            tr.write_line(text)

@@ -96,6 +96,17 @@ def test_compare_fails_the_session_on_a_slowdown(pytester: pytest.Pytester, monk
     assert (pytester.path / "head" / "report.html").is_file()
 
 
+def test_a_gate_that_cannot_settle_its_tests_names_the_ab_that_can(pytester: pytest.Pytester) -> None:
+    """Two sessions differ by the in-process job noise (5%), as much as the threshold: the gate cannot settle the
+    test, and its summary names the A/B of this test file that can."""
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=2)
+    same = pytester.runpytest_subprocess(*FAST, "--perfci-compare", str(pytester.path / "base" / "results.json"))
+    same.assert_outcomes(passed=2)
+    same.stdout.fnmatch_lines(["note: 1 case(s) not settled at the practical threshold*"])
+    assert "`perfci ab BASE_REV --pytest test_speed.py`" in " ".join(same.stdout.lines)
+
+
 def test_beside_pytest_benchmark(pytester: pytest.Pytester) -> None:
     """With pytest-benchmark installed: under --perfci-out perfci serves `benchmark` too (both tests are cases);
     without it, pytest-benchmark's own fixture measures and prints its table."""

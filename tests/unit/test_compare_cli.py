@@ -11,6 +11,7 @@ import junitparser
 import pytest
 from typer.testing import CliRunner
 
+from perfci.api.compare import unpaired_remedy, unsettled_note
 from perfci.cli import app
 from perfci.format.model import CaseError, CaseStatus, RunResult
 from perfci.format.schema import dump_results
@@ -136,6 +137,16 @@ def test_catch_option_is_recorded_and_checked(pair: tuple[Path, Path, Path, Path
     assert json.loads(default.stdout)["settings"]["catch"] == 0.75
     refused = runner.invoke(app, ["compare", str(base), str(same), "--catch", "0.3"])
     assert refused.exit_code == 2 and "--catch" in refused.output
+
+
+def test_the_remedy_names_the_pytest_files_of_unsettled_tests() -> None:
+    assert unpaired_remedy(["wl.add@cpu"]).endswith("`perfci ab BASE_REV`.")
+    mixed = unpaired_remedy(["wl.add@cpu", "bench/test_b.py::test_x[10]@cpu", "bench/test_b.py::test_y@cpu"])
+    assert mixed.endswith("`perfci ab BASE_REV --pytest bench/test_b.py`.")
+    many = unpaired_remedy([f"t/test_{i}.py::test@cpu" for i in range(5)])
+    assert "--pytest t/test_0.py --pytest t/test_1.py --pytest t/test_2.py ...`" in many
+    assert unsettled_note([], mixed) is None
+    assert (unsettled_note(["a@cpu"], mixed) or "").startswith("note: 1 case(s) not settled")
 
 
 def test_unsettled_cases_get_one_hint_naming_the_remedy(pair: tuple[Path, Path, Path, Path]) -> None:
