@@ -5,7 +5,9 @@ row per case: time per call (the median latency with its interval), time per ite
 declared batch parameter divides the call), peak memory on the host and on the device, and the accuracy against
 the workload's reference (relative L2 error, with its tolerance). The **best configuration** is the row ranked
 first among those that measured, stayed within their accuracy tolerance and within `max_memory`: by time per
-item (`rank="time"`), or by peak memory (`rank="memory"`: the device's for a GPU case, else the host's). Notes
+item (`rank="time"`), or by peak memory (`rank="memory"`: the device's for a GPU case, else the host's). Rows
+that differ in a size (a numeric swept parameter other than the batch: `n`, `rows`, `seq_len`) do different work,
+so they are not ranked against each other: the best is named per size, and a sweep of sizes alone has none. Notes
 that explain a surprise (reduced precision on a CPU without native support, int8 calibrated on random data, a
 provider that fell back to the CPU, a compiled variant that recompiled) come from the cases' own notes.
 
@@ -98,9 +100,11 @@ class DecisionTable:
     rank: str  # "time" or "memory"
     batch_param: str | None
     rows: tuple[Choice, ...]
-    best: Choice | None
+    best: tuple[Choice, ...]  # the best row of each size (one at most where nothing swept is a size)
     over_memory: tuple[str, ...]  # configurations left out by max_memory
     notes: tuple[str, ...]
+    sizes: tuple[str, ...] = ()  # swept parameters that change the work done (numbers other than the batch)
+    size_of: Mapping[str, str] | None = None  # case id -> its sizes as text (`n=384`), where there are sizes
 
     @property
     def key(self) -> str:
@@ -189,23 +193,42 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
     )
 
 
+def _is_size(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _sizes(sweep: Sweep) -> tuple[str, ...]:
+    """The swept parameters other than the batch whose every value is a number: sizes of the work (`n=384`)."""
+    return tuple(
+        p
+        for p in sweep.swept
+        if p != sweep.batch and all(_is_size(c.spec.params[p]) for c in sweep.cases if p in c.spec.params)
+    )
+
+
 def _table(sweep: Sweep, rank: str, max_memory: float | None) -> DecisionTable:
     rows = tuple(_choice(c, sweep) for c in sweep.cases)
-    draft = DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, None, (), ())
+    draft = DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, (), (), ())
     over = tuple(
         r.case_id for r in rows if max_memory is not None and (m := draft.memory_of(r)) is not None and m > max_memory
     )
-    candidates = [r for r in rows if r.failed is None and r.case_id not in over]
+    sizes = _sizes(sweep)
+    size_of = {c.id: ",".join(f"{p}={c.spec.params.get(p, '-')}" for p in sizes) for c in sweep.cases}
 
     def score(r: Choice) -> float:
         value = r.per_item if rank == "time" else draft.memory_of(r)
         return value if value is not None else math.inf
 
-    ranked = sorted(candidates, key=score)  # stable: ties keep the run's order
-    best = ranked[0] if ranked and math.isfinite(score(ranked[0])) else None
+    best = []
+    for size in dict.fromkeys(size_of[r.case_id] for r in rows):  # one group without sizes; else one per size
+        group = [r for r in rows if size_of[r.case_id] == size]
+        ranked = sorted((r for r in group if r.failed is None and r.case_id not in over), key=score)  # ties: run order
+        if len(group) > 1 and ranked and math.isfinite(score(ranked[0])):  # a size measured once has no choice
+            best.append(ranked[0])
     notes = tuple(dict.fromkeys(f"{_config(c, sweep.batch, sweep.swept)}: {s}" for c in sweep.cases
                                 for s in explanations(c)))  # fmt: skip
-    return DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, best, over, notes)
+    return DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, tuple(best), over, notes, sizes,
+                         size_of if sizes else None)  # fmt: skip
 
 
 def decision_tables(run: RunResult | None, rank: str = "time", max_memory: float | None = None) -> list[DecisionTable]:
@@ -233,23 +256,41 @@ def _accuracy_cell(a: Accuracy | None) -> str:
 
 
 def _ranked_by(table: DecisionTable) -> str:
-    return "time per item" if table.rank == "time" else "peak memory"
+    if table.rank == "memory":
+        return "peak memory"
+    return "time per item" if table.batch_param else "time per call"
 
 
-def best_line(table: DecisionTable) -> str:
-    """One sentence naming the best configuration and why, or why there is none."""
-    b = table.best
-    if b is None:
-        return f"best configuration: none (no configuration measured within its tolerance{_memory_words(table)})"
+def _best_sentence(table: DecisionTable, b: Choice, where: str) -> str:
     batch = f", batch {b.batch}" if b.batch is not None else ""
-    memory = table.memory_of(b)
+    item = "item" if table.batch_param else "call"
     cost = (
-        f"{format_seconds(b.per_item)} per item, {_rate(b.items_per_s)} items/s"
+        f"{format_seconds(b.per_item)} per {item}, {_rate(b.items_per_s)} {item}s/s"
         if table.rank == "time"
-        else f"{format_bytes(memory)} peak memory, {format_seconds(b.per_item)} per item"
+        else f"{format_bytes(table.memory_of(b))} peak memory, {format_seconds(b.per_item)} per {item}"
     )
     within = " within its accuracy tolerance" if b.accuracy is not None and b.accuracy.limit is not None else ""
-    return f"best configuration by {_ranked_by(table)}{within}: {b.config}{batch} ({cost})"
+    return f"best configuration{where} by {_ranked_by(table)}{within}: {b.config}{batch} ({cost})"
+
+
+def best_lines(table: DecisionTable) -> list[str]:
+    """The sentences naming the best configuration and why (one per size where the sweep has sizes), or why there
+    is none."""
+    none = f"none (no configuration measured within its tolerance{_memory_words(table)})"
+    if table.size_of is None:
+        return [_best_sentence(table, table.best[0], "")] if table.best else [f"best configuration: {none}"]
+    groups: dict[str, list[Choice]] = {}
+    for r in table.rows:
+        groups.setdefault(table.size_of[r.case_id], []).append(r)
+    if all(len(g) == 1 for g in groups.values()):
+        return [f"no best configuration: the rows differ only in {', '.join(table.sizes)}, sizes of the work, which "
+                "are not a choice to rank"]  # fmt: skip
+    best = {table.size_of[b.case_id]: b for b in table.best}
+    return [
+        _best_sentence(table, best[size], f" at {size}") if size in best else f"best configuration at {size}: {none}"
+        for size, group in groups.items()
+        if len(group) > 1  # a size measured in one configuration only has nothing to choose between
+    ]
 
 
 def _memory_words(table: DecisionTable) -> str:
@@ -268,7 +309,7 @@ def _columns(table: DecisionTable) -> list[str]:
 
 def _cells(table: DecisionTable, r: Choice, cols: list[str]) -> list[str]:
     values = {
-        "configuration": r.config + (" *" if table.best is r else ""),
+        "configuration": r.config + (" *" if any(b is r for b in table.best) else ""),
         "batch": str(r.batch) if r.batch is not None else "-",
         "per call": format_seconds(r.per_call),
         "per item": format_seconds(r.per_item),
@@ -310,7 +351,7 @@ def markdown_lines(tables: Iterable[DecisionTable], code: Any) -> list[str]:
             cells = _cells(t, r, cols)
             lines.append("| " + " | ".join([code(cells[0]), *cells[1:]]) + " |")
         lines.append("")
-        lines.append(f"**{best_line(t)}**")
+        lines += [f"**{line}**" for line in best_lines(t)]
         lines += [f"\n> {w}" for w in _status_words(t)]
         lines += [f"\n> note: {code(n, 300)}" for n in t.notes]
     return lines
@@ -356,7 +397,7 @@ def text_lines(tables: list[DecisionTable], width: int = 80) -> list[str]:
                 lines.append("  " + cells[0])
                 cells = ["", *cells[1:]]
             lines.append("  " + _fit(cells, widths))
-        lines += _wrap(best_line(t), width)
+        lines += [w for line in best_lines(t) for w in _wrap(line, width)]
         said = [f"not shown at this width: {', '.join(dropped)} (see summary.md)"] if dropped else []
         for w in said + _status_words(t) + [f"note: {n}" for n in t.notes]:
             lines += _wrap(w, width)
@@ -385,8 +426,10 @@ def html_tables(tables: Iterable[DecisionTable]) -> list[dict[str, Any]]:
             "key": t.key,
             "ranked_by": _ranked_by(t),
             "columns": (cols := _columns(t)),
-            "rows": [{"cells": _cells(t, r, cols), "best": t.best is r, "failed": r.failed} for r in t.rows],
-            "best": best_line(t),
+            "rows": [
+                {"cells": _cells(t, r, cols), "best": any(b is r for b in t.best), "failed": r.failed} for r in t.rows
+            ],
+            "best": best_lines(t),
             "status": _status_words(t),
             "notes": list(t.notes),
         }

@@ -56,18 +56,18 @@ def test_rows_per_variant_and_batch_and_the_best_within_tolerance() -> None:
     assert bf16.per_item == pytest.approx(bf16.per_call / 8)
     assert bf16.items_per_s == pytest.approx(8 / bf16.per_call)
     assert by[("fp16", 8)].failed == "over tolerance"  # fastest per item, but its error is past 0.01
-    assert table.best is bf16
+    assert len(table.best) == 1 and table.best[0] is bf16
     assert table.notes == ("bf16: no native bf16 here",)
 
 
 def test_rank_by_memory_and_the_memory_limit() -> None:
     (by_memory,) = decision_tables(model_run(), rank="memory")
-    assert (by_memory.best.config, by_memory.best.batch) == ("eager", 1)  # type: ignore[union-attr]
+    assert [(b.config, b.batch) for b in by_memory.best] == [("eager", 1)]
     (limited,) = decision_tables(model_run(), max_memory=5_000_000)
-    assert (limited.best.config, limited.best.batch) == ("eager", 8)  # type: ignore[union-attr]
+    assert [(b.config, b.batch) for b in limited.best] == [("eager", 8)]
     assert len(limited.over_memory) == 3
     (none,) = decision_tables(model_run(), max_memory=1_000)
-    assert none.best is None
+    assert none.best == ()
     with pytest.raises(ValueError):
         decision_tables(model_run(), rank="luck")
 
@@ -92,7 +92,7 @@ def test_a_case_whose_check_failed_at_set_up_is_not_shown_as_the_reference() -> 
     text = "\n".join(markdown_lines([table], code))
     assert "| `int8` | 8 | - | - | - | - | - (check failed) |" in text, text
     assert "int8 batch 8 (check failed)" in text and "reference: " not in text
-    assert (table.best.config, table.best.batch) == ("bf16", 8)  # type: ignore[union-attr]
+    assert [(b.config, b.batch) for b in table.best] == [("bf16", 8)]
 
 
 @pytest.mark.parametrize("width", [60, 80, 120])
@@ -135,3 +135,46 @@ def test_a_parameter_that_does_not_vary_is_shown_with_its_name() -> None:
     grid = [("eager", 1, 80e-6, 2_000_000, 0.0), ("eager", 8, 212e-6, 2_100_000, 0.0)]
     (table,) = decision_tables(model_run(grid))  # only the batch is swept
     assert [r.config for r in table.rows] == ["variant=eager", "variant=eager"]
+
+
+def kernel_run(grid: list[tuple[int, str, float]]) -> RunResult:
+    """A plain workload swept by a size `n` and a `dtype`, no batch: (n, dtype, seconds per call)."""
+    doc: dict[str, Any] = run_to_dict(make_run([make_case(f"k{i}", s) for i, (_, _, s) in enumerate(grid)]))
+    for c, (n, dtype, _) in zip(doc["cases"], grid, strict=True):
+        c["workload"], c["params"], c["id"] = (
+            "wl.matmul",
+            {"n": n, "dtype": dtype},
+            f"wl.matmul[n={n},dtype={dtype}]@cpu",
+        )
+    return decode_results(json.dumps(doc).encode(), "test")
+
+
+def test_sizes_are_not_ranked_against_each_other() -> None:
+    """Rows of different sizes do different work: the smallest is always quickest, so the best is named per size."""
+    grid = [
+        (256, "float32", 1e-4),
+        (256, "bfloat16", 2e-4),
+        (1024, "float32", 9e-3),
+        (1024, "bfloat16", 5e-3),
+        (4096, "float32", 0.5),
+    ]  # fmt: skip  (n=4096 measured in one configuration: nothing to choose there)
+    (table,) = decision_tables(kernel_run(grid))
+    assert table.sizes == ("n",)
+    assert [(b.config, b.batch) for b in table.best] == [("n=256,dtype=float32", None), ("n=1024,dtype=bfloat16", None)]
+    text = "\n".join(text_lines([table], 120))
+    assert "best configuration at n=256 by time per call: n=256,dtype=float32 (" in text
+    assert "best configuration at n=1024 by time per call: n=1024,dtype=bfloat16 (" in text
+    assert "per item" not in text and "calls/s" in text  # no batch: a call is the unit
+    assert "at n=4096" not in text and not any(
+        line.lstrip().startswith("n=4096,dtype=float32 *") for line in text.splitlines()
+    )
+
+
+def test_a_sweep_of_sizes_alone_names_no_best_configuration() -> None:
+    (table,) = decision_tables(kernel_run([(256, "float32", 1e-4), (1024, "float32", 9e-3)]))
+    (line,) = [line for line in markdown_lines([table], code) if "best configuration" in line]
+    assert (
+        line
+        == "**no best configuration: the rows differ only in n, sizes of the work, which are not a choice to rank**"
+    )
+    assert table.best == () and not any(" *" in row for row in text_lines([table], 120))
