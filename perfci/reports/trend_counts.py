@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from perfci.store.movers import WindowMove
-from perfci.store.trend import Trend
+from perfci.store.trend import TOO_FEW_RUNS, Trend
 
 
 class Call(StrEnum):
@@ -25,7 +25,7 @@ class Call(StrEnum):
     UNCALLED = "uncalled"
 
 
-_OF_STATUS = {"slower": Call.WORSE, "faster": Call.BETTER, "steady": Call.STEADY}
+_OF_STATUS = {"slower": Call.WORSE, "faster": Call.BETTER, "steady": Call.STEADY, TOO_FEW_RUNS: Call.UNCALLED}
 
 
 def trend_call(t: Trend) -> Call:

@@ -35,7 +35,7 @@ from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script
 from perfci.reports.trend_counts import headline_counts, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.movers import DEFAULT_WINDOW, Mover, movers
-from perfci.store.trend import Fingerprints, Trend, environment_changes
+from perfci.store.trend import STATUS_RANK, TOO_FEW_RUNS, Fingerprints, Trend, environment_changes
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
 MAX_CHARTS = 250  # series carried for charts: every case up to this, else the movers and changed cases first
@@ -56,7 +56,7 @@ def trend_rows(
         est = noise.get((t.runner, t.case_id))
         job = est.noise if est is not None else None
         severity = abs(math.log(last.ratio)) if last is not None and last.ratio > 0 else 0.0
-        rank = {"slower": 0, "faster": 1, "steady": 2}[status]
+        rank = STATUS_RANK[status]
         unit = t.points[-1].unit if t.points else ""
         row = {
             "runner": t.runner,
@@ -124,7 +124,7 @@ def matrix_rows(
             "pct": f"{peak[0]:.0f}% {'FLOP/s' if peak[1] == FLOPS_PCT_PEAK else 'BW'}" if peak else "",
             "pct_v": peak[0] if peak else None,
         }
-    rank = {"slower": 0, "faster": 1, "steady": 2}
+    rank = STATUS_RANK
     out = []
     for case, by_runner in cells.items():
         worst = min((c["status"] for c in by_runner.values()), key=rank.__getitem__)
@@ -188,14 +188,14 @@ def render_trend(
     env = environment_changes(fingerprints or {})
     rows = trend_rows(items, noise, env)
     n = headline_counts(trend_call(t) for t in items)  # the same counts as the terminal's and the Markdown's
-    counts = {"slower": n.worse, "faster": n.better, "steady": n.steady}  # the rows' status words
+    counts = {"slower": n.worse, "faster": n.better, "steady": n.steady, TOO_FEW_RUNS: n.uncalled}  # status words
     runners = sorted({t.runner for t in items})
     worse, better = movers(items, window)
     units = {(t.runner, t.case_id): t.points[-1].unit for t in items if t.points}
     charts = charted(items, rows, worse[:MAX_MOVERS] + better[:MAX_MOVERS])
     title = (
         f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['slower']} worse and {counts['faster']} better "
-        f"since their last change point, {counts['steady']} steady"
+        f"since their last change point, {counts['steady']} steady{n.uncalled_phrase()}"
     )
     js = plotly_js()
     return (

@@ -17,7 +17,7 @@ from perfci.reports.trend_counts import headline_counts, move_call, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
-from perfci.store.trend import Trend
+from perfci.store.trend import STATUS_RANK, Trend
 
 MAX_TABLE_ROWS = 40  # terminal rows: the worst cases; the full list is in --format json and --html
 
@@ -31,7 +31,7 @@ def _value(t: Trend) -> str:
 
 def _severity(t: Trend) -> tuple[int, float, str, str]:
     """Worse since the last change point first (biggest change first), then better, then steady."""
-    rank = {"slower": 0, "faster": 1, "steady": 2}[t.status()]
+    rank = STATUS_RANK[t.status()]
     last = t.shifts[-1].ratio if t.shifts else 1.0
     return (rank, -abs(math.log(last)) if last > 0 else 0.0, t.runner, t.case_id)
 
@@ -47,7 +47,8 @@ def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int 
     n = headline_counts(trend_call(t) for t in items)  # the same counts as the digest's and the page's
     worse, better = movers(items, window)
     title = (
-        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady; "
+        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady"
+        f"{n.uncalled_phrase()}; "
         f"in the latest {window} runs {len(worse)} regression(s), {len(better)} improvement(s)"
     )
     shown = items if len(items) <= max_rows else sorted(items, key=_severity)[:max_rows]
@@ -96,7 +97,8 @@ def trend_markdown(
     n = headline_counts(trend_call(t) for t in items)
     window = f"in the last {since}" if since else "since their last change point"
     lines = [
-        f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady ({len(items)} case(s))",
+        f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady{n.uncalled_phrase()} "
+        f"({len(items)} case(s))",
         "",
     ]
     if worse:

@@ -172,11 +172,12 @@ def _whitened_split(logs: Sequence[float], phi: float, min_size: int) -> _Split 
 
 DEFAULT_ALPHA = 0.03  # tuned on seeds 1000-1009 only (docs/changepoints.md)
 DEFAULT_MIN_EFFECT = 0.025
+DEFAULT_MIN_SIZE = 3  # the fewest runs on each side of a change point
 
 
 def detect_change_points(
     values: Sequence[float],
-    min_size: int = 3,
+    min_size: int = DEFAULT_MIN_SIZE,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
     outlier_k: float = 8.0,

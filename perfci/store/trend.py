@@ -18,8 +18,12 @@ from perfci.metrics.registry import LATENCY, metric_direction
 from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.stats import changepoint
-from perfci.stats.changepoint import DEFAULT_ALPHA, ChangePoint, detect_change_points
+from perfci.stats.changepoint import DEFAULT_ALPHA, DEFAULT_MIN_SIZE, ChangePoint, detect_change_points
 from perfci.store.history import HistoryStore, Point
+
+TOO_FEW_RUNS = "too few runs"  # a series too short to show a change point, whatever it holds
+# the order rows are listed in: worse first, then better, steady, and series too short to call
+STATUS_RANK = {"slower": 0, "faster": 1, "steady": 2, TOO_FEW_RUNS: 3}
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,9 @@ class Trend:
 
     def status(self) -> str:
         """'slower' / 'faster': the last change point made the metric worse / better (for its direction);
-        'steady': no change point."""
+        'steady': no change point; TOO_FEW_RUNS: none, in fewer runs than one needs on both sides."""
         if not self.shifts:
-            return "steady"
+            return "steady" if len(self.points) >= 2 * DEFAULT_MIN_SIZE else TOO_FEW_RUNS
         ratio = self.shifts[-1].ratio
         worse = ratio > 1.0 if metric_direction(self.metric) is Direction.LOWER else ratio < 1.0
         return "slower" if worse else "faster"

@@ -119,7 +119,8 @@ def _ingest(tmp_path: Path, db: str, scales: list[tuple[float, float]]) -> None:
 
 def test_digest_terminal_and_page_headlines_count_what_their_rows_call(tmp_path: Path) -> None:
     """4 runs, one case 30% slower and one 30% faster in the latest: too early for a change point, so every
-    headline counts 0 worse and 0 better, and the digest says both are too early to call, as its rows do."""
+    headline counts 0 worse and 0 better (and 0 steady), and the digest says both are too early to call, as its rows
+    do."""
     db = f"sqlite:///{tmp_path / 'h.db'}"
     _ingest(tmp_path, db, [(1.0, 1.0), (1.0, 1.0), (1.0, 1.0), (1.3, 0.7)])
     digest = CliRunner().invoke(app, ["trend", "--db", db, "--format", "markdown", "--since", "7d"])
@@ -131,8 +132,10 @@ def test_digest_terminal_and_page_headlines_count_what_their_rows_call(tmp_path:
     html = tmp_path / "trend.html"
     table = CliRunner().invoke(app, ["trend", "--db", db, "--html", str(html)], terminal_width=300)
     assert table.exit_code == 0, table.output
-    assert "2 case(s), 0 worse, 0 better, 2 steady" in " ".join(table.stdout.split())
-    assert "0 worse and 0 better since their last change point, 2 steady" in html.read_text()
+    # 4 runs are too few to show a change point (3 on each side): not "steady", whatever the latest run did
+    assert "2 case(s), 0 worse, 0 better, 0 steady, 2 too soon to call" in " ".join(table.stdout.split())
+    assert table.stdout.count("too few runs") == 2
+    assert "0 worse and 0 better since their last change point, 0 steady, 2 too soon to call" in html.read_text()
 
 
 def test_headline_counts_come_from_the_row_calls() -> None:
