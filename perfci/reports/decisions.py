@@ -193,26 +193,13 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
     )
 
 
-def _is_size(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _sizes(sweep: Sweep) -> tuple[str, ...]:
-    """The swept parameters other than the batch whose every value is a number: sizes of the work (`n=384`)."""
-    return tuple(
-        p
-        for p in sweep.swept
-        if p != sweep.batch and all(_is_size(c.spec.params[p]) for c in sweep.cases if p in c.spec.params)
-    )
-
-
 def _table(sweep: Sweep, rank: str, max_memory: float | None) -> DecisionTable:
     rows = tuple(_choice(c, sweep) for c in sweep.cases)
     draft = DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, (), (), ())
     over = tuple(
         r.case_id for r in rows if max_memory is not None and (m := draft.memory_of(r)) is not None and m > max_memory
     )
-    sizes = _sizes(sweep)
+    sizes = sweep.sizes
     size_of = {c.id: ",".join(f"{p}={c.spec.params.get(p, '-')}" for p in sizes) for c in sweep.cases}
 
     def score(r: Choice) -> float:

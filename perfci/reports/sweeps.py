@@ -56,14 +56,28 @@ class Sweep:
     def key(self) -> str:
         return f"{self.workload}@{self.device}"
 
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The swept parameters other than the batch whose every value is a number: sizes of the work (`n=384`),
+        which do different work, not a choice between ways of doing the same (decision tables rank within one)."""
+        return tuple(
+            p
+            for p in self.swept
+            if p != self.batch and all(_is_number(c.spec.params[p]) for c in self.cases if p in c.spec.params)
+        )
+
     def excluded(self) -> list[str]:
         """Cases that cannot be best: failed (a correctness check that did not hold, a crash) or skipped."""
         return [c.id for c in self.cases if c.status is not CaseStatus.OK]
 
 
+def _is_number(value: ParamValue) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _value_key(value: ParamValue) -> tuple[int, float, str]:
     """Numbers in numeric order before everything else in text order."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if _is_number(value):
         return (0, float(value), "")
     return (1, 0.0, str(value))
 
@@ -142,6 +156,7 @@ def best_configurations(run: RunResult) -> list[dict[str, Any]]:
                 "workload": s.workload,
                 "device": s.device,
                 "swept": list(s.swept),
+                "sizes": list(s.sizes),
                 "metric": s.metric,
                 "unit": s.unit,
                 "per_item_of": s.batch,

@@ -57,6 +57,13 @@ def test_batch_parameter_makes_throughput_per_item_the_headline() -> None:
     assert s.best is not None and s.best.spec.params["batch"] == 64  # slower per call, faster per item
     (doc,) = best_configurations(make_run(cases))
     assert doc["best"]["case"] == s.best.id and doc["better"] == "higher" and doc["per_item_of"] == "batch"
+    assert s.sizes == () and doc["sizes"] == []  # the batch is not a size: per item, batch sizes do the same work
+
+
+def test_numeric_parameters_other_than_the_batch_are_sizes() -> None:
+    cases = [case("k.mm", {"n": n, "dtype": d}, 1e-4 * n) for n in (256, 1024) for d in ("float32", "bfloat16")]
+    (s,) = find_sweeps(make_run(cases))
+    assert s.sizes == ("n",) and best_configurations(make_run(cases))[0]["sizes"] == ["n"]
 
 
 def test_chart_data_has_a_line_per_other_combination_and_both_sides() -> None:
