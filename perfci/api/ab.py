@@ -38,13 +38,14 @@ from perfci.metrics.registry import ENERGY
 from perfci.options import AB_BUDGET, CPU_FIRST_LOOK, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
 from perfci.patterns import matches_any, pytest_expression_hint
 from perfci.profilers.timing import TimingSettings
+from perfci.work_folder import WORK_FOLDER, mark_work_folder
 from perfci.workloads.conventional import conventional_sources
 from perfci.workloads.discovery import builtin_source, expand_paths
 from perfci.workloads.pytest_cases import pytest_source
 
 
 def default_ab_out() -> Path:
-    return Path(".perfci") / "ab" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(WORK_FOLDER) / "ab" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,7 @@ def ab(
         )
     patterns = compile_patterns(req.sources.patterns)
     out_dir = req.out or default_ab_out()
+    mark_work_folder(out_dir)  # the default, or any --out in .perfci/: ignored by git
     if check_out_dir is not None:
         check_out_dir(out_dir)
     abs_ = ab_settings(settings, req)

@@ -34,13 +34,14 @@ from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
+from perfci.work_folder import WORK_FOLDER, mark_work_folder
 from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
 
 
 def default_run_out() -> Path:
-    return Path(".perfci") / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(WORK_FOLDER) / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +178,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         fail_on=settings.fail_on(req.fail_on),
     )
     out = req.out or default_run_out()
+    mark_work_folder(out)  # the default, or any --out in .perfci/: ignored by git
     left_out = left_out_on_purpose(settings, req, full_choice, baseline) if baseline is not None else {}
     planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
                       left_out=left_out)  # fmt: skip

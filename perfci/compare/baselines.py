@@ -19,6 +19,7 @@ from typing import Any
 from perfci.errors import ResultsFormatError, UsageError
 from perfci.format.model import CaseStatus, GitInfo, RunResult
 from perfci.format.schema import dump_results, load_results
+from perfci.work_folder import WORK_FOLDER
 
 BASELINE_DIR = Path("baselines")
 RUNNER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -35,7 +36,7 @@ def baseline_path(runner: str, folder: Path = BASELINE_DIR) -> Path:
     return folder / f"{runner}.json"
 
 
-def latest_results(runs_dir: Path = Path(".perfci") / "runs") -> Path:
+def latest_results(runs_dir: Path = Path(WORK_FOLDER) / "runs") -> Path:
     found = sorted(runs_dir.glob("*/results.json"), key=lambda p: p.stat().st_mtime)
     if not found:
         raise UsageError(f"no results under {runs_dir}.", hint="run `perfci run` first or name a results file")

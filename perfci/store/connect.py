@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from perfci.errors import InfrastructureError, UsageError
+from perfci.work_folder import WORK_FOLDER, mark_work_folder
 
 # Concurrent writers (several CI jobs ingesting into one store): SQLite lets one writer at a time hold the lock,
 # and the others wait for it up to SQLITE_BUSY_TIMEOUT_S (its busy handler); contention.py retries past that.
@@ -46,7 +47,7 @@ def in_memory(url: str) -> bool:
 
 
 def default_url(root: Path) -> str:
-    return f"sqlite:///{root / '.perfci' / 'history.db'}"
+    return f"sqlite:///{root / WORK_FOLDER / 'history.db'}"
 
 
 def connect_args(url: str) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def sqlite_folder(url: str, create: bool) -> None:
             f"no history store at {path}.", hint="runs are added with: perfci history ingest RESULTS --db URL"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
+    mark_work_folder(path)
 
 
 def one_line(exc: object) -> str:

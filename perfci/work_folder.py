@@ -1,0 +1,25 @@
+"""The project's work folder, `.perfci/`: where `perfci run` and `perfci ab` write when no `--out` is given, and
+the default history store. It is made with a `.gitignore` that ignores everything in it (as pytest does for its
+cache), so that `git status` stays clean and no run is committed by a `git add -A`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WORK_FOLDER = ".perfci"
+IGNORE_TEXT = "# made by perfci: runs, A/Bs and the history store are outputs, not sources\n*\n"
+
+
+def mark_work_folder(path: Path) -> None:
+    """Where `path` lies in a `.perfci` folder, make that folder with its `.gitignore` (an existing one is kept).
+    A folder that cannot be written is left alone: writing the outputs then fails with its own error."""
+    folder = next((p for p in (path, *path.parents) if p.name == WORK_FOLDER), None)
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(IGNORE_TEXT, encoding="utf-8")
+    except OSError:
+        return
