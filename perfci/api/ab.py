@@ -162,6 +162,7 @@ def run_revisions(
             if images is not None:
                 folders = [repo, Path.cwd(), *source_folders(both[0] + both[1])]
                 a, b = sides_in_images((a, b), images, work, folders, ab_settings.run.memory_limit_bytes)
+            mark_work_folder(out_dir)  # the default, or any --out in .perfci/: ignored by git (once measuring)
             return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
 
 
@@ -287,7 +288,6 @@ def ab(
         )
     patterns = compile_patterns(req.sources.patterns)
     out_dir = req.out or default_ab_out()
-    mark_work_folder(out_dir)  # the default, or any --out in .perfci/: ignored by git
     if check_out_dir is not None:
         check_out_dir(out_dir)
     abs_ = ab_settings(settings, req)

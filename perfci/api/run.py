@@ -178,7 +178,6 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         fail_on=settings.fail_on(req.fail_on),
     )
     out = req.out or default_run_out()
-    mark_work_folder(out)  # the default, or any --out in .perfci/: ignored by git
     left_out = left_out_on_purpose(settings, req, full_choice, baseline) if baseline is not None else {}
     planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
                       left_out=left_out)  # fmt: skip
@@ -203,6 +202,7 @@ class RunOutcome:
 
 
 def measure(planned: Planned, specs: list[CaseSpec], progress: ProgressFn | None = None) -> RunResult:
+    mark_work_folder(planned.out_dir)  # the default, or any --out in .perfci/: ignored by git (once measuring)
     runner = Runner(planned.settings, planned.out_dir, progress, extra_settings=planned.extra_settings())
     return runner.run(specs, planned.resume_from)
 

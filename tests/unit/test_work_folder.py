@@ -66,3 +66,16 @@ def test_a_run_with_no_out_leaves_only_the_workload_in_git_status(tmp_path: Path
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
                             capture_output=True, text=True, check=True)  # fmt: skip
     assert status.stdout.splitlines() == ["?? w.py"], status.stdout
+
+
+def test_a_refused_ab_makes_no_work_folder(tmp_path: Path) -> None:
+    """Nothing to measure is refused (exit 2) before anything is written: no `.perfci/` is left behind."""
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "README").write_text("x\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    proc = subprocess.run([sys.executable, "-m", "perfci", "ab", "HEAD"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "nothing to measure" in proc.stderr, proc.stderr
+    assert not (tmp_path / ".perfci").exists()
