@@ -174,6 +174,8 @@ def test_ab_holds_workers_to_the_memory_limit(repo: Path) -> None:
         "2",
         "--looks",
         "1",
+        "--threshold",  # this test is about the limit: two pairs of the unchanged cases must not decide the exit
+        "50%",
         "--out",
         str(repo / "o5"),
         "--format",
