@@ -21,7 +21,9 @@ Llama of about 160M parameters (transformers, from a config: 12 layers, width 76
 and an EfficientNet-B0 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bloom-regnet, a fifth, first measured
 after the baseline of the steady-clock work was re-run on the same card: a BLOOM of about 125M parameters
 (transformers, from a config: 12 layers, width 768, ALiBi attention, bf16, batch 8 x 128 tokens) and a RegNetY-1.6GF
-(timm, random weights, bf16, batch 32).
+(timm, random weights, bf16, batch 32). HELDOUT_MODELS=qwen-mobilenet, a sixth, first measured in the eleventh
+session: a Qwen2 of about 150M parameters (transformers, from a config: 12 layers, width 768, grouped-query attention
+with 4 key-value heads, bf16, batch 8 x 128 tokens) and a MobileNetV3-Large (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -127,12 +129,22 @@ BLOOM = {
     "build": "    model = BloomModel(BloomConfig(vocab_size=50304, hidden_size=768, n_layer=12, n_head=12))",
 }
 BLOOM_REGNET = _file(BLOOM, {"name": "regnety_016", "timm_name": "regnety_016", "batch": "32"})
+QWEN2 = {
+    "name": "qwen2_150m",
+    "imports": "Qwen2Config, Qwen2Model",
+    "build": "    config = Qwen2Config(\n"
+    "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,\n"
+    "        intermediate_size=2048, vocab_size=50304,\n"
+    "    )\n    model = Qwen2Model(config)",
+}
+QWEN_MOBILENET = _file(QWEN2, {"name": "mobilenetv3_large", "timm_name": "mobilenetv3_large_100", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
     "gpt2-swin": (GPT2_SWIN, "gpt2_small"),
     "llama-effnet": (LLAMA_EFFNET, "llama160m"),
     "bloom-regnet": (BLOOM_REGNET, "bloom125m"),
+    "qwen-mobilenet": (QWEN_MOBILENET, "qwen2_150m"),
 }
 
 
