@@ -11,7 +11,8 @@ one sample, until each side has spent its sampling budget and has `min_samples`.
 then differ by the code, not by the minute they ran in. Both sides time the same number of calls per sample: the
 larger of their calibrated counts (`agreed_iterations`).
 
-Failures: a case that raises on one side is dropped from the pair (its error is recorded on that side); a
+Failures: a case that raises on one side is dropped from the pair (its error is recorded on that side; the other
+side's worker samples the case alone at its finish if the pair never did, engine/worker.run_lockstep); a
 worker that crashes, hangs or exceeds its memory limit is killed with its partner, the case in flight gets the
 error, and the pair's remaining cases are measured by ordinary rounds on each side, so nothing is lost.
 """

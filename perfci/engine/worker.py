@@ -187,9 +187,15 @@ def run_lockstep(job: Job, out: IO[str], commands: IO[str], started: dict[str, f
         if not ok:
             del sessions[s.case_id]
         _emit(out, Sampled(s.case_id, elapsed or 0.0, failed=not ok))
+    for s in list(sessions.values()):
+        if s.sampler.samples:
+            s.sampler.stop_reason = "lockstep"
+            continue
+        # never sampled: the case failed on the other side (in its set-up, or at its first sample), so the driver
+        # had no pair to sample; it is measured here alone, as an ordinary round, so that this side's result holds
+        if not _guarded(out, s.case_id, functools.partial(s.sampler.run_slice, s.settings.budget_s))[0]:
+            del sessions[s.case_id]
     gc.enable()
-    for s in sessions.values():
-        s.sampler.stop_reason = "lockstep"
     _finish_all(list(sessions.values()), out, release=True)
 
 

@@ -224,3 +224,55 @@ def test_a_worker_releases_the_gpu_before_its_results_and_stays_until_closed(tmp
     assert worker.proc.returncode is not None
     (case,) = base.finish().cases
     assert case.rounds and case.rounds[0].stop_reason == "lockstep"
+
+
+ONE_SIDED = '''
+import os
+
+import perfci
+
+FAST = {"warmup_s": 0.005, "min_samples": 5, "budget_s": 0.05, "min_sample_s": 0.0005}
+HEAD = os.environ.get("PERFCI_TEST_SIDE") == "head"
+
+
+@perfci.workload(timing=FAST)
+def set_up_fails_on_head(ctx):
+    if HEAD:
+        raise RuntimeError("broken at head")
+    data = list(range(300))
+    return lambda: sum(data)
+
+
+@perfci.workload(timing=FAST)
+def first_call_fails_on_head(ctx):
+    data = list(range(300))
+
+    def call():
+        if HEAD:
+            raise RuntimeError("first call broken at head")
+        return sum(data)
+
+    return call
+'''
+
+
+def test_a_case_that_fails_on_one_side_is_still_measured_on_the_other(tmp_path: Path) -> None:
+    """The healthy side of a pair whose other side failed in set-up, or at its first sample, measures the case
+    alone: a result, not a protocol error for a round with no samples (seen with a pytest test broken at head)."""
+    wl = tmp_path / "one_sided.py"
+    wl.write_text(ONE_SIDED)
+    settings = RunSettings(rounds=1, case_timeout_s=20, peaks_cache=None)
+    specs = cases_from_sources([str(wl)])
+    base = Runner(settings, tmp_path / "base", None, {**os.environ, "PERFCI_TEST_SIDE": "base"})
+    head = Runner(settings, tmp_path / "head", None, {**os.environ, "PERFCI_TEST_SIDE": "head"})
+    base.start(specs)
+    head.start(specs)
+    for seed in range(2):  # who samples first in a step is drawn: both orders of the first sample
+        run_lockstep_block(base, head, [seed], None, random.Random(seed))
+    healthy = {c.spec.workload.split(".", 1)[1]: c for c in base.finish().cases}
+    for name in ("set_up_fails_on_head", "first_call_fails_on_head"):
+        assert healthy[name].status.value == "ok", healthy[name].errors
+        assert len(healthy[name].rounds) == 2 and all(r.samples for r in healthy[name].rounds)
+    broken = {c.spec.workload.split(".", 1)[1]: c for c in head.finish().cases}
+    assert "broken at head" in broken["set_up_fails_on_head"].errors[0].message
+    assert "first call broken at head" in broken["first_call_fails_on_head"].errors[0].message
