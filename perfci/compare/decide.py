@@ -47,7 +47,7 @@ from perfci.stats.decision import decide, min_detectable, tolerance_interval, to
 from perfci.stats.logratio import narrower, paired_differences, ratio_of, step_log_ratio, unpaired_log_ratio
 from perfci.stats.summary import geometric_mean, median
 
-__all__ = ["LATENCY", "DecisionSettings", "Scope", "check_comparable", "compare_case", "compare_runs"]
+__all__ = ["LATENCY", "DecisionSettings", "Scope", "check_comparable", "compare_case", "compare_runs", "new_case_row"]
 
 
 def _value(case: CaseResult, metric: str = LATENCY) -> float | None:
@@ -279,6 +279,15 @@ def _in_process(case: CaseResult) -> bool:
     return bool(case.rounds) and all(r.telemetry.get("in_process") is True for r in case.rounds)
 
 
+def new_case_row(cand: CaseResult) -> MetricComparison:
+    """The row of a candidate case with no baseline: `new` (listed, never failed), or `error` with its message
+    when it failed (a new test that raises: its error is the news, not its novelty)."""
+    if cand.status is CaseStatus.ERROR:
+        message = cand.errors[0].message if cand.errors else "error"
+        return MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", None, None, note=f"new case: {message}")
+    return MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand))
+
+
 def compare_runs(
     baseline: RunResult,
     candidate: RunResult,
@@ -301,7 +310,7 @@ def compare_runs(
     n_cases = sum(1 for base, _ in pairs if base is not None)
     for base, cand in pairs:
         if base is None:
-            rows.append(MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand)))
+            rows.append(new_case_row(cand))
         else:
             rows += compare_case(base, cand, settings, paired, n_cases)
     cand_ids = {c.id for c in candidate.cases}

@@ -16,7 +16,7 @@ from statistics import geometric_mean
 
 from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.coverage import recorded_scope, require_common, settle_missing
-from perfci.compare.decide import check_comparable
+from perfci.compare.decide import check_comparable, new_case_row
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
@@ -211,8 +211,7 @@ def compare_rolling(
     rows: list[MetricComparison] = []
     for cand in candidate.cases:
         if cand.id not in stored:
-            m = cand.metric(LATENCY)
-            rows.append(MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, m.value if m else None))
+            rows.append(new_case_row(cand))
         else:
             rows += _case_rows(base, cand, settings, n)
     cand_ids = {c.id for c in candidate.cases}

@@ -226,7 +226,7 @@ def test_a_worker_releases_the_gpu_before_its_results_and_stays_until_closed(tmp
     assert case.rounds and case.rounds[0].stop_reason == "lockstep"
 
 
-ONE_SIDED = '''
+ONE_SIDED = """
 import os
 
 import perfci
@@ -253,7 +253,7 @@ def first_call_fails_on_head(ctx):
         return sum(data)
 
     return call
-'''
+"""
 
 
 def test_a_case_that_fails_on_one_side_is_still_measured_on_the_other(tmp_path: Path) -> None:

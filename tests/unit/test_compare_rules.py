@@ -55,6 +55,10 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     # the other way round: failed in the baseline, measured now; named with the baseline's failure, not failed
     mended = _rows(compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3)]), STEADY))
     assert mended["broken"].verdict is Verdict.NEW and mended["broken"].note == "baseline failed: SIGSEGV"
+    # a new case that fails: an `error` row with its message (it was a silent `new` row while the run said ERROR)
+    born_broken = replace(make_case("born_broken", 1e-3), status=CaseStatus.ERROR, errors=broken.errors)
+    fresh = _rows(compare_runs(base, replace(cand, cases=(*cand.cases, born_broken)), STEADY))
+    assert fresh["born_broken"].verdict is Verdict.ERROR and fresh["born_broken"].note == "new case: SIGSEGV"
 
 
 def test_default_cross_job_noise_says_inconclusive_not_regression() -> None:
