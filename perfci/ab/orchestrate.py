@@ -54,6 +54,7 @@ from perfci.format.schema import dump_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
 from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK, PAIRS_AT_ONCE
 from perfci.workloads.discovery import PYTEST_PREFIX
+from perfci.workloads.pytest_cases import UNCOLLECTED_TAG
 
 _LIST_SCRIPT = """
 import json, sys
@@ -145,6 +146,28 @@ def unlisted_cases(side: Side, failed: dict[str, str], other: Side, other_specs:
         why = next((w for p, w in broken.items() if where == p or p in where.parents), None)
         if why is not None:
             out.append(CaseResult.of(spec, CaseStatus.ERROR, errors=(CaseError("raised", f"{side.label}: {why}"),)))
+    return out
+
+
+def adopt_uncollected(specs: list[CaseSpec], side: Side, other_specs: list[CaseSpec], other: Side) -> list[CaseSpec]:
+    """`specs` with the cases of each pytest file that does not collect on `side` (read from its text, tagged
+    UNCOLLECTED_TAG) replaced by the other side's cases of that file, where it collects there: the same ids on
+    both sides (a parametrised test's cases, which the text cannot name), each an `error` on `side` when its
+    set-up meets the file's error. Files broken on both sides, or only on `side`, keep the ids read from the text."""
+    collected: dict[Path, list[CaseSpec]] = {}
+    for spec in other_specs:
+        if spec.source.startswith(PYTEST_PREFIX) and UNCOLLECTED_TAG not in spec.tags:
+            collected.setdefault(_relative(spec.source, other), []).append(spec)
+    out: list[CaseSpec] = []
+    adopted: set[Path] = set()
+    for spec in specs:
+        rel = _relative(spec.source, side)
+        if UNCOLLECTED_TAG not in spec.tags or rel not in collected:
+            out.append(spec)
+        elif rel not in adopted:
+            adopted.add(rel)
+            here = f"{PYTEST_PREFIX}{(side.root / rel).resolve()}"
+            out += [replace(s, source=here) for s in collected[rel]]
     return out
 
 
@@ -332,7 +355,8 @@ def run_ab(
         ]
         listing_a, listing_b = (f.result() for f in listing)
     _check_listings(listing_a, listing_b, (base, head))
-    listed_a, listed_b = listing_a.specs, listing_b.specs
+    listed_a = adopt_uncollected(listing_a.specs, base, listing_b.specs, head)
+    listed_b = adopt_uncollected(listing_b.specs, head, listing_a.specs, base)
     chosen = None if select is None else select([s.id for s in (*listed_a, *listed_b)])  # one split of both sides
     specs_a = [s for s in listed_a if chosen is None or s.id in chosen]
     specs_b = [s for s in listed_b if chosen is None or s.id in chosen]

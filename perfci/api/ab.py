@@ -32,7 +32,7 @@ from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.engine.progress import ProgressFn
 from perfci.engine.runner import RunSettings
-from perfci.errors import NoCasesError, UsageError
+from perfci.errors import NoCasesError, PerfciError, UsageError
 from perfci.format.model import Comparison, RunResult
 from perfci.metrics.registry import ENERGY
 from perfci.options import AB_BUDGET, CPU_FIRST_LOOK, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
@@ -78,12 +78,29 @@ def choose_sources(settings: Settings, sources: Sources) -> Chosen:
     pytest = list(sources.pytest) if sources.pytest else list(settings.cfg.pytest)
     suites = settings.suites(sources.suites)
     for p in pytest:
-        if not p.exists():
-            raise UsageError(f"--pytest {p}: no such file or folder.")
+        if not p.exists() and not _in_repository(p):  # one in the repository may exist at a revision only
+            raise missing_pytest_path(p)
     if paths or pytest or suites:
         return Chosen(tuple(paths), tuple(pytest), tuple(suites))
     project = settings.cfg.source.parent if settings.cfg.source is not None else Path.cwd()
     return Chosen(conventional=project.resolve())
+
+
+def _in_repository(path: Path) -> bool:
+    try:
+        path.resolve().relative_to(repo_root(Path.cwd()).resolve())
+    except (ValueError, PerfciError):
+        return False
+    return True
+
+
+def missing_pytest_path(path: Path, where: str = "") -> UsageError:
+    """`--pytest PATH` that names nothing (`where`: e.g. " at either revision"); a pytest node id is named so."""
+    node = "::" in str(path)
+    return UsageError(
+        f"--pytest {path}: no such file or folder{where}.",
+        hint="--pytest takes a file or folder; choose tests with -k (e.g. -k test_name)" if node else None,
+    )
 
 
 def side_sources(chosen: Chosen, repo: Path, root: Path) -> list[str]:
@@ -158,6 +175,9 @@ def run_revisions(
             if pythons != (None, None):
                 a = with_environment(a, pythons[0], "--base-python")
                 b = with_environment(b, pythons[1], "--head-python")
+            for p in chosen.pytest:  # named in the working tree; it need only exist at one of the revisions
+                if not any(map_path(p, repo, side.root).exists() for side in (a, b)):
+                    raise missing_pytest_path(p, " at either revision")
             both = (side_sources(chosen, repo, a.root), side_sources(chosen, repo, b.root))
             if images is not None:
                 folders = [repo, Path.cwd(), *source_folders(both[0] + both[1])]

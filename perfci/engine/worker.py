@@ -46,7 +46,7 @@ from perfci.engine.protocol import (
     decode_event,
     decode_job,
 )
-from perfci.workloads.api import SkipCase
+from perfci.workloads.api import LocatedFailure, SkipCase
 
 T = TypeVar("T")
 
@@ -75,6 +75,8 @@ def _error_event(case_id: str, exc: BaseException) -> Error:
         return Error(case_id, "oom", "the workload ran out of memory")
     if isinstance(exc, SystemExit):
         return Error(case_id, "raised", f"the workload called sys.exit({exc.code!r})")
+    if isinstance(exc, LocatedFailure):
+        return Error(case_id, "raised", _text(exc))
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
     return Error(case_id, "raised", f"{type(exc).__name__}: {_text(exc)} (at {where})")

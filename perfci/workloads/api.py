@@ -37,6 +37,11 @@ class SkipCase(Exception):
     """Raised by a set-up (through `ctx.skip`) when this runner cannot run the case; the message is the reason."""
 
 
+class LocatedFailure(RuntimeError):
+    """A case's failure whose message already says where it happened in the user's code (a pytest test's
+    `bench/test_b.py:19: AssertionError: ...`): reported as it is, without the place perfci raised it from."""
+
+
 @dataclass
 class WorkloadContext:
     """What a workload's set-up receives. `flops`, `bytes`, `teardown` and `check` may be set by the set-up."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from perfci.workloads.api import SkipCase
+from perfci.workloads.api import LocatedFailure, SkipCase
 
 # pytest's own options for a session run inside perfci: the project's `addopts` (`-n auto`, `--benchmark-*`) and
 # $PYTEST_ADDOPTS are left out; nothing is written into the checkout (the cache); asserts are not rewritten and
@@ -210,18 +211,20 @@ class _Session:
         reports = self.reports.get(key, [])
         for report in reports:
             if report.failed:
-                return RuntimeError(f"the test failed ({report.when}): {_last_line(report)}")
+                return LocatedFailure(f"the test failed ({report.when}): {_last_line(report)}")
             if report.skipped and report.when in ("setup", "call"):
                 longrepr = report.longrepr
                 reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
                 return SkipCase(str(reason).removeprefix("Skipped: "))
         if not any(r.when == "call" for r in reports):
-            return RuntimeError(f"pytest did not run the test {key!r}")
+            return LocatedFailure(f"pytest did not run the test {key!r}")
         calls = self.recorders[key].calls if key in self.recorders else []
         if not calls:
-            return RuntimeError("the test passed without calling benchmark(...), benchmark.pedantic(...) or perf(...)")
+            return LocatedFailure(
+                "the test passed without calling benchmark(...), benchmark.pedantic(...) or perf(...)"
+            )
         if len(calls) > 1:
-            return RuntimeError(
+            return LocatedFailure(
                 f"the test measured {len(calls)} callables; perfci ab measures one a test: split it into several tests"
             )
         return calls[0]
@@ -243,6 +246,9 @@ def quiet_session(silent: bool = False) -> Iterator[None]:
             os.environ["PYTEST_ADDOPTS"] = saved
 
 
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
 def _last_line(report: Any) -> str:
     """Where and how a test failed: `test_b.py:31: AssertionError` (the crash pytest reports), else the last line."""
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
@@ -251,7 +257,10 @@ def _last_line(report: Any) -> str:
     text = str(getattr(report, "longreprtext", "") or "").strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("E ")]
-    return (errors[-1][1:].strip() if errors else lines[-1] if lines else "no message")[:2000]
+    last = (errors[-1][1:].strip() if errors else lines[-1] if lines else "no message")[:2000]
+    # a file that does not compile: pytest's text names the line (`File ".../test_b.py", line 46`), its last does not
+    places = [m for ln in lines if (m := _FILE_LINE.search(ln))]
+    return f"{Path(places[-1][1]).name}:{places[-1][2]}: {last}" if places else last
 
 
 class FileTests:
@@ -272,10 +281,10 @@ class FileTests:
             with quiet_session():
                 self._code = int(pytest.main([str(self.path), *SESSION_OPTIONS], plugins=[self._session]))
         if self._session.collect_errors:
-            raise RuntimeError(f"pytest could not collect {self.path.name}: {self._session.collect_errors[0]}")
+            raise LocatedFailure(f"pytest could not collect {self.path.name}: {self._session.collect_errors[0]}")
         found = self._session.outcome(key)
         if key not in self._session.reports and self._code in EXIT_WORDS:
-            raise RuntimeError(
+            raise LocatedFailure(
                 f"pytest stopped with {EXIT_WORDS[self._code]} (exit code {self._code}) before running the test; "
                 f"run pytest on {self.path.name} to see why"
             )

@@ -29,6 +29,9 @@ from perfci.workloads.pytest_ids import project_root, stable_test_id
 PYTEST_SUITE = "pytest"
 MEASURING_FIXTURES = ("benchmark", "perf")
 GROUP_TAG = "group:"
+# the tag of a case read from the text of a file pytest could not collect (`measuring_tests_in`): an A/B takes the
+# other revision's ids for that file where it collects there (ab/orchestrate.adopt_uncollected)
+UNCOLLECTED_TAG = "pytest:uncollected"
 # a top-level test taking a measuring fixture, found in the text of a file that does not parse
 _TOP_LEVEL_MEASURING_TEST = re.compile(r"^(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\([^)]*\b(?:benchmark|perf)\b", re.M)
 
@@ -95,7 +98,9 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
     if stopped and not collector.broken:
         raise WorkloadDefinitionError(f"{path}: pytest stopped collecting the tests (exit code {int(code)}).")
     # a file that does not import at this revision: its tests, read from its text, are cases that fail (`error`)
-    collector.items += [(f, f"{f.name}::{test}", ()) for f in collector.broken for test in measuring_tests_in(f)]
+    collector.items += [
+        (f, f"{f.name}::{test}", (UNCOLLECTED_TAG,)) for f in collector.broken for test in measuring_tests_in(f)
+    ]
     root = project_root(Path.cwd())
     return [
         CaseSpec(

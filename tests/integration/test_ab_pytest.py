@@ -115,6 +115,10 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     assert rows[ids.format("pedantic[2000]")]["ratio"] is not None  # benchmark.pedantic's target timed too
     broken = rows[ids.format("measured_by_perf")]
     assert broken["verdict"] == "error" and "broken at head" in broken["note"], broken
+    assert "(at pytest_capture.py" not in broken["note"]  # where the test failed, not where perfci noticed it
+    base_cases = {c["id"]: c for c in json.loads((out / "base" / "results.json").read_text())["cases"]}
+    healthy = base_cases[ids.format("measured_by_perf")]  # sampled alone: its partner failed in set-up
+    assert healthy["status"] == "ok" and len(healthy["rounds"]) == 3, healthy.get("errors")
     assert ids.format("not_a_benchmark") not in rows  # no benchmark or perf fixture: not a case
     unimportable = rows["bench/test_other.py::test_other@cpu"]  # its test read from the file's text
     assert unimportable["verdict"] == "error" and "no_such_module" in unimportable["note"], unimportable
@@ -125,6 +129,38 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
         doc = json.loads((out / side / "results.json").read_text())
         own = {c["id"]: [r["telemetry"]["memory_host_bytes"] for r in c["rounds"]] for c in doc["cases"] if c["rounds"]}
         assert own and max(max(v) for v in own.values()) < 4 * 2**20, (side, own)
+
+
+def test_a_file_broken_at_head_keeps_its_ids_and_a_new_failing_test_says_why(tmp_path: Path) -> None:
+    """A file with a syntax error at head: its cases are the base's (a parametrised test's ids included), each an
+    `error` with pytest's message, and measured at base; a new test that fails is an `error` with its message; a
+    --pytest file that exists only at head is measured though the working tree is at base."""
+    repo = new_repo(tmp_path / "proj")
+    bench = BENCH.format(changed=3000, perf_body="perf(lambda: sum(range(2000)))")
+    commit(repo, {"bench/test_b.py": bench}, "v1")
+    new_file = (
+        "def test_boom(benchmark):\n    raise RuntimeError('new and broken')\n\n\n"
+        "def test_fine(benchmark):\n    benchmark(sorted, [3, 1, 2])\n"
+    )
+    commit(repo, {"bench/test_b.py": bench + "\n\ndef broken(:\n", "bench/test_new.py": new_file}, "v2")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "HEAD~1")  # the working tree has no bench/test_new.py
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD", head, "--pytest", "bench/test_b.py", "--pytest", "bench/test_new.py", *FAST,
+                  "--out", str(out))  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    rows = latency_rows(out)
+    ids = "bench/test_b.py::test_{}@cpu"
+    for name in ("same", "changed", "pedantic[2000]", "measured_by_perf"):
+        row = rows[ids.format(name)]
+        assert row["verdict"] == "error" and "SyntaxError" in row["note"], row
+    assert ids.format("pedantic") not in rows  # not the id read from the broken file's text
+    assert not [r for r in rows.values() if r["verdict"] == "missing"]
+    boom, fine = rows["bench/test_new.py::test_boom@cpu"], rows["bench/test_new.py::test_fine@cpu"]
+    assert boom["verdict"] == "error" and "new and broken" in boom["note"], boom
+    assert fine["verdict"] == "new", fine
+    base_cases = json.loads((out / "base" / "results.json").read_text())["cases"]
+    assert {c["status"] for c in base_cases} == {"ok"} and len(base_cases) == 4
 
 
 def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
