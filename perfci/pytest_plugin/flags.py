@@ -88,17 +88,31 @@ def project_config(rootpath: Path) -> Config:
         raise pytest.UsageError(str(exc)) from None
 
 
-def plugin_settings(config: pytest.Config) -> PluginSettings:
-    """The session's shared options: flag > environment > `[tool.perfci]` > default, each held to its bounds."""
-    from perfci.pytest_plugin.measure import InProcessSettings
-
+def plugin_settings(config: pytest.Config, strict: bool = True) -> PluginSettings:
+    """The session's shared options: flag > environment > `[tool.perfci]` > default, each held to its bounds.
+    A bad flag is always a usage error. A bad `[tool.perfci]` is one too when `strict` (the session writes or
+    compares results); otherwise it is a warning and the configuration is left out: a perf setting must not stop
+    a project's plain `pytest` runs, which write and compare nothing."""
     flags = {o.name: _flag_value(o, config.getoption(dest(o))) for o in PLUGIN_OPTIONS}
     old = config.getoption("perfci_budget")
     if old is not None:
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(DEPRECATED_BUDGET), stacklevel=2)
         if flags[ROUND_TIME.name] is None:
             flags[ROUND_TIME.name] = _flag_value(ROUND_TIME, old)
-    cfg = project_config(config.rootpath)
+    try:
+        return _resolved(config, flags, project_config(config.rootpath))
+    except pytest.UsageError as exc:
+        if strict:
+            raise
+        settings = _resolved(config, flags, Config())  # the flags and environment alone: a bad flag is refused
+        note = f"perfci: {exc}; the configuration is ignored in this session, which writes and compares nothing"
+        config.issue_config_time_warning(pytest.PytestConfigWarning(note), stacklevel=2)
+        return settings
+
+
+def _resolved(config: pytest.Config, flags: dict[str, Any], cfg: Config) -> PluginSettings:
+    from perfci.pytest_plugin.measure import InProcessSettings
+
     for line in cfg.old_key_notes():
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(line.removeprefix("warning: ")), stacklevel=2)
     values: dict[str, Any] = {}

@@ -31,7 +31,7 @@ from perfci.pytest_plugin.flags import add_options, plugin_settings
 
 if TYPE_CHECKING:
     from perfci.api.compare import CompareOutcome
-    from perfci.format.model import CaseResult, RunResult
+    from perfci.format.model import CaseError, CaseResult, RunResult
     from perfci.pytest_plugin.measure import InProcessSettings
 
 RESULTS_FILE = "results.json"
@@ -69,6 +69,7 @@ class PerfciSession:
     root: Path  # the project root the case ids are relative to (workloads/pytest_ids.py)
     allow_missing: bool = False
     left_out: dict[str, str] = field(default_factory=dict)  # test id -> deselected | skipped: why (not missing)
+    failures: dict[str, CaseError] = field(default_factory=dict)  # test id -> how it failed (its cases: errors)
     started_at: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
@@ -85,6 +86,30 @@ class PerfciSession:
         if any(c.id == case.id for c in self.cases):
             raise ValueError(f"perf: {case.id!r} measured twice; give each call in a test its own name=")
         self.cases.append(case)
+
+    def failed(self, test_id: str, report: Any) -> None:
+        """The test failed (after measuring: an assertion on the result, a teardown): its cases become `error`s
+        with pytest's message, their rounds kept (`run`). Recorded as `ok`, such a file was a clean baseline, and
+        the A/B of the same test called it an error."""
+        from perfci.format.model import CaseError
+        from perfci.workloads.pytest_capture import failure_line
+
+        if test_id not in self.failures:
+            self.failures[test_id] = CaseError("raised", f"the test failed ({report.when}): {failure_line(report)}")
+
+    def _with_failures(self) -> tuple[CaseResult, ...]:
+        from dataclasses import replace
+
+        from perfci.format.model import CaseStatus
+
+        out = []
+        for case in self.cases:
+            mine = (t for t in self.failures if case.workload == t or case.workload.startswith(f"{t}::"))
+            test_id = next(mine, None)
+            if test_id is not None and case.status is not CaseStatus.ERROR:
+                case = replace(case, status=CaseStatus.ERROR, errors=(*case.errors, self.failures[test_id]))
+            out.append(case)
+        return tuple(out)
 
     def start(self) -> None:
         """Called before the first measurement: the run starts then."""
@@ -112,7 +137,7 @@ class PerfciSession:
                 "complete": True,
                 **({LEFT_OUT_KEY: dict(self.left_out)} if self.left_out else {}),
             },
-            cases=tuple(self.cases),
+            cases=self._with_failures(),
         )
 
     def finish(self) -> int:
@@ -174,8 +199,8 @@ SESSION_KEY = pytest.StashKey[PerfciSession]()
 def pytest_configure(config: pytest.Config) -> None:
     from perfci.workloads.pytest_ids import project_root
 
-    shared = plugin_settings(config)  # refused now, not after every test has run
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
+    shared = plugin_settings(config, strict=bool(out or base))  # refused now, not after every test has run
     baseline = Path(base).resolve() if base else None
     config.stash[SESSION_KEY] = state = PerfciSession(
         settings=shared.measure,
@@ -330,6 +355,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.active and report.failed:
+        state.failed(node_test_id(state, item), report)
     if state is not None and state.active and report.skipped and report.when in ("setup", "call"):
         longrepr = report.longrepr
         why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"

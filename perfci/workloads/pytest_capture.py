@@ -204,14 +204,14 @@ class _Session:
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            self.collect_errors.append(_last_line(report))
+            self.collect_errors.append(failure_line(report))
 
     def outcome(self, key: str) -> Captured | BaseException:
         """The test's one measured callable, or the exception that makes its case an error (or a skip)."""
         reports = self.reports.get(key, [])
         for report in reports:
             if report.failed:
-                return LocatedFailure(f"the test failed ({report.when}): {_last_line(report)}")
+                return LocatedFailure(f"the test failed ({report.when}): {failure_line(report)}")
             if report.skipped and report.when in ("setup", "call"):
                 longrepr = report.longrepr
                 reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
@@ -249,11 +249,12 @@ def quiet_session(silent: bool = False) -> Iterator[None]:
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def _last_line(report: Any) -> str:
+def failure_line(report: Any) -> str:
     """Where and how a test failed: `test_b.py:31: AssertionError` (the crash pytest reports), else the last line."""
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     if crash is not None:
-        return f"{Path(str(crash.path)).name}:{crash.lineno}: {str(crash.message).strip()[:2000]}"
+        first = (str(crash.message).strip().splitlines() or ["no message"])[0]  # the rest: pytest's explanation
+        return f"{Path(str(crash.path)).name}:{crash.lineno}: {first[:2000]}"
     text = str(getattr(report, "longreprtext", "") or "").strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("E ")]

@@ -188,6 +188,47 @@ def test_the_same_bounds_as_perfci_run(pytester: pytest.Pytester, args: list[str
     assert not (pytester.path / "out").exists()
 
 
+def test_a_bad_configuration_does_not_stop_a_session_that_writes_and_compares_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    """`rounds = 1` in [tool.perfci] stopped every plain `pytest` run of the project (exit 4), perf options or not:
+    without --perfci-out/--perfci-compare it is a warning, and the tests run; a bad flag is still refused."""
+    pytester.makepyfile(test_speed=TEST_FILE)
+    pytester.makefile(".toml", pyproject='[project]\nname = "x"\n\n[tool.perfci]\nrounds = 1\n')
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-round-time", "0.02")
+    plain.assert_outcomes(passed=2, warnings=1)
+    plain.stdout.fnmatch_lines(["*perfci: *pyproject.toml:5: key tool.perfci.rounds: must be an integer >= 2, got 1*"])
+    flag = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-rounds", "1")
+    assert flag.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_test_that_fails_after_measuring_is_an_error_case(pytester: pytest.Pytester) -> None:
+    """A test whose assertion fails after `benchmark(...)` or `perf(...)` measured: its cases are `error`s with
+    pytest's message (they were `ok`, and such a file served as a clean baseline), their rounds kept."""
+    pytester.makepyfile(
+        test_fail="""
+        def test_wrong(benchmark):
+            benchmark(sum, range(100))
+            assert False, "wrong result"
+
+        def test_named(perf):
+            perf(lambda: sum(range(10)), name="a")
+            raise RuntimeError("after measuring")
+
+        def test_right(perf):
+            perf(lambda: sum(range(10)))
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-round-time", "0.02", "--perfci-out", "o")
+    result.assert_outcomes(passed=1, failed=2)
+    cases = {c.id: c for c in load_results(pytester.path / "o" / "results.json").cases}
+    wrong, named = cases["test_fail.py::test_wrong@cpu"], cases["test_fail.py::test_named::a@cpu"]
+    assert wrong.status.value == "error" and wrong.rounds
+    assert wrong.errors[0].message == "the test failed (call): test_fail.py:3: AssertionError: wrong result"
+    assert named.status.value == "error" and "RuntimeError: after measuring" in named.errors[0].message
+    assert cases["test_fail.py::test_right@cpu"].status.value == "ok"
+
+
 def test_perfci_budget_is_a_deprecated_name_of_round_time(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_speed=TEST_FILE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-budget", "0.02", "--perfci-out", "out")
