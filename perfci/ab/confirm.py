@@ -23,8 +23,12 @@ FLAGGED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
 SETTLED_IF_BOUNDED = (Verdict.UNCHANGED, Verdict.SLOWER, Verdict.FASTER)  # settled when the worse edge is inside theta
 
 
-def unsettled(row: MetricComparison, theta: float) -> bool:
-    """Whether `row` leaves a change of more than `theta` on the worse side possible (module docstring)."""
+def unsettled(row: MetricComparison, theta: float, clear_regressions: bool = False) -> bool:
+    """Whether `row` leaves a change of more than `theta` on the worse side possible (module docstring). With
+    `clear_regressions`, a `regression` whose whole interval lies past theta counts as settled (what a note on
+    unsettled cases counts; confirmation re-measures every regression all the same)."""
+    if clear_regressions and row.verdict is Verdict.REGRESSION and _wholly_past(row, theta):
+        return False
     if row.verdict in FLAGGED:
         return True
     if row.verdict not in SETTLED_IF_BOUNDED:
@@ -34,7 +38,17 @@ def unsettled(row: MetricComparison, theta: float) -> bool:
     return edge is None or edge > 1.0 + theta
 
 
-def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float]) -> list[str]:
+def _wholly_past(row: MetricComparison, theta: float) -> bool:
+    """Whether the row's interval lies wholly past +theta on the worse side."""
+    best = (
+        row.ratio_low if row.direction is not Direction.HIGHER else (1.0 / row.ratio_high if row.ratio_high else None)
+    )
+    return best is not None and best > 1.0 + theta
+
+
+def flagged_cases(
+    comparison: Comparison, theta_of: Callable[[str, str], float], clear_regressions: bool = False
+) -> list[str]:
     """Case ids with a timed metric that is unsettled at its practical threshold `theta_of(case_id, metric)`."""
     ids = {
         r.case_id
@@ -42,7 +56,7 @@ def flagged_cases(comparison: Comparison, theta_of: Callable[[str, str], float])
         if (d := default_registry().get(r.metric)) is not None
         and d.comparable
         and d.timed
-        and unsettled(r, theta_of(r.case_id, r.metric))
+        and unsettled(r, theta_of(r.case_id, r.metric), clear_regressions)
     }
     return sorted(ids)
 

@@ -354,7 +354,7 @@ def confirm_flagged(
     """`perfci run --confirm`: re-measure the flagged cases by A/B against the baseline's commit (see
     perfci.ab.confirm) with the same decision settings; without a commit in the baseline, say so and keep
     the comparison."""
-    flagged = unsettled_cases(comparison, decision)
+    flagged = unsettled_cases(comparison, decision, for_confirmation=True)
     if not flagged:
         return comparison
     commit = baseline.git.commit if baseline.git else None

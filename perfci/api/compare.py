@@ -126,10 +126,15 @@ def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comp
     return replace(comparison, warnings=(*comparison.warnings, note)) if note else comparison
 
 
-def unsettled_cases(comparison: Comparison, decision: DecisionSettings, method: str = "unpaired") -> list[str]:
-    """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible."""
+def unsettled_cases(
+    comparison: Comparison, decision: DecisionSettings, method: str = "unpaired", for_confirmation: bool = False
+) -> list[str]:
+    """Cases whose timed rows from the `method` rule leave a change past the practical threshold possible; a
+    regression whose whole interval lies past it is settled, except `for_confirmation` (`run --confirm`
+    re-measures every regression of separate jobs by A/B before it fails the gate)."""
     by_method = replace(comparison, rows=tuple(r for r in comparison.rows if r.method == method))
-    return flagged_cases(by_method, lambda case, metric: practical_threshold(decision, case, metric_def(metric)))
+    theta = lambda case, metric: practical_threshold(decision, case, metric_def(metric))  # noqa: E731
+    return flagged_cases(by_method, theta, clear_regressions=not for_confirmation)
 
 
 def scope(allow: bool) -> Scope:

@@ -255,6 +255,13 @@ def test_needs_more_and_flagged_cases() -> None:
     )
     assert flagged_cases(stored, lambda case, metric: 0.05) == ["a", "c"]
     assert flagged_cases(stored, lambda case, metric: 0.03) == ["a", "b", "c"]  # b's interval reaches +4%
+    # for the note on unsettled cases, a regression whose whole interval lies past theta is settled (a +119%
+    # [+40..+242%] regression was counted as "not settled" there); one reaching back inside theta is not
+    clear = replace(stored, rows=(*stored.rows[:2], replace(row, case_id="c", verdict=Verdict.REGRESSION,
+                                                            ratio=2.19, ratio_low=1.40, ratio_high=3.42)))  # fmt: skip
+    assert flagged_cases(clear, lambda case, metric: 0.05, clear_regressions=True) == ["a"]
+    assert flagged_cases(clear, lambda case, metric: 0.05) == ["a", "c"]  # confirmation re-measures it all the same
+    assert flagged_cases(stored, lambda case, metric: 0.05, clear_regressions=True) == ["a", "c"]  # no interval
     ab = Comparison("x", "y", (replace(row, case_id="a", verdict=Verdict.UNCHANGED, method="paired"),))
     merged = merge_confirmation(stored, ab, "abc123")
     by_case = {r.case_id: r for r in merged.rows}
