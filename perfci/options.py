@@ -79,7 +79,8 @@ class Option:
     def bounds_text(self) -> str:
         """What a value must be, e.g. "an integer >= 2" or "a number > 0 and at most 3600 (seconds)"."""
         if self.kind == "fraction":
-            return f"a fraction from 0 to {MAX_FRACTION:g} ({FRACTION_EXAMPLE})"
+            top = f"{MAX_FRACTION:.0%}"
+            return f"a fraction such as {FRACTION_EXAMPLE}, from 0 to {top} (a bare number above 1 is ambiguous)"
         if self.kind == "bool":
             return "true or false"
         if self.kind == "choice":
