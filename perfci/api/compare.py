@@ -213,6 +213,7 @@ class CompareRequest:
     expected: Path | None = None
     outputs: Outputs = field(default_factory=Outputs)
     store_baseline: str | None = None  # `--baseline store:BRANCH[:N]`: `baseline` is then the candidate
+    candidate_label: str | None = None  # how messages name the candidate (else its path)
 
 
 def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcome:
@@ -252,7 +253,7 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         base, labels = load_baseline(name), (f"baselines/{name}.json", str(req.baseline))
     else:
         base, cand = load_results(req.baseline), load_results(req.candidate)
-        labels = (str(req.baseline), str(req.candidate))
+        labels = (str(req.baseline), req.candidate_label or str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)
     decision = decision_settings(settings, req.decision)

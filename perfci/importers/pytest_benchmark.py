@@ -164,6 +164,8 @@ def import_pytest_benchmark(path: Path) -> RunResult:
     doc = parse_json_text(text, str(path), "pytest-benchmark")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ResultsFormatError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list).")
+    if not doc["benchmarks"]:  # written by a session that measured nothing: an empty baseline compares nothing
+        raise ResultsFormatError(f"{path}: holds no benchmarks (the pytest-benchmark session measured nothing).")
     commit = _table(doc.get("commit_info"), str(path), "commit_info")
     machine = _table(doc.get("machine_info"), str(path), "machine_info")
     cpu = machine.get("cpu")

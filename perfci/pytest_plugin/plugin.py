@@ -185,6 +185,7 @@ class PerfciSession:
                 decision=DecisionOptions(threshold=self.threshold, job_noise=self.job_noise, fail_on=self.fail_on),
                 outputs=Outputs(out=self.out),
                 allow_missing=self.allow_missing,
+                candidate_label=None if self.out is not None else "this pytest session",  # not a deleted temp file
             )
             self.outcome = compare_files(settings, req)
         except PerfciError as exc:
@@ -202,9 +203,12 @@ def pytest_configure(config: pytest.Config) -> None:
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
     shared = plugin_settings(config, strict=bool(out or base))  # refused now, not after every test has run
     baseline = Path(base).resolve() if base else None
+    checked_out = _checked_out(out, baseline) if out else None
+    if baseline is not None:
+        _readable_baseline(baseline)
     config.stash[SESSION_KEY] = state = PerfciSession(
         settings=shared.measure,
-        out=_checked_out(out, baseline) if out else None,
+        out=checked_out,
         baseline=baseline,
         threshold=shared.threshold,
         job_noise=shared.job_noise,
@@ -223,6 +227,20 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(problem)
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
+
+
+def _readable_baseline(path: Path) -> None:
+    """`--perfci-compare PATH` when it is a results file perfci can read; a usage error now otherwise (a missing,
+    empty or corrupt baseline was reported only after every test had been measured)."""
+    from perfci.errors import PerfciError
+    from perfci.format.schema import load_results
+
+    if not path.is_file():
+        raise pytest.UsageError(f"--perfci-compare {path}: no such file")
+    try:
+        load_results(path)
+    except PerfciError as exc:
+        raise pytest.UsageError(f"--perfci-compare {path}: {exc}") from None
 
 
 def _checked_out(out: str, baseline: Path | None) -> Path:

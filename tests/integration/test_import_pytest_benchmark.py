@@ -121,6 +121,12 @@ def test_import_without_raw_data_is_refused(tmp_path: Path, bench_json: Path) ->
     assert proc.returncode == 2
     assert "--benchmark-save-data" in proc.stderr
     assert not (tmp_path / "stripped.perfci.json").exists() and not (tmp_path / "results.json").exists()
+    # a session that measured nothing: no empty results file to serve as a baseline that compares nothing
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({**doc, "benchmarks": []}))
+    proc = run("-m", "perfci", "import", "pytest-benchmark", str(empty), cwd=tmp_path)
+    assert proc.returncode == 2 and "holds no benchmarks" in proc.stderr, proc.stderr
+    assert not (tmp_path / "empty.perfci.json").exists()
 
 
 def test_two_sessions_imported_without_out_keep_both(tmp_path: Path, bench_json: Path) -> None:

@@ -195,3 +195,19 @@ def test_unicode(perf):
     result.stdout.fnmatch_lines(["*ValueError: perf(): name 'a\\ud800' cannot be written as UTF-8*"])
     ids = _results(pytester.path / "out" / "results.json")
     assert ids == ["test_names.py::test_unicode::größe·π@cpu"]
+
+
+def test_a_baseline_that_cannot_be_read_is_refused_before_any_test_runs(pytester: pytest.Pytester) -> None:
+    """A missing, empty or corrupt --perfci-compare file: one usage error at the start (it came after every test
+    had been measured)."""
+    pytester.makepyfile(test_speed=MARKED)
+    (pytester.path / "empty.json").write_text("")
+    (pytester.path / "cut.json").write_text('{"schema": "perfci.results", "cases": [')
+    for baseline, pattern in [
+        ("nowhere.json", "--perfci-compare *nowhere.json: no such file*"),
+        ("empty.json", "--perfci-compare *empty.json: *"),
+        ("cut.json", "--perfci-compare *cut.json: *"),
+    ]:
+        result = pytester.runpytest_subprocess(*FAST, "--perfci-compare", baseline)
+        _usage_error(result, pattern, pytester.path)
+        assert not (pytester.path / "ran.marker").exists()  # no test ran
