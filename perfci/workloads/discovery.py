@@ -13,11 +13,14 @@ import contextlib
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, ModuleType
+from typing import NoReturn
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
@@ -82,7 +85,7 @@ def load_source(source: str) -> ModuleType:
     try:
         # what the file prints goes to stderr: stdout carries `--format json` (a print broke the JSON,
         # and so did a write to file descriptor 1)
-        with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr), _import_guard():
             exec(_code_binding_workloads(path), module.__dict__)
     except SyntaxError as exc:
         del sys.modules[name]
@@ -92,6 +95,9 @@ def load_source(source: str) -> ModuleType:
     except WorkloadDefinitionError as exc:  # the decorator's own error: the file named, the words kept
         del sys.modules[name]
         raise WorkloadDefinitionError(f"{path}: {exc.message}", hint=exc.hint) from None
+    except _ImportStopped as exc:
+        del sys.modules[name]
+        raise WorkloadDefinitionError(f"{path}: {exc}") from None
     except (Exception, SystemExit) as exc:  # SystemExit: `sys.exit(3)` at import ended perfci silently
         del sys.modules[name]
         frame = traceback.extract_tb(exc.__traceback__)[-1]
@@ -100,6 +106,42 @@ def load_source(source: str) -> ModuleType:
             f"(at {Path(frame.filename).name}:{frame.lineno}).",
         ) from None
     return module
+
+
+IMPORT_TIMEOUT_S = 120.0  # a workload file's import (its libraries: torch, transformers) takes seconds, not minutes
+
+
+class _ImportStopped(BaseException):
+    """A workload file's import stopped by perfci: it called `os._exit`, or it ran past IMPORT_TIMEOUT_S. A
+    BaseException, so that the file's own `except Exception` does not swallow it."""
+
+
+@contextlib.contextmanager
+def _import_guard() -> Iterator[None]:
+    """While a workload file is imported: `os._exit(n)` raises instead of ending perfci (an `os._exit(0)` at the
+    end of a file made `perfci run` exit 0 having measured nothing), and an import running past
+    IMPORT_TIMEOUT_S is stopped (a `while True: pass` hung `perfci list` and `run` with no limit; the alarm needs
+    the main thread, elsewhere only `os._exit` is guarded)."""
+
+    def refuse_exit(status: int) -> NoReturn:
+        raise _ImportStopped(f"importing the workload file called os._exit({status}); a workload file must not exit")
+
+    def out_of_time(signum: int, frame: object) -> None:
+        raise _ImportStopped(f"importing the workload file took longer than {IMPORT_TIMEOUT_S:g} s; stopped")
+
+    real_exit = os._exit
+    os._exit = refuse_exit
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous = signal.signal(signal.SIGALRM, out_of_time) if timed else None
+    if timed:
+        signal.setitimer(signal.ITIMER_REAL, IMPORT_TIMEOUT_S)
+    try:
+        yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        os._exit = real_exit
 
 
 UNBOUND_PREFIX = "_perfci_unbound_line_"

@@ -4,6 +4,7 @@ ends in one error line and exit code 2, or is read as it should be."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,10 @@ WORKLOADS = {
     "skip_raises.py": 'import perfci\n\n@perfci.workload(params={"n": [1]}, skip=lambda device, n: 1 / 0)\n'
     "def s(ctx, n):\n    return lambda: None\n",
     "exits.py": "import sys\nsys.exit(3)\n",
+    # os._exit(0) at the end of a file ended `perfci run` with exit 0, nothing measured and nothing said
+    "hard_exit.py": "import os\nimport perfci\n\n@perfci.workload\ndef w(ctx):\n    return lambda: None\n\n"
+    "os._exit(0)\n",
+    "loops.py": "while True:\n    pass\n",  # hung `perfci list` and `run` with no limit
 }
 
 
@@ -117,11 +122,24 @@ WORKLOADS = {
         ("nan_param.py", "that is not a str, int, finite float or bool"),  # no results.json was written at all
         ("skip_raises.py", "its skip predicate raised ZeroDivisionError"),  # a traceback
         ("exits.py", "importing the workload file raised SystemExit: 3"),  # exit 3 and nothing said
+        ("hard_exit.py", "importing the workload file called os._exit(0)"),
+        ("loops.py", "importing the workload file took longer than 1 s"),
     ],
 )
 def test_hostile_workload_definitions_are_one_error(tmp_path: Path, name: str, words: str) -> None:
     (tmp_path / name).write_text(WORKLOADS[name])
+    if name == "loops.py":  # the limit made short (120 s in the product) by a sitecustomize on the path
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text("import perfci.workloads.discovery as d\nd.IMPORT_TIMEOUT_S = 1.0\n")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.run([sys.executable, "-m", "perfci", "list", name], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, env=env)  # fmt: skip
+        assert refused(proc, words), proc.stderr
+        return
     assert refused(perfci("list", name, cwd=tmp_path), words)
+    if name == "hard_exit.py":
+        assert refused(perfci("run", name, "--rounds", "2", cwd=tmp_path), words)
 
 
 @pytest.mark.parametrize(
