@@ -6,7 +6,8 @@ Mapping (one `<testcase classname="perfci.<suite or 'cases'>" name="<case id>">`
   (or "grew");
 - an `error` verdict -> `<error type="error">`;
 - `inconclusive` (and nothing worse) -> `<skipped>` with the reason, so CI shows it without failing;
-- `missing` -> `<skipped message="missing in candidate">`;
+- `missing` (a baseline case the candidate lacks) -> `<failure type="missing">`, as it fails the gate; one that
+  is allowed (`--allow-missing`, a declared removal, a skipped test) -> `<skipped>` with the reason;
 - everything else passes (`slower`/`faster`, `grew`/`shrank` below the threshold, `unchanged`, `improvement`,
   `new`). Every row of the case is listed in `<system-out>`, with its verdict and its minimum detectable change
   ("detects").
@@ -19,7 +20,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, MetricComparison, Verdict
+from perfci.format.model import Comparison, MetricComparison, Verdict
 from perfci.reports.units import byte_change_interval, format_threshold
 
 
@@ -43,11 +44,12 @@ def _line(r: MetricComparison) -> str:
     return f"{r.metric}: {r.verdict.value} {_pct(r.ratio)}{interval}{threshold}{detects}{extra}{expected}"
 
 
-def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison], fails: tuple[Verdict, ...]) -> str:
+def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison], gate: set[int]) -> str:
+    """The case's `<testcase>`; `gate` holds the ids of the comparison's rows that fail the gate."""
     tc = ET.SubElement(suite, "testcase", classname="perfci.cases", name=case_id, time="0")
-    failing = [r for r in rows if r.verdict in fails and not r.expected]
+    failing = [r for r in rows if id(r) in gate]
     errors = [r for r in rows if r.verdict is Verdict.ERROR]
-    skipped = [r for r in rows if r.verdict in (Verdict.INCONCLUSIVE, Verdict.MISSING)]
+    skipped = [r for r in rows if r.verdict in (Verdict.INCONCLUSIVE, Verdict.MISSING) and id(r) not in gate]
     outcome = "passed"
     if failing:
         kind = "regression" if any(r.verdict is Verdict.REGRESSION for r in failing) else failing[0].verdict.value
@@ -82,10 +84,9 @@ def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
     for w in comparison.warnings:
         ET.SubElement(props, "property", name="warning", value=w)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0, "passed": 0}
-    slower = comparison.settings.get("fail_on") == "slower"
-    fails = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE) if slower else (Verdict.REGRESSION,)
+    gate = {id(r) for r in comparison.failing}  # what fails the gate fails its test case: the exit code's rows
     for case_id, rows in _by_case(comparison.rows).items():
-        counts[_testcase(suite, case_id, rows, fails)] += 1
+        counts[_testcase(suite, case_id, rows, gate)] += 1
         counts["tests"] += 1
     for el in (root, suite):
         el.set("tests", str(counts["tests"]))

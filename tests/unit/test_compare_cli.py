@@ -97,9 +97,16 @@ def test_junit_error_and_skipped(pair: tuple[Path, Path, Path, Path], tmp_path: 
     # b and c are not in the noisy run: `missing`, which fails the gate unless allowed
     args = ["compare", str(base), str(noisy), "--junit", str(path)]
     assert runner.invoke(app, args).exit_code == 1
+    # what fails the gate fails in JUnit too (missing was `<skipped>`: a CI reading only JUnit showed green)
+    xml = junitparser.JUnitXml.fromfile(str(path))
+    cases = {c.name: c for suite in xml for c in suite}
+    missing = cases["t.b[n=8]@cpu"].result[0]
+    assert isinstance(missing, junitparser.Failure) and missing.type == "missing"
+    assert xml.failures == 2 and xml.skipped == 1
     assert runner.invoke(app, [*args, "--allow-missing"]).exit_code == 0
     cases = {c.name: c for suite in junitparser.JUnitXml.fromfile(str(path)) for c in suite}
     assert isinstance(cases["t.a[n=8]@cpu"].result[0], junitparser.Skipped)  # inconclusive
+    assert isinstance(cases["t.b[n=8]@cpu"].result[0], junitparser.Skipped)  # missing, allowed
 
 
 def test_expected_change_passes_with_a_note(pair: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
