@@ -62,17 +62,25 @@ def _tree_rss(proc: psutil.Process) -> int:
 STDERR_TAIL_BYTES = 16 * 1024  # what is read of a worker's stderr log for its last lines
 
 
-def _stderr_tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a worker's stderr log, from its last STDERR_TAIL_BYTES (a worker that wrote a
-    gigabyte made perfci read the whole log into memory, 2 GB)."""
+def _stderr_tail(path: Path, lines: int = 3, since: int = 0) -> str:
+    """The last lines of a worker's stderr log written from byte `since` on (where the case in flight started:
+    another case's output is not this one's; a crash was shown with an earlier case's print), from its last
+    STDERR_TAIL_BYTES (a worker that wrote a gigabyte made perfci read the whole log into memory, 2 GB)."""
     try:
         with path.open("rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+            f.seek(max(since, f.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
             text = f.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
     tail = " | ".join(line.strip() for line in text[-lines:] if line.strip())
     return f"; worker stderr: {tail[-400:]}" if tail else ""
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _exit_reason(returncode: int) -> str:
@@ -211,21 +219,24 @@ def _supervise(
 ) -> None:
     ps = psutil.Process(proc.pid)
     current: str | None = None
+    since, owner = 0, ""  # where the output of `owner`, the last case to start a step, starts in the log
     killed: tuple[ErrorKind, str] | None = None
     try:
         for event in _watched(_read_events(proc), ps, limits, limits.startup_timeout_s, per_step=True):
             current = _in_flight(event, current)
+            if current is not None and current != owner:
+                since, owner = _log_size(stderr_path), current
             on_event(event)
     except _Killed as exc:
         killed = (exc.kind, exc.reason)
         _kill(proc)
-    ending = _ending(current, killed, proc.wait(), stderr_path)
+    ending = _ending(current, killed, proc.wait(), stderr_path, since)
     if ending is not None:
         on_event(ending)
 
 
 def _ending(
-    current: str | None, killed: tuple[ErrorKind, str] | None, returncode: int, stderr_path: Path
+    current: str | None, killed: tuple[ErrorKind, str] | None, returncode: int, stderr_path: Path, since: int = 0
 ) -> Event | None:
     """What the end of a worker means for the runner: nothing (a clean exit), an `Error` for the case in flight,
     or a `WorkerFailed` when it died between cases."""
@@ -235,7 +246,7 @@ def _ending(
         reason = killed[1] if killed else _exit_reason(returncode)
         return WorkerFailed(reason + _stderr_tail(stderr_path))
     kind, reason = killed or ("crash", _exit_reason(returncode) + " while measuring this case")
-    return Error(current, kind, reason + _stderr_tail(stderr_path))
+    return Error(current, kind, reason + _stderr_tail(stderr_path, since=since))
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -274,6 +285,8 @@ class WorkerProcess:
         self.ps = psutil.Process(self.proc.pid)
         self.events = _read_events(self.proc)
         self.current: str | None = None
+        self.since = 0  # where the output of `owner`, the last case to start a step, starts in the stderr log
+        self.owner: str | None = None
         self.send(msgspec.structs.replace(job, lockstep=True, parent_pid=os.getpid()))
 
     def send(self, message: Job | Command) -> None:
@@ -290,6 +303,8 @@ class WorkerProcess:
         try:
             for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step=per_step):
                 self.current = _in_flight(event, self.current)
+                if self.current is not None and self.current != self.owner:
+                    self.since, self.owner = _log_size(self.stderr_path), self.current
                 self.on_event(event)
                 if isinstance(event, kind):
                     return event
@@ -301,7 +316,8 @@ class WorkerProcess:
         _kill(self.proc)
         code = self.proc.wait()
         in_flight = " while measuring this case" if self.current is not None else ""
-        message = (reason or _exit_reason(code) + in_flight) + _stderr_tail(self.stderr_path)
+        since = self.since if self.current is not None else 0
+        message = (reason or _exit_reason(code) + in_flight) + _stderr_tail(self.stderr_path, since=since)
         raise WorkerLost(message, kind, self.current, self)
 
     @property
