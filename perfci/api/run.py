@@ -24,7 +24,7 @@ from perfci.engine.progress import ProgressFn
 from perfci.engine.resume import WORKLOADS_KEY, check_resumable, workloads_digest
 from perfci.engine.runner import Runner, RunSettings, git_info
 from perfci.errors import UsageError
-from perfci.format.comparison import dump_comparison
+from perfci.format.comparison import comparison_to_dict, dump_comparison
 from perfci.format.model import CaseSpec, Comparison, RunResult
 from perfci.format.schema import load_results, run_to_dict
 from perfci.patterns import pytest_expression_hint
@@ -199,6 +199,14 @@ class RunOutcome:
         """What `--format json` prints: the run as its results.json document, plus `sweeps`, the best
         configuration of each workload whose parameters sweep (perfci/reports/sweeps.py; not part of the file)."""
         return {**run_to_dict(self.result), "sweeps": best_configurations(self.result)}
+
+    def json_document(self) -> dict[str, Any]:
+        """`--format json`'s one document: `results_document`, plus `comparison` (the comparison.json document)
+        when the run was compared with a baseline (two documents printed one after the other were not JSON)."""
+        doc = self.results_document()
+        if self.comparison is not None:
+            doc["comparison"] = comparison_to_dict(self.comparison)
+        return doc
 
 
 def measure(planned: Planned, specs: list[CaseSpec], progress: ProgressFn | None = None) -> RunResult:

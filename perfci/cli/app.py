@@ -11,7 +11,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-import msgspec
 import typer
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -211,10 +210,7 @@ def print_decisions(run: RunResult | None, view: DecisionView, fmt: OutputFormat
 
 def print_comparison(comparison: Comparison, run: RunResult | None, fmt: OutputFormat) -> None:
     out, err = consoles()
-    if fmt is OutputFormat.json:
-        rows = [{**msgspec.structs.asdict(r), "verdict": r.verdict.value} for r in comparison.rows]
-        print_json(out, {"verdict": verdict_line(comparison, run), "rows": rows})
-    else:
+    if fmt is not OutputFormat.json:  # with --format json the comparison is in the run's one document
         out.print(comparison_table(comparison))
     for w in comparison.warnings:
         err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=whole_lines(err))

@@ -166,7 +166,8 @@ def measure_with_progress(planned: Planned) -> RunResult:
 
 def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = BY_TIME) -> None:
     result, comparison = outcome.result, outcome.comparison
-    emit(fmt, outcome.results_document, lambda: run_table(result))
+    # one JSON document: the results, with the comparison (as comparison.json holds it) when there is a baseline
+    emit(fmt, outcome.json_document, lambda: run_table(result))
     print_decisions(result, decisions, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)

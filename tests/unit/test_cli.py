@@ -112,6 +112,23 @@ def test_run_checks_its_baseline_before_measuring(tmp_path: Path, content: str |
     assert not out.exists()
 
 
+def test_run_json_with_a_baseline_is_one_document(tmp_path: Path) -> None:
+    """`run --format json --baseline B` printed the results, then the comparison: two documents, not JSON. Now
+    one: the results document with the comparison under `comparison`."""
+    workload = tmp_path / "w.py"
+    workload.write_text("import perfci\n\n@perfci.workload()\ndef w(ctx):\n    return lambda: sum(range(50))\n")
+    fast = ["--rounds", "2", "--round-time", "0.01"]
+    assert runner.invoke(app, ["run", str(workload), *fast, "--out", str(tmp_path / "a")]).exit_code == 0
+    base = tmp_path / "a" / "results.json"
+    result = runner.invoke(app, ["run", str(workload), *fast, "--out", str(tmp_path / "b"), "--baseline", str(base),
+                                 "--format", "json", "--exit-zero"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "perfci.results" and [c["id"] for c in doc["cases"]] == ["w.w@cpu"]
+    assert doc["comparison"]["schema"] == "perfci.comparison"
+    assert {r["case_id"] for r in doc["comparison"]["rows"]} == {"w.w@cpu"}
+
+
 def test_list_builtin_default_suite() -> None:
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0
