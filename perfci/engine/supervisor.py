@@ -135,9 +135,18 @@ def _malformed(exc: ProtocolError) -> str:
 
 
 def _memory_exceeded(ps: psutil.Process, limits: Limits) -> str | None:
-    if _tree_rss(ps) > limits.memory_limit_bytes:
-        return f"exceeded the memory limit of {limits.memory_limit_bytes / 2**30:.1f} GiB"
+    used = _tree_rss(ps)
+    if used > limits.memory_limit_bytes:
+        return (
+            f"exceeded the memory limit of {_mib_or_gib(limits.memory_limit_bytes)}: the worker's processes held "
+            f"{_mib_or_gib(used)} (Python, perfci and the imported libraries count)"
+        )
     return None
+
+
+def _mib_or_gib(n: float) -> str:
+    """64 MiB, 1.5 GiB: a limit of 64 MiB was shown as "0.1 GiB"."""
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
 
 
 def run_worker(

@@ -188,7 +188,7 @@ def test_ab_holds_workers_to_the_memory_limit(repo: Path) -> None:
         cases = {c["workload"]: c for c in json.loads((repo / "o5" / side / "results.json").read_text())["cases"]}
         assert (
             cases["hog.hog"]["errors"][0]["kind"] == "oom"
-            and "memory limit of 0.2 GiB" in cases["hog.hog"]["errors"][0]["message"]
+            and "memory limit of 200 MiB" in cases["hog.hog"]["errors"][0]["message"]
         )
         assert all(len(c["rounds"]) == 2 for name, c in cases.items() if name != "hog.hog")
 

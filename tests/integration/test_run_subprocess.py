@@ -154,7 +154,9 @@ def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
     hog = by_name["eats_memory"]
     assert hog.status.value == "error" and len(hog.errors) == 1
     kind, message = hog.errors[0].kind, hog.errors[0].message
-    assert (kind == "oom" and "memory limit" in message) or (kind == "timeout" and "timed out after 3 s" in message)
+    assert (kind == "oom" and "memory limit of 1 GiB: the worker's processes held" in message) or (
+        kind == "timeout" and "timed out after 3 s" in message
+    )
 
 
 def _signal_mid_call(tmp_path: Path, signum: int) -> tuple[subprocess.Popen[str], str, list[psutil.Process]]:
