@@ -25,7 +25,7 @@ class Call(StrEnum):
     UNCALLED = "uncalled"
 
 
-_OF_STATUS = {"slower": Call.WORSE, "faster": Call.BETTER, "steady": Call.STEADY, TOO_FEW_RUNS: Call.UNCALLED}
+_OF_STATUS = {"worse": Call.WORSE, "better": Call.BETTER, "steady": Call.STEADY, TOO_FEW_RUNS: Call.UNCALLED}
 
 
 def trend_call(t: Trend) -> Call:

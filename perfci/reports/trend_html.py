@@ -188,13 +188,13 @@ def render_trend(
     env = environment_changes(fingerprints or {})
     rows = trend_rows(items, noise, env)
     n = headline_counts(trend_call(t) for t in items)  # the same counts as the terminal's and the Markdown's
-    counts = {"slower": n.worse, "faster": n.better, "steady": n.steady, TOO_FEW_RUNS: n.uncalled}  # status words
+    counts = {"worse": n.worse, "better": n.better, "steady": n.steady, TOO_FEW_RUNS: n.uncalled}  # status words
     runners = sorted({t.runner for t in items})
     worse, better = movers(items, window)
     units = {(t.runner, t.case_id): t.points[-1].unit for t in items if t.points}
     charts = charted(items, rows, worse[:MAX_MOVERS] + better[:MAX_MOVERS])
     title = (
-        f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['slower']} worse and {counts['faster']} better "
+        f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['worse']} worse and {counts['better']} better "
         f"since their last change point, {counts['steady']} steady{n.uncalled_phrase()}"
     )
     js = plotly_js()

@@ -61,7 +61,7 @@ def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int 
     for t in shown:
         shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts)
         status = t.status()
-        style = {"slower": "bold red", "faster": "green"}.get(status, "")
+        style = {"worse": "bold red", "better": "green"}.get(status, "")
         cells = (Text(t.runner), Text(t.metric), Text(str(len(t.points))), Text(_value(t)), Text(status, style))
         rows.append(CaseRow(t.case_id, cells, Text(shifts) if shifts else None))
     return CaseTable(TREND_COLUMNS, tuple(rows), title=title, caption=Text(caption) if caption else None,
@@ -91,7 +91,7 @@ def trend_markdown(
     point made them worse (biggest first), with the run, commit and any environment change there. Strings from
     the store are code spans (markdown.code), and the rows are bounded (`max_rows`, then a count)."""
     worse = sorted(
-        ((t, t.shifts[-1]) for t in items if t.status() == "slower"),
+        ((t, t.shifts[-1]) for t in items if t.status() == "worse"),
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
     n = headline_counts(trend_call(t) for t in items)

@@ -23,7 +23,7 @@ from perfci.store.history import HistoryStore, Point
 
 TOO_FEW_RUNS = "too few runs"  # a series too short to show a change point, whatever it holds
 # the order rows are listed in: worse first, then better, steady, and series too short to call
-STATUS_RANK = {"slower": 0, "faster": 1, "steady": 2, TOO_FEW_RUNS: 3}
+STATUS_RANK = {"worse": 0, "better": 1, "steady": 2, TOO_FEW_RUNS: 3}
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,14 @@ class Trend:
         return self.points[-1].value if self.points else None
 
     def status(self) -> str:
-        """'slower' / 'faster': the last change point made the metric worse / better (for its direction);
+        """'worse' / 'better': the last change point made the metric worse / better (for its direction; a trend's
+        status is not a comparison's `slower`, which means a change below the threshold);
         'steady': no change point; TOO_FEW_RUNS: none, in fewer runs than one needs on both sides."""
         if not self.shifts:
             return "steady" if len(self.points) >= 2 * DEFAULT_MIN_SIZE else TOO_FEW_RUNS
         ratio = self.shifts[-1].ratio
         worse = ratio > 1.0 if metric_direction(self.metric) is Direction.LOWER else ratio < 1.0
-        return "slower" if worse else "faster"
+        return "worse" if worse else "better"
 
     def regimes(self) -> list[tuple[int, int, float]]:
         """(first index, last index, geometric mean) of each stretch between change points."""
@@ -73,7 +74,7 @@ class Trend:
 
     def worse_within(self, runs: int) -> Shift | None:
         """The last change point when it made the metric worse and started within the latest `runs` runs."""
-        if self.status() != "slower":
+        if self.status() != "worse":
             return None
         last = self.shifts[-1]
         return last if last.index >= len(self.points) - runs else None

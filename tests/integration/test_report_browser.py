@@ -252,7 +252,7 @@ def test_trend_report_in_browser(browser: Any, tmp_path: Path) -> None:
         assert cases[0] == "t.alpha[n=8]@cpu"  # the slowdown first
         assert sorted(cases) == sorted(["t.alpha[n=8]@cpu", "t.beta[n=8]@cpu", f"t.hostile{HOSTILE}[n=8]@cpu"])
         assert page.page.evaluate("document.querySelectorAll('#cases script').length") == 0
-        assert page.column(0) == ["slower", "faster", "steady"]
+        assert page.column(0) == ["worse", "better", "steady"]
         assert page.column(6)[0] == "c010" and page.column(5)[0].startswith("+2")  # commit and size of the change
         # the series chart drew the worst case, with its change point labelled by commit
         assert page.page.locator("#chart-series .main-svg").count() > 0
@@ -331,17 +331,17 @@ def test_trend_report_movers_and_cross_runner_matrix(browser: Any, tmp_path: Pat
         rows = p.eval_on_selector_all(
             "#matrix tbody tr:not([hidden])", "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))"
         )
-        assert [r[:2] for r in rows] == [["slower", "t.alpha[n=8]@cpu"], ["faster", "t.beta[n=8]@cpu"]]
+        assert [r[:2] for r in rows] == [["worse", "t.alpha[n=8]@cpu"], ["better", "t.beta[n=8]@cpu"]]
         alpha, beta = rows
-        assert "slower" in alpha[2] and "steady" in alpha[3] and "44% BW" in alpha[3] and "%" not in alpha[2]
-        assert "faster" in beta[3] and "steady" in beta[2]
+        assert "worse" in alpha[2] and "steady" in alpha[3] and "44% BW" in alpha[3] and "%" not in alpha[2]
+        assert "better" in beta[3] and "steady" in beta[2]
         # a cell draws that runner's series of the case
         p.locator("#matrix td.cell").nth(3).click()
         label = p.eval_on_selector("#series-case", "s => s.options[s.selectedIndex].text")
         assert label == "t.beta[n=8]@cpu (gpu-test)"
         assert "c012" in p.inner_text("#chart-series")
         # the matrix filters by status like the cases table
-        p.select_option("#matrix-status", "faster")
+        p.select_option("#matrix-status", "better")
         assert p.eval_on_selector_all("#matrix tbody tr:not([hidden])", "rs => rs.length") == 1
         p.select_option("#matrix-status", "")
         p.evaluate("window.scrollTo(0, 0)")

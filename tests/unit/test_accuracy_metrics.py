@@ -156,4 +156,4 @@ def test_the_history_trends_an_accuracy_metric(tmp_path: Path) -> None:
     (trend,) = trends(store, metric=ACCURACY_REL_L2)
     assert [p.value for p in trend.points] == [0.010] * 8 + [0.020] * 8
     (shift,) = trend.shifts
-    assert shift.index == 8 and shift.ratio == pytest.approx(2.0) and trend.status() == "slower"
+    assert shift.index == 8 and shift.ratio == pytest.approx(2.0) and trend.status() == "worse"

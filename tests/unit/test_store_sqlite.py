@@ -109,7 +109,7 @@ def test_trend_check_fails_on_a_recent_slowdown_only(tmp_path: Path) -> None:
     assert tput.exit_code == 1, tput.output
     status = CliRunner().invoke(app, ["trend", "--db", db, "--format", "json"])
     assert {t["case_id"]: t["status"] for t in json.loads(status.stdout)} == {
-        "t.alpha[n=8]@cpu": "slower",
+        "t.alpha[n=8]@cpu": "worse",
         "t.beta[n=8]@cpu": "steady",
     }
 

@@ -25,7 +25,7 @@ def test_rows_put_the_slowdown_first_with_its_commit_and_size(tmp_path: Path) ->
     items = trends(s)
     noise = {(e.runner, e.case_id): e for e in estimate_noise(s, "cpu-test").values()}
     rows = trend_rows(items, noise)
-    assert [(r["case"], r["status"]) for r in rows] == [("t.alpha[n=8]@cpu", "slower"), ("t.beta[n=8]@cpu", "steady")]
+    assert [(r["case"], r["status"]) for r in rows] == [("t.alpha[n=8]@cpu", "worse"), ("t.beta[n=8]@cpu", "steady")]
     alpha, beta = rows
     assert alpha["last_commit"] == "c010" and 1.2 < alpha["last_change_v"] < 1.3
     assert alpha["noise"] == "-"  # 6 runs since its change: too few for a learned figure
@@ -35,7 +35,7 @@ def test_rows_put_the_slowdown_first_with_its_commit_and_size(tmp_path: Path) ->
 def test_a_higher_is_better_metric_calls_a_rise_better(tmp_path: Path) -> None:
     items = trends(store(tmp_path), metric="throughput")
     alpha = next(r for r in trend_rows(items, {}) if r["case"] == "t.alpha[n=8]@cpu")
-    assert alpha["status"] == "slower"  # throughput fell by a fifth: worse for a higher-is-better metric
+    assert alpha["status"] == "worse"  # throughput fell by a fifth: worse for a higher-is-better metric
 
 
 def test_chart_data_regimes_and_shifts(tmp_path: Path) -> None:

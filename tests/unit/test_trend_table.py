@@ -49,8 +49,8 @@ def test_the_trend_table_keeps_ids_and_statuses_whole_at_80_columns() -> None:
         lines = text.splitlines()
         assert "…" not in text and case_id in lines and all(len(line.rstrip()) <= width for line in lines)
         statuses = [line.split()[-1] for line in lines if line.startswith("  cpu-")]
-        assert statuses == ["slower", "steady"]
+        assert statuses == ["worse", "steady"]
         assert "run-4 c0ffee4: +20.0%" in " ".join(text.split())
     wide = Console(width=300, record=True, no_color=True)
     wide.print(trend_table(items))
-    assert any(case_id in line and "slower" in line and "run-4" in line for line in wide.export_text().splitlines())
+    assert any(case_id in line and "worse" in line and "run-4" in line for line in wide.export_text().splitlines())
