@@ -18,6 +18,8 @@ import dataclasses
 import inspect
 import itertools
 import math
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, overload
@@ -82,7 +84,10 @@ class Workload:
     preload: Callable[[str, Mapping[str, ParamValue]], object] | None = None
 
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
-        return self.setup(ctx, **params)
+        made = self.setup(ctx, **params)
+        if not callable(made):  # else the first call failed in perfci's code: "'NoneType' object is not callable"
+            raise LocatedFailure(f"{_defined_at(self.setup)}workload {self.name!r}: {_not_callable(made)}")
+        return made
 
     def values(self, key: str, device: str) -> Sequence[ParamValue]:
         declared = self.params[key]
@@ -178,7 +183,7 @@ def workload(
 
     def wrap(f: SetupFn) -> Workload:
         grid = dict(params or {})
-        _validate(f, grid, devices, timing or {})
+        _validate(f"workload {name or getattr(f, '__name__', f)!r}", f, grid, devices, timing or {})
         return Workload(
             name=name or f.__name__,
             setup=f,
@@ -194,6 +199,27 @@ def workload(
 
 
 MAX_PARAM_INT = 2**63 - 1
+# the devices a workload may declare: the worker times "cuda..." cases with CUDA events and every other one on the
+# host clock, so another name ("tpu", "mps") would be measured as a CPU case, or never (no runner has it)
+WORKLOAD_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
+WORKLOAD_DEVICES = "'cpu', 'cuda' or 'cuda:N' (a GPU by index, e.g. 'cuda:1')"
+_P = inspect.Parameter
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+
+
+def _defined_at(fn: Callable[..., object]) -> str:
+    """`bench.py:12: `: where the set-up `fn` is defined, to lead a message about it; "" where that is unknown."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""
+
+
+def _not_callable(made: object) -> str:
+    if made is None:
+        return "its set-up returned None; it must return the callable to time (e.g. `return lambda: step(x)`)."
+    return (
+        f"its set-up returned {type(made).__name__} {made!r:.40}, not a callable; it must return the callable to "
+        "time (e.g. `return lambda: a @ b`, not the result `a @ b`)."
+    )
 
 
 def is_utf8(text: str) -> bool:
@@ -228,13 +254,10 @@ def _validate_values(who: str, key: str, values: object) -> None:
         raise WorkloadDefinitionError(f"{who}: parameter {key!r} lists a value twice.")
 
 
-def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], timing: Mapping[str, Any]) -> None:
-    who = f"workload {getattr(f, '__name__', f)!r}"
-    if not devices or isinstance(devices, str):
-        raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
-    odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not is_utf8(d)]
-    if odd:  # `devices=[1]` would end in a traceback where cases are selected
-        raise WorkloadDefinitionError(f"{who}: device {odd[0]!r} is not a device name such as 'cpu' or 'cuda:0'.")
+def _validate(
+    who: str, f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], timing: Mapping[str, Any]
+) -> None:
+    _validate_devices(who, devices)
     for key, values in grid.items():
         if not isinstance(values, Mapping):
             _validate_values(who, key, values)
@@ -251,16 +274,55 @@ def _validate(f: SetupFn, grid: Mapping[str, object], devices: Sequence[str], ti
             hint=f"known settings: {', '.join(sorted(_timing_fields()))}",
         )
     _validate_timing(who, grid, timing)
+    _validate_signature(who, f, grid)
+
+
+def _validate_devices(who: str, devices: Sequence[str]) -> None:
+    if not devices or isinstance(devices, str):
+        raise WorkloadDefinitionError(f"{who}: 'devices' must be a list naming at least one device.")
+    odd = [d for d in devices if not isinstance(d, str) or not d.strip() or not is_utf8(d)]
+    if odd:  # `devices=[1]` would end in a traceback where cases are selected
+        raise WorkloadDefinitionError(f"{who}: device {odd[0]!r} is not a device name such as 'cpu' or 'cuda:0'.")
+    unknown = [d for d in devices if not WORKLOAD_DEVICE.fullmatch(d)]
+    if unknown:  # "tpu" was listed, then left out with the hint "pass --device tpu", then run as a CPU case
+        near = unknown[0].strip().lower().replace("gpu", "cuda")
+        raise WorkloadDefinitionError(
+            f"{who}: devices names {unknown[0]!r}, which perfci cannot run a workload on; use {WORKLOAD_DEVICES}.",
+            hint=f"did you mean {near!r}?" if WORKLOAD_DEVICE.fullmatch(near) else None,
+        )
+    if len(set(devices)) != len(devices):
+        raise WorkloadDefinitionError(f"{who}: devices lists a device twice.")
+
+
+def _validate_signature(who: str, f: SetupFn, grid: Mapping[str, object]) -> None:
+    """The set-up can be called as the worker calls it, `f(ctx, **params)`: one without `ctx`, or with an argument
+    that is no parameter, failed every case at run time, in a message that pointed at perfci's own code."""
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
         return
-    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    fname, args = getattr(f, "__name__", "setup"), list(sig.parameters.values())
     missing = [k for k in grid if k not in sig.parameters]
-    if missing and not takes_kwargs:
+    if missing and not any(p.kind is _P.VAR_KEYWORD for p in args):
+        raise WorkloadDefinitionError(f"{who}: parameter {missing[0]!r} is not an argument of {fname}{sig}.")
+    first = next((p for p in args if p.kind in (*_POSITIONAL, _P.VAR_POSITIONAL)), None)
+    if first is None or (first.kind in _POSITIONAL and first.name in grid):
         raise WorkloadDefinitionError(
-            f"{who}: parameter {missing[0]!r} is not an argument of {f.__name__}{sig}.",
+            f"{who}: the set-up {fname}{sig} does not take the context `ctx` as its first argument; define it as "
+            f"`def {fname}({', '.join(['ctx', *grid])}):`, the context first, then the parameters by name."
         )
+    try:
+        sig.bind(None, **dict.fromkeys(grid))
+    except TypeError as exc:
+        rest = [p for p in args if p is not first and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)]
+        unfed = [p.name for p in rest if p.default is _P.empty and p.name not in grid]
+        call = ", ".join(["ctx", *(f"{k}=..." for k in grid)])
+        raise WorkloadDefinitionError(
+            f"{who}: the set-up {fname}{sig} takes {unfed[0]!r}, which is no parameter of the workload."
+            if unfed
+            else f"{who}: the set-up {fname}{sig} cannot be called as {fname}({call}): {exc}.",
+            hint="declare it in params=, or give it a default" if unfed else None,
+        ) from None
 
 
 def _validate_timing(who: str, grid: Mapping[str, object], timing: Mapping[str, Any]) -> None:

@@ -6,12 +6,15 @@ converted through `.detach().float().cpu().numpy()`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from perfci.errors import WorkloadDefinitionError
 from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
 from perfci.metrics.rounds import ACCURACY_NOTES, TOLERANCES_NOTES
 
@@ -30,6 +33,35 @@ class Tolerance:
         if self.max_rel_l2 is not None:
             return f"relative L2 error <= {self.max_rel_l2:g}"
         return f"|a - e| <= {self.atol:g} + {self.rtol:g} * |e|"
+
+
+def _number_problem(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return "is not a number"
+    if not math.isfinite(value):
+        return "is not finite"
+    return "is negative" if value < 0 else None
+
+
+def checked_tolerance(what: str, value: object) -> Tolerance:
+    """A tolerance as given to a workload (`what` names it in the error): a `Tolerance` whose bounds are numbers of
+    at least 0, or one such number, the largest relative L2 error allowed (`Tolerance(max_rel_l2=...)`)."""
+    if isinstance(value, Tolerance):
+        fields = {"rtol": value.rtol, "atol": value.atol, "max_rel_l2": value.max_rel_l2}
+        for name, number in fields.items():
+            problem = None if name == "max_rel_l2" and number is None else _number_problem(number)
+            if problem:
+                raise WorkloadDefinitionError(
+                    f"{what}: {name}={number!r:.40} {problem}; a tolerance's bounds are numbers of at least 0."
+                )
+        return value
+    problem = _number_problem(value)
+    if problem or not isinstance(value, Real):
+        raise WorkloadDefinitionError(
+            f"{what} = {value!r:.40} {problem}; give a Tolerance(...) or a number of at least 0 (the largest "
+            "relative L2 error allowed)."
+        )
+    return Tolerance(max_rel_l2=float(value))
 
 
 def to_numpy(value: Any) -> np.ndarray[Any, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +29,7 @@ from perfci.workloads import onnx_variants, surprises
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.backends.ort import initializer_bytes
 from perfci.workloads.checks import Tolerance, check_against
+from perfci.workloads.model_args import batch_sizes, did_you_mean, positive_int, tolerances_by_variant, variant_names
 from perfci.workloads.onnx_variants import INT8_VARIANTS, TOLERANCES, VARIANTS, Feeds
 from perfci.workloads.ort_session import open_session, providers_for
 
@@ -203,6 +204,30 @@ def default_batch(path: Path) -> int:
     return fixed_batch(model_inputs(path)) or 1
 
 
+def symbolic_dims(shapes: Iterable[Sequence[object]]) -> list[str]:
+    """The named symbolic dimensions of these input shapes, in order of appearance, each once."""
+    return list(dict.fromkeys(d for shape in shapes for d in shape if isinstance(d, str) and d))
+
+
+def checked_dims(who: str, dims: object, names: Sequence[str], model: str) -> dict[str, int]:
+    """`dims` of an ONNX workload: each key one of the model's symbolic dimensions `names`, each value an integer of
+    at least 1 (a name the model lacks was ignored without a word)."""
+    if dims is None:
+        return {}
+    if not isinstance(dims, Mapping):
+        raise WorkloadDefinitionError(f"{who}: dims={dims!r:.60} is not a dict from dimension name to size.")
+    for key, value in dims.items():
+        if key not in names:
+            has = f"its symbolic dimensions are {', '.join(map(repr, names))}" if names else "it has none"
+            raise WorkloadDefinitionError(
+                f"{who}: dims names {key!r:.40}, which is not a symbolic dimension of {model} ({has}).",
+                hint=did_you_mean(key, names),
+            )
+        if not positive_int(value):
+            raise WorkloadDefinitionError(f"{who}: dims[{key!r}] = {value!r:.40} is not an integer of at least 1.")
+    return {str(k): int(v) for k, v in dims.items()}
+
+
 def _int8_on_cpu_only(device: str, variant: str, **_: object) -> str | None:
     if variant in INT8_VARIANTS and device != "cpu":
         return "the int8 variants use ONNX Runtime's CPU int8 kernels"
@@ -212,16 +237,18 @@ def _int8_on_cpu_only(device: str, variant: str, **_: object) -> str | None:
 def onnx_workload(
     path: str | Path,
     *,
-    batch: Sequence[int] | None = None,
-    variants: Sequence[str] = VARIANTS,
+    batch: int | Sequence[int] | None = None,
+    variants: str | Sequence[str] = VARIANTS,
     dims: Mapping[str, int] | None = None,
     devices: Sequence[str] = ("cpu", "cuda"),
     name: str | None = None,
-    tolerances: Mapping[str, Tolerance] | None = None,
+    tolerances: Mapping[str, Tolerance | float] | None = None,
     tags: Sequence[str] = ("onnx",),
 ) -> Workload:
     """A workload running the ONNX file at `path` (relative to the calling file's folder) for each variant and
-    batch size; `batch` defaults to the model's fixed leading dimension, else 1."""
+    batch size; `batch` defaults to the model's fixed leading dimension, else 1 (`batch=8` is `batch=[8]`); `dims`
+    may name only the model's symbolic dimensions; a tolerance given as a number is the largest relative L2 error
+    allowed."""
     file = Path(path)
     if not file.is_absolute():
         caller = inspect.currentframe()
@@ -229,16 +256,17 @@ def onnx_workload(
         file = (Path(where).parent if where else Path.cwd()) / file
     if not file.is_file():
         raise WorkloadDefinitionError(f"{file}: no such ONNX file.")
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise WorkloadDefinitionError(f"unknown ONNX variant {unknown[0]!r}.", hint=f"use {', '.join(VARIANTS)}")
-    spec = OnnxFile(file, dict(dims or {}), {**TOLERANCES, **(tolerances or {})})
+    who = f"onnx workload {name or WORKLOAD_NAME!r} ({file.name})"
+    kinds = variant_names(who, variants, VARIANTS, "ONNX")
+    sizes: list[ParamValue] = list(batch_sizes(who, batch)) if batch is not None else [default_batch(file)]
+    shapes = [s.shape for s in model_inputs(file)] if dims is not None else []
+    named = checked_dims(who, dims, symbolic_dims(shapes), file.name)
+    spec = OnnxFile(file, named, {**TOLERANCES, **tolerances_by_variant(who, tolerances, VARIANTS, "ONNX")})
 
     def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
         return spec.setup(ctx, variant, batch)
 
-    sizes: list[ParamValue] = list(batch) if batch is not None else [default_batch(file)]
-    grid: dict[str, Sequence[ParamValue]] = {"variant": list(variants), "batch": sizes}
+    grid: dict[str, Sequence[ParamValue]] = {"variant": list(kinds), "batch": sizes}
     return workload(params=grid, devices=devices, name=name or WORKLOAD_NAME, tags=tags, skip=_int8_on_cpu_only)(setup)
 
 

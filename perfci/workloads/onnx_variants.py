@@ -9,9 +9,11 @@ the ONNX Runtime sessions that run them.
 - int8-static: `quantize_static` in QDQ format, activations calibrated on batches drawn from the same seeded
   generator as the timed inputs.
 
-Converted files live in a cache folder (`$PERFCI_CACHE_DIR`, else ~/.cache/perfci) under `onnx/<sha256 of the
-file>/`, so that each round's worker does not convert again; a file is written under a temporary name and
-renamed, as rounds of several cases may convert the same model at once.
+Converted files live in a cache folder (`$PERFCI_CACHE_DIR`, else ~/.cache/perfci) under `onnx/<digest>/`, so that
+each round's worker does not convert again; the digest (`model_digest`) is the sha256 of the file and of every
+external data file its tensors name (`model.onnx.data`, where `torch.onnx.export` may write the weights), so new
+weights are a new folder. A file is written under a temporary name and renamed, as rounds of several cases may
+convert the same model at once.
 """
 
 from __future__ import annotations
@@ -56,6 +58,52 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def external_data_files(path: Path) -> list[str]:
+    """The external data files that the model's tensors name (their `location`, relative to the model's folder),
+    each once, read without loading them: initializers, sparse initializers and tensors in node attributes, in
+    subgraphs and functions too."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    model = onnx.load(str(path), load_external_data=False)
+    found: dict[str, None] = {}
+
+    def tensors(graph: Any) -> Iterator[Any]:
+        for sparse in graph.sparse_initializer:
+            yield from (sparse.values, sparse.indices)
+        yield from graph.initializer
+        yield from node_tensors(graph.node)
+
+    def node_tensors(nodes: Any) -> Iterator[Any]:
+        for attribute in (a for node in nodes for a in node.attribute):
+            yield from [attribute.t, *attribute.tensors]
+            for sparse in [attribute.sparse_tensor, *attribute.sparse_tensors]:
+                yield from (sparse.values, sparse.indices)
+            for graph in [attribute.g, *attribute.graphs]:
+                yield from tensors(graph)
+
+    every = [*tensors(model.graph), *(t for f in model.functions for t in node_tensors(f.node))]
+    for tensor in every:
+        if uses_external_data(tensor):
+            found[ExternalDataInfo(tensor).location] = None
+    return list(found)
+
+
+def model_digest(path: Path) -> str:
+    """The cache key of a model: the file's sha256 where it keeps its weights inside it (the key is unchanged from
+    earlier versions); else the sha256 of that digest and of each external data file's name and digest, so that
+    overwriting the weights (`model.onnx.data`) gives the converted variants a new folder instead of stale ones."""
+    digest = file_digest(path)
+    locations = sorted(external_data_files(path))
+    if not locations:
+        return digest
+    h = hashlib.sha256(digest.encode())
+    for location in locations:
+        data = path.parent / location
+        h.update(f"\0{location}\0{file_digest(data) if data.is_file() else 'missing'}".encode())
+    return h.hexdigest()
+
+
 def variant_path(path: Path, variant: str, calibration: Callable[[], Iterator[Feeds]], key: str = "") -> Path:
     """The file to load for `variant`: the original for fp32, else the cached conversion (made when missing).
     `key` tells apart static quantisations calibrated on different inputs (batch size, seed)."""
@@ -63,7 +111,7 @@ def variant_path(path: Path, variant: str, calibration: Callable[[], Iterator[Fe
         return path
     if variant not in VARIANTS:
         raise ValueError(f"unknown ONNX variant {variant!r} (known: {', '.join(VARIANTS)})")
-    folder = cache_root() / "onnx" / file_digest(path)[:32]
+    folder = cache_root() / "onnx" / model_digest(path)[:32]
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / (f"{variant}-{key}.onnx" if key and variant == "int8-static" else f"{variant}.onnx")
     if out.exists():

@@ -28,6 +28,7 @@ from perfci.format.model import ParamValue
 from perfci.workloads import surprises
 from perfci.workloads.api import Workload, WorkloadContext, workload
 from perfci.workloads.checks import Tolerance, check_against
+from perfci.workloads.model_args import batch_sizes, tolerances_by_variant, variant_names
 
 MODEL_VARIANTS = ("eager", "inference", "channels-last", "bf16", "fp16", "compile")
 DEFAULT_VARIANTS = ("eager", "inference", "bf16")
@@ -253,30 +254,32 @@ def model_workload(
     factory: Callable[[], Any],
     *,
     inputs: Callable[[int], Any],
-    variants: Sequence[str] = DEFAULT_VARIANTS,
-    batch: Sequence[int] = (1,),
+    variants: str | Sequence[str] = DEFAULT_VARIANTS,
+    batch: int | Sequence[int] = (1,),
     devices: Sequence[str] = ("cpu", "cuda"),
     name: str | None = None,
-    tolerances: Mapping[str, Tolerance] | None = None,
+    tolerances: Mapping[str, Tolerance | float] | None = None,
     tags: Sequence[str] = ("model",),
 ) -> Workload:
-    """A workload running the module `factory()` builds on `inputs(batch)`, for each variant and batch size."""
-    unknown = [v for v in variants if v not in MODEL_VARIANTS]
-    if unknown:
-        raise WorkloadDefinitionError(f"unknown model variant {unknown[0]!r}.", hint=f"use {', '.join(MODEL_VARIANTS)}")
+    """A workload running the module `factory()` builds on `inputs(batch)`, for each variant and batch size
+    (`batch=8` is `batch=[8]`); a tolerance given as a number is the largest relative L2 error allowed."""
+    default_name = getattr(factory, "__name__", "")
+    default_name = default_name if default_name.isidentifier() else WORKLOAD_NAME
+    who = f"model workload {name or default_name!r}"
+    kinds = variant_names(who, variants, MODEL_VARIANTS, "model")
+    sizes = batch_sizes(who, batch)
     if not callable(factory) or not callable(inputs):
-        raise WorkloadDefinitionError("model_workload needs a callable factory and a callable inputs(batch).")
+        raise WorkloadDefinitionError(f"{who}: model_workload needs a callable factory and a callable inputs(batch).")
     _refuse_a_module(factory)
-    spec = TorchModel(factory, inputs, {**MODEL_TOLERANCES, **(tolerances or {})})
+    spec = TorchModel(
+        factory, inputs, {**MODEL_TOLERANCES, **tolerances_by_variant(who, tolerances, MODEL_VARIANTS, "model")}
+    )
 
     def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:
         return spec.setup(ctx, variant, batch)
 
-    grid: dict[str, Sequence[ParamValue]] = {"variant": list(variants), "batch": list(batch)}
-    default_name = getattr(factory, "__name__", "")
-    default_name = default_name if default_name.isidentifier() else WORKLOAD_NAME
+    grid: dict[str, Sequence[ParamValue]] = {"variant": list(kinds), "batch": list(sizes)}
     made = workload(params=grid, devices=devices, name=name or default_name, tags=tags, skip=_cpu_half)(setup)
-    kinds, sizes = list(variants), list(batch)
 
     def preload(device: str, params: Mapping[str, ParamValue]) -> None:
         spec.warm(device, params, kinds, sizes)
