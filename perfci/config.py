@@ -19,12 +19,24 @@ from typing import Any
 from perfci.cpus import MAX_CPU, parse_cpu_list
 from perfci.errors import ConfigError
 from perfci.fractions import parse_fraction
-from perfci.options import CASE_TIMEOUT, FAIL_ON, ROUND_TIME, ROUNDS, THREADS, THRESHOLD, Option, by_config_key
+from perfci.options import (
+    CASE_TIMEOUT,
+    FAIL_ON,
+    GPU_MODE,
+    OPTIONS,
+    ROUND_TIME,
+    ROUNDS,
+    THREADS,
+    THRESHOLD,
+    Option,
+    by_config_key,
+)
 from perfci.patterns import case_pattern
 
 CONFIG_FILE = "perfci.toml"
 PYPROJECT = "pyproject.toml"
-DEVICE_RE = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
+# the devices a case runs on: the CPU, the current CUDA GPU or GPU N (workloads/api.py, workloads/selection.py)
+DEVICE_RE = re.compile(r"^(?:cpu|cuda(?::[0-9]+)?)$")
 
 
 @dataclass(frozen=True)
@@ -45,7 +57,7 @@ class Config:
     threads: int | None = None  # torch/ORT intra-op threads per worker (0: the library's default)
     cpus: tuple[int, ...] | None = None  # CPUs the workers are pinned to (None: not pinned)
     speed_reference: bool | None = None  # time the speed reference beside CPU torch cases (profilers/reference.py)
-    gpu_mode: str | None = None  # CUDA timing: hot | cold | graph | sustained | sustained-cold (cuda_timing)
+    gpu_mode: str | None = None  # CUDA timing: one of GPU_MODE.choices (the profilers' cuda_timing.MODES)
     history_noise: bool | None = None  # unpaired comparisons take the cross-job noise from the history store
     fail_on: str | None = None  # what fails the gate: "regression" (default) or "slower" (also below-threshold)
     threshold: float | None = None  # practical threshold of timed metrics, every case (beats `thresholds`)
@@ -86,7 +98,17 @@ def _has_tool_table(pyproject: Path) -> bool:
         return False
     # a header that opens a tool.perfci table, whole or not: a broken one (`[tool.perfci` with no `]`) is then read
     # and refused as invalid TOML instead of the file being passed over in silence
-    return re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?perfci\b", text, re.MULTILINE) is not None
+    if re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?perfci\b", text, re.MULTILINE) is not None:
+        return True
+    if "perfci" not in text:
+        return False
+    # no header, but perfci may still be a key of the tool table (`[tool]` then `perfci = ...`, or a dotted
+    # `tool.perfci.rounds = 3`): read, and refused when it is not a table, rather than passed over in silence
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return False  # a broken file with no perfci header is not perfci's business
+    return isinstance(tool, dict) and "perfci" in tool
 
 
 def find_config(start: Path) -> Path | None:
@@ -128,7 +150,8 @@ def load_config(path: Path | None = None, start: Path | None = None, *, metric_k
         tool = data.get("tool", {})
         table = tool.get("perfci", {}) if isinstance(tool, dict) else {}
         if not isinstance(table, dict):
-            raise ConfigError(f"{path}: tool.perfci must be a table ([tool.perfci]), got {table!r}.")
+            where = _Where(path, text, "", frozenset(metric_keys)).where("tool", "perfci")
+            raise ConfigError(f"{where}: tool.perfci must be a table ([tool.perfci]), got {table!r}.")
         return parse_config(table, path, text, prefix="tool.perfci.", metric_keys=metric_keys)
     return parse_config(data, path, text, prefix="", metric_keys=metric_keys)
 
@@ -162,10 +185,13 @@ class _Where:
 
     def error(self, names: tuple[str, ...], problem: str, hint: str | None = None) -> ConfigError:
         """`names`: the key path, e.g. ("thresholds", "kernels.*", "latency")."""
-        line = self.line(*names)
-        where = f"{self.source}:{line}" if line else f"{self.source}"
         key = ".".join(n if re.fullmatch(r"[A-Za-z0-9_-]+", n) else repr(n) for n in names)
-        return ConfigError(f"{where}: key {self.prefix}{key}: {problem}", hint)
+        return ConfigError(f"{self.where(*names)}: key {self.prefix}{key}: {problem}", hint)
+
+    def where(self, *names: str) -> str:
+        """`file:line` of the key path (`file` alone where the line is not found)."""
+        line = self.line(*names)
+        return f"{self.source}:{line}" if line else f"{self.source}"
 
 
 def _is_number(value: object) -> bool:
@@ -226,7 +252,7 @@ def _devices(w: _Where, value: object) -> tuple[str, ...]:
     devices = _str_list(w, "devices", value)
     for d in devices:
         if not DEVICE_RE.match(d):
-            raise w.error(("devices",), f"{d!r} is not a device name like 'cpu', 'cuda' or 'cuda:1'.")
+            raise w.error(("devices",), f"{d!r} is not a device name perfci runs on: 'cpu', 'cuda' or 'cuda:N'.")
     return devices
 
 
@@ -270,8 +296,8 @@ _READERS: dict[str, Callable[[_Where, object], Any]] = {
     "thresholds": _thresholds,
     "cpus": _cpus,
 }
-# the options whose rows only check the kind (the valid GPU modes are known above the core, in the profilers)
-_CHECKED = {o.name for o in (ROUNDS, THREADS, CASE_TIMEOUT, ROUND_TIME, THRESHOLD, FAIL_ON)}
+# the options held to their rows' bounds and choices (the GPU modes: the row's choices are the profilers' modes)
+_CHECKED = {o.name for o in (ROUNDS, THREADS, CASE_TIMEOUT, ROUND_TIME, THRESHOLD, FAIL_ON, GPU_MODE)}
 
 
 def _read(w: _Where, key: str, value: object) -> tuple[str, Any]:
@@ -292,6 +318,7 @@ def parse_config(
     w = _Where(source, text, prefix, frozenset(metric_keys))
     values: dict[str, Any] = {}
     keys = by_config_key()
+    _one_name_each(w, data)
     for key, value in data.items():
         if key not in keys:
             close = difflib.get_close_matches(key, list(keys), n=1)
@@ -300,3 +327,17 @@ def parse_config(
         field_name, values[field_name] = _read(w, key, value)
     old = tuple(k for k in data if k != keys[k].config)
     return Config(source=source, **values, old_keys=old)
+
+
+def _one_name_each(w: _Where, data: Mapping[str, Any]) -> None:
+    """A ConfigError when a setting is given under two of its names (`round_time_s` and its older name
+    `budget_s`): which one won depended on their order in the file."""
+    for option in OPTIONS:
+        given = [k for k in (option.config, *option.config_aliases) if k is not None and k in data]
+        if len(given) > 1:
+            names = " and ".join(f"{w.prefix}{k}" for k in given)
+            older = ", ".join(given[1:])
+            raise ConfigError(
+                f"{w.where(given[-1])}: keys {names}: both set {option.config} ({older} is its older name).",
+                hint=f"keep {w.prefix}{option.config} alone",
+            )

@@ -176,9 +176,10 @@ SPEED_REFERENCE = Option(name="speed_reference", title="Speed reference", help="
 GPU_MODE = Option(name="gpu_mode", title="GPU timing mode of CUDA cases (a workload's own `gpu_mode` wins)",
                   help="How CUDA cases are timed: hot, cold, graph, sustained (back to back at the power and "
                   "thermal steady state) or sustained-cold (the same with the L2 flushed before each call; "
-                  "docs/measurement.md). A workload's own choice wins", kind="text", flag="--gpu-mode",
+                  "docs/measurement.md). A workload's own choice wins", kind="choice", flag="--gpu-mode",
                   flags_doc="`--gpu-mode hot\\|cold\\|graph\\|sustained\\|sustained-cold` (`run`, `ab`)",
-                  default="hot", config="gpu_mode")
+                  default="hot", choices=("hot", "cold", "graph", "sustained", "sustained-cold"),  # cuda_timing.MODES
+                  config="gpu_mode")
 THRESHOLD = Option(name="threshold", title="Practical threshold of timed metrics, every case",
                    help=f"Practical threshold for timed metrics: {FRACTION_EXAMPLE}", kind="fraction",
                    flag="--threshold",
