@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfci.api.compare import checked_fraction
-from perfci.compare.decide import DecisionSettings, compare_runs
+from perfci.api.compare import DecisionOptions, decision_settings, scope
+from perfci.api.settings import Settings
+from perfci.compare.decide import compare_runs
 from perfci.errors import ResultsFormatError, UsageError
 from perfci.format.codec import document_schema
 from perfci.format.comparison import SCHEMA_NAME as COMPARISON_SCHEMA
@@ -51,6 +52,10 @@ class ReportInputs:
     candidate: RunResult | None
     comparison: Comparison | None
     baseline: RunResult | None
+    # where the report goes unless told: beside the comparison file, else beside the candidate's results file (the
+    # second of two), where `perfci compare --out DIR` and `perfci run --baseline B --out DIR` put theirs; not beside
+    # the baseline's, whose own report it replaced
+    folder: Path = Path(".")
 
 
 def check_outputs(inputs: list[Path], out: Path, markdown: Path | None) -> None:
@@ -62,8 +67,11 @@ def check_outputs(inputs: list[Path], out: Path, markdown: Path | None) -> None:
             raise UsageError(f"{flag} {path} is one of the files read; write the report elsewhere.")
 
 
-def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
-    """The candidate run, comparison and baseline run from 1-3 files."""
+def load_inputs(paths: list[Path], threshold: float | None = None, settings: Settings | None = None) -> ReportInputs:
+    """The candidate run, comparison and baseline run from 1-3 files. Two results files are compared here with the
+    decision settings `perfci compare` uses: `threshold` (`--threshold`) > the environment > the configuration's
+    `threshold` > its `thresholds` and each metric's own per device, and the configured `fail_on`; so both commands
+    give the same verdicts for the same two files."""
     read = [_read(p) for p in paths]
     kinds = [k for k, _ in read]
     comparisons = [(p, doc) for p, (k, doc) in zip(paths, read, strict=True) if k == "comparison"]
@@ -73,20 +81,17 @@ def load_inputs(paths: list[Path], threshold: float) -> ReportInputs:
             "give one results file, two (baseline then candidate), or one comparison file "
             "(optionally with the results files it compared)."
         )
+    results = [p for p, k in zip(paths, kinds, strict=True) if k == "results"]
     if comparisons:
         comparison = decode_comparison(comparisons[0][1], str(comparisons[0][0]))
         base, cand = _sides(comparison, runs)
-        return ReportInputs(cand, comparison, base)
+        return ReportInputs(cand, comparison, base, comparisons[0][0].parent)
     if len(runs) == 2:
-        labels = (str(paths[kinds.index("results")]), str(paths[len(paths) - 1]))
-        return ReportInputs(
-            runs[1],
-            compare_runs(
-                runs[0], runs[1], DecisionSettings(threshold=checked_fraction("--threshold", threshold)), labels
-            ),
-            runs[0],
-        )
-    return ReportInputs(runs[0], None, None)
+        decision = decision_settings(settings or Settings(), DecisionOptions(threshold=threshold))
+        labels = (str(results[0]), str(results[1]))
+        comparison = compare_runs(runs[0], runs[1], decision, labels, scope=scope(False))
+        return ReportInputs(runs[1], comparison, runs[0], results[1].parent)
+    return ReportInputs(runs[0], None, None, results[0].parent)
 
 
 def render(inputs: ReportInputs, out: Path, markdown: Path | None, decisions: DecisionView = BY_TIME) -> str | None:

@@ -9,12 +9,11 @@ import typer
 
 from perfci.api.report import check_outputs, load_inputs, render
 from perfci.cli.app import OutputFormat, app, consoles, guard, print_decisions, project_settings
-from perfci.cli.options import MaxMemoryOpt, RankOpt, option
+from perfci.cli.options import ConfigOpt, MaxMemoryOpt, RankOpt, option
 from perfci.options import THRESHOLD
 from perfci.reports.terminal import comparison_table, run_table, verdict_line
 
 TABLE_ROWS = 40  # rows of the terminal table; the HTML report has them all
-REPORT_THRESHOLD = 0.05  # two results files rendered again are compared at this threshold unless told
 
 
 @app.command()
@@ -32,7 +31,7 @@ def report(
             "--out",
             "-o",
             help="A folder for report.html and summary.md, or the HTML file's path (ending in .html) [default: the "
-            "first file's folder].",
+            "comparison file's folder, else the candidate's: the second of two results files, or the one given].",
         ),
     ] = None,
     markdown: Annotated[
@@ -40,22 +39,28 @@ def report(
         typer.Option(help="The Markdown summary's path ('-' for stdout) [default: summary.md beside the report]."),
     ] = None,
     threshold: Annotated[
-        float, option(THRESHOLD, help=f"{THRESHOLD.help}, when comparing two files [default: {REPORT_THRESHOLD:g}]")
-    ] = REPORT_THRESHOLD,
+        float | None,
+        option(
+            THRESHOLD,
+            help=f"{THRESHOLD.help}, when comparing two results files (as `perfci compare` does) "
+            f"[default: {THRESHOLD.shown_default()}]",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
     rank: RankOpt = None,
     max_memory: MaxMemoryOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Render results or comparison files again: report.html (and a Markdown summary). Always exits 0 on success."""
 
-    html, summary = report_paths(results, out, markdown)
-
     def body() -> int:
+        settings = project_settings(config)
+        inputs = load_inputs(results, threshold, settings)
+        html, summary = report_paths(inputs.folder, out, markdown)
         check_outputs(results, html, summary)
-        inputs = load_inputs(results, threshold)
         cand, comparison = inputs.candidate, inputs.comparison
         o, err = consoles()
-        view = project_settings(None).decisions(rank, max_memory)
+        view = settings.decisions(rank, max_memory)
         text = render(inputs, html, summary, view)
         if text is not None:
             o.out(text, end="", highlight=False)
@@ -74,12 +79,12 @@ def report(
     guard(body)
 
 
-def report_paths(results: list[Path], out: Path | None, markdown: Path | None) -> tuple[Path, Path]:
-    """Where the HTML report and the Markdown summary go: beside the first file, or under `--out` (a folder), or at
-    `--out` when it names an .html file (the summary beside it); `--markdown` names the summary's own path."""
+def report_paths(beside: Path, out: Path | None, markdown: Path | None) -> tuple[Path, Path]:
+    """Where the HTML report and the Markdown summary go: in the folder `beside` (the comparison file's, else the
+    candidate's: api/report.py), or under `--out` (a folder), or at `--out` when it names an .html file (the summary
+    beside it); `--markdown` names the summary's own path."""
     if out is not None and (out.suffix.lower() == ".html" or out.is_file()):
         html = out
     else:
-        folder = out if out is not None else (results[0].parent if results else Path("."))
-        html = folder / "report.html"
+        html = (out if out is not None else beside) / "report.html"
     return html, markdown if markdown is not None else html.with_name("summary.md")
