@@ -82,6 +82,9 @@ class RunSettings:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
 
 
+WORKER_LOG_PREFIX = "worker-"  # logs/worker-r<round>-<attempt or side>.log: each worker's stderr
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -211,6 +214,9 @@ class Runner:
         return self.finish()
 
     def start(self, specs: list[CaseSpec], rounds: int | None = None) -> None:
+        """A new run (not a resumed one): the worker logs an earlier run left in the same folder are removed, so
+        that `logs/` holds this run's alone (`resume` keeps them: the rounds they logged are kept too)."""
+        self.clear_worker_logs()
         self.states = {s.id: _CaseState(s) for s in specs}
         self.done, self.total = 0, len(specs) * (rounds or self.settings.rounds)
         fp = dict(self.worker_fingerprint) if self.worker_fingerprint is not None else fingerprint()
@@ -302,8 +308,15 @@ class Runner:
         while self._spares:
             discard(self._spares.popitem()[1])
 
+    def clear_worker_logs(self) -> None:
+        """Remove the worker logs (`logs/worker-*.log`) of an earlier run into this folder; other files stay."""
+        folder = self.out_dir / "logs"
+        if folder.is_dir():
+            for log in folder.glob(f"{WORKER_LOG_PREFIX}*.log"):
+                log.unlink(missing_ok=True)
+
     def _lockstep_log(self, index: int, tag: str) -> Path:
-        return self.out_dir / "logs" / f"worker-r{index}-{tag}.log"
+        return self.out_dir / "logs" / f"{WORKER_LOG_PREFIX}r{index}-{tag}.log"
 
     def _lockstep_env(self, index: int, tag: str) -> dict[str, str]:
         env = self._env(pad_key=f"{index}:{tag}:{self.out_dir.name}")
@@ -355,7 +368,7 @@ class Runner:
         while todo:
             finished: list[str] = []
             handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
-            log = self.out_dir / "logs" / f"worker-r{index}-{attempt}.log"
+            log = self.out_dir / "logs" / f"{WORKER_LOG_PREFIX}r{index}-{attempt}.log"
             env = self._env(pad_key=f"{index}:{attempt}:{self.out_dir.name}")
             run_worker(self._job(todo, index), self._limits(), log, handler, env=env, python=self.worker_python)
             todo = [s for s in todo if s.id not in finished]

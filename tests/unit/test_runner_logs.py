@@ -1,0 +1,39 @@
+"""A new run into an existing `--out` folder starts with no worker logs of the earlier run; a resumed run keeps
+them (engine/runner.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfci.engine.runner import Runner, RunSettings
+from tests.conftest import make_case, make_run
+
+
+def stale_logs(out: Path) -> list[Path]:
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    written = [logs / "worker-r0-0.log", logs / "worker-r4-1.log", logs / "worker-r2-A.log", logs / "preload.txt"]
+    for path in written:
+        path.write_text("from the earlier run\n")
+    return written
+
+
+def test_a_new_run_removes_the_earlier_runs_worker_logs(tmp_path: Path) -> None:
+    *workers, preload = stale_logs(tmp_path)
+    (tmp_path / "logs" / "build-base.log").write_text("not a worker's\n")
+    run = make_run([make_case("a", 1e-3)])
+    Runner(RunSettings(peaks_cache=None), tmp_path).start([c.spec for c in run.cases])
+    assert not any(p.exists() for p in workers)
+    assert preload.exists() and (tmp_path / "logs" / "build-base.log").exists()  # only the worker logs go
+
+
+def test_a_new_run_into_a_fresh_folder_needs_no_logs_folder(tmp_path: Path) -> None:
+    Runner(RunSettings(peaks_cache=None), tmp_path / "new").start([])
+    assert not (tmp_path / "new").exists()  # nothing made before a worker writes
+
+
+def test_a_resumed_run_keeps_the_logs_of_the_rounds_it_keeps(tmp_path: Path) -> None:
+    written = stale_logs(tmp_path)
+    partial = make_run([make_case("a", 1e-3, rounds=2)])
+    Runner(RunSettings(peaks_cache=None, rounds=5), tmp_path).resume([c.spec for c in partial.cases], partial)
+    assert all(p.read_text() == "from the earlier run\n" for p in written)
