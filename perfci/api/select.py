@@ -46,15 +46,22 @@ class CaseChoice:
         return sorted({s.device for s, r in self.left_out if r.startswith("device ")})
 
 
-def _check_unique(found: list[tuple[CaseSpec, str | None]]) -> None:
+def _unique(found: list[tuple[CaseSpec, str | None]]) -> list[tuple[CaseSpec, str | None]]:
+    """Each case once, in the order first found: a file named twice (`perf perf/wl.py`) gives its cases twice,
+    and they are one case each (the runner keeps one state per id). The same id from two files is an error."""
     ids: dict[str, CaseSpec] = {}
-    for spec, _ in found:
-        if spec.id in ids and ids[spec.id].source != spec.source:
-            raise WorkloadDefinitionError(
-                f"case {spec.id} is defined twice: in {ids[spec.id].source} and in {spec.source}.",
-                hint="rename one workload or file",
-            )
+    kept: list[tuple[CaseSpec, str | None]] = []
+    for spec, reason in found:
+        if spec.id in ids:
+            if ids[spec.id].source != spec.source:
+                raise WorkloadDefinitionError(
+                    f"case {spec.id} is defined twice: in {ids[spec.id].source} and in {spec.source}.",
+                    hint="rename one workload or file",
+                )
+            continue
         ids[spec.id] = spec
+        kept.append((spec, reason))
+    return kept
 
 
 def _check_suites(found: list[tuple[CaseSpec, str | None]], wanted: tuple[str, ...]) -> None:
@@ -79,8 +86,7 @@ def select_cases(
     keeps them)."""
     wanted_suites = settings.suites(suites)
     compiled = compile_patterns(patterns)
-    found = all_cases_from_sources(plan_sources(settings.paths(paths), wanted_suites, pytest or ()))
-    _check_unique(found)
+    found = _unique(all_cases_from_sources(plan_sources(settings.paths(paths), wanted_suites, pytest or ())))
     _check_suites(found, wanted_suites)
     explicit_devices = settings.devices(devices)
     kept_suites = (*wanted_suites, PYTEST_SUITE) if wanted_suites and pytest else wanted_suites
