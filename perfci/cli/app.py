@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.completion
 from rich.console import Console, RenderableType
 from rich.markup import escape
+from typer.core import TyperGroup
+
+try:  # typer registers its shells' completion classes only with add_completion=True (a private module: guarded)
+    from typer._completion_classes import completion_init
+except ImportError:  # another typer: the flags below still print and install scripts; tab completion may not work
+    completion_init = None  # type: ignore[assignment]
 
 from perfci.api.settings import Settings, load_project_config
 from perfci.api.shards import Shard, parse_shard
@@ -28,10 +35,61 @@ from perfci.reports.terminal import comparison_table, verdict_line
 if TYPE_CHECKING:
     from perfci.engine.progress import ProgressFn
 
-# rich_markup_mode=None: help text is shown as written ("[default: 5]", "[tool.perfci]" are not markup)
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")  # the shells typer writes a completion script for
+COMPLETION_FLAGS = ("--install-completion", "--show-completion")
+
+
+def with_current_shell(args: list[str]) -> list[str]:
+    """`args` with "" (the current shell) after a completion flag that names no shell. typer's own flags took no
+    value, so `perfci --show-completion zsh` printed the script of the shell it ran in (bash) and ignored `zsh`;
+    perfci's take the shell, and alone still mean the current one. Only the options before the command are read."""
+    for i, arg in enumerate(args):
+        if not arg.startswith("-"):
+            break
+        if arg in COMPLETION_FLAGS and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            return [*args[: i + 1], "", *with_current_shell(args[i + 1 :])]
+    return args
+
+
+def shell_names(incomplete: str) -> list[str]:
+    """The shells a completion flag takes that start with `incomplete` (its own completion)."""
+    return [s for s in SHELLS if s.startswith(incomplete)]
+
+
+class _RootGroup(TyperGroup):
+    """The `perfci` command: a completion flag with no shell gets the current one (`with_current_shell`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: typer's click Context
+        return super().parse_args(ctx, args if ctx.resilient_parsing else with_current_shell(args))
+
+
+def _completion(
+    action: Callable[[typer.Context, typer.CallbackParam, Any], Any],
+) -> Callable[[typer.Context, typer.CallbackParam, str | None], None]:
+    """The callback of a completion flag: typer's `action` for the shell named, or for the current shell ("")."""
+
+    def callback(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> None:
+        if value is None or ctx.resilient_parsing:
+            return
+        if value and value not in SHELLS:
+            raise typer.BadParameter(f"{value!r} is not a shell perfci completes in; use one of {', '.join(SHELLS)}.")
+        action(ctx, param, value or True)  # True: typer detects the current shell
+
+    return callback
+
+
+# rich_markup_mode=None: help text is shown as written ("[default: 5]", "[tool.perfci]" are not markup).
+# add_completion=False: perfci declares --install-completion and --show-completion itself (`main`), each taking the
+# shell; typer's shell completion protocol (_PERFCI_COMPLETE) is unchanged
 app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="perfci: performance-regression gate."
-)  # with typer's shell completion: --install-completion, --show-completion, and the _PERFCI_COMPLETE protocol
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="perfci: performance-regression gate.",
+    add_completion=False,
+    cls=_RootGroup,
+)
+if completion_init is not None:
+    completion_init()  # the shells' completion classes, which typer registers only with add_completion=True
 baseline_app = typer.Typer(rich_markup_mode=None, help="Manage stored baselines.", no_args_is_help=True)
 history_app = typer.Typer(rich_markup_mode=None, help="History store.", no_args_is_help=True)
 import_app = typer.Typer(rich_markup_mode=None, help="Import results from other tools.", no_args_is_help=True)
@@ -164,6 +222,29 @@ def main(
     version: Annotated[
         bool, typer.Option("--version", is_eager=True, callback=_version, help="Print perfci's version and exit.")
     ] = False,
+    install_completion: Annotated[
+        str | None,
+        typer.Option(
+            "--install-completion",
+            metavar="[SHELL]",
+            autocompletion=shell_names,
+            callback=_completion(typer.completion.install_callback),
+            expose_value=False,
+            help=f"Install completion for SHELL ({', '.join(SHELLS)}); without one, for the current shell.",
+        ),
+    ] = None,
+    show_completion: Annotated[
+        str | None,
+        typer.Option(
+            "--show-completion",
+            metavar="[SHELL]",
+            autocompletion=shell_names,
+            callback=_completion(typer.completion.show_callback),
+            expose_value=False,
+            help="Show the completion script of SHELL (without one, of the current shell), to copy it or customize "
+            "the installation.",
+        ),
+    ] = None,
 ) -> None:
     _State.debug = debug
 
