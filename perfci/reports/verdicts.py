@@ -75,7 +75,12 @@ def headline(comparison: Comparison | None, run: RunResult | None = None) -> str
     parts = [count_phrase(n, v) for v, n in counts.items() if n]
     if expected:
         parts[0] += f" ({expected:,} expected)"
-    return f"{head}: " + (", ".join(parts) if parts else "nothing compared")
+    cases = len({r.case_id for r in comparison.rows})
+    # the counts are of rows (a case has a row per metric): said where that differs from the cases, so that "5
+    # unchanged" of a 4-test file is not read as five tests
+    rows = len(comparison.rows)
+    of = f" ({rows:,} rows of {cases:,} case{'s' if cases != 1 else ''})" if cases != rows else ""
+    return f"{head}: " + (", ".join(parts) + of if parts else "nothing compared")
 
 
 def format_mdc(mdc: float | None) -> str:

@@ -59,7 +59,7 @@ def test_report_and_compare_give_the_same_verdicts(pair: tuple[Path, Path], tmp_
     assert compared.exit_code == 1 and reported.exit_code == 0, reported.output  # a report never gates
     # a CPU case 4% slower: past the 3% CPU threshold of the options table (the old default of report, 5%, said
     # `slower`)
-    assert verdict_line(compared.stderr) == verdict_line(reported.stderr) == "FAIL: 1 regression, 3 unchanged"
+    assert verdict_line(compared.stderr) == verdict_line(reported.stderr) == "FAIL: 1 regression, 3 unchanged (4 rows of 2 cases)"
     verdicts = compare_verdicts(base, head)
     assert verdicts[("t.a[n=8]@cpu", "latency.median")] == "regression"
     assert report_verdicts(base, head) == verdicts
@@ -75,7 +75,7 @@ def test_report_takes_the_threshold_flag_and_the_configuration_as_compare_does(
     assert flagged[("t.a[n=8]@cpu", "latency.median")] == "slower"
     assert report_verdicts(base, head, 0.05) == flagged
     reported = runner.invoke(app, ["report", str(base), str(head), "--threshold", "5%", "-q"])
-    assert verdict_line(reported.stderr) == "PASS: 1 slower, 3 unchanged", reported.output
+    assert verdict_line(reported.stderr) == "PASS: 1 slower, 3 unchanged (4 rows of 2 cases)", reported.output
     (tmp_path / "perfci.toml").write_text('[thresholds]\n"t.a*" = { latency = 0.05 }\n')
     configured = compare_verdicts(base, head)
     assert configured == flagged and report_verdicts(base, head) == configured
@@ -83,11 +83,11 @@ def test_report_takes_the_threshold_flag_and_the_configuration_as_compare_does(
     tight = compare_verdicts(base, head)
     assert tight[("t.b[n=8]@cpu", "latency.median")] == "regression" and report_verdicts(base, head) == tight
     reported = runner.invoke(app, ["report", str(base), str(head), "-q"])
-    assert verdict_line(reported.stderr) == "FAIL: 2 regressions, 2 unchanged"
+    assert verdict_line(reported.stderr) == "FAIL: 2 regressions, 2 unchanged (4 rows of 2 cases)"
     other = tmp_path / "elsewhere.toml"
     other.write_text('threshold = "5%"\n')
     reported = runner.invoke(app, ["report", str(base), str(head), "-q", "--config", str(other)])
-    assert verdict_line(reported.stderr) == "PASS: 1 slower, 3 unchanged"
+    assert verdict_line(reported.stderr) == "PASS: 1 slower, 3 unchanged (4 rows of 2 cases)"
 
 
 def test_the_library_call_defaults_to_the_options_table(pair: tuple[Path, Path]) -> None:

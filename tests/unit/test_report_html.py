@@ -86,7 +86,9 @@ def test_headline_pass_fail_error() -> None:
     err = replace(row, verdict=Verdict.ERROR)
     assert headline(Comparison("b", "c", (row, err))).startswith("ERROR: 1 error")
     reg = replace(row, verdict=Verdict.REGRESSION)
-    assert headline(Comparison("b", "c", (reg, reg, row))) == "FAIL: 2 regressions, 1 unchanged"
+    assert headline(Comparison("b", "c", (reg, reg, row))) == "FAIL: 2 regressions, 1 unchanged (3 rows of 1 case)"
+    cases = (replace(reg, case_id="x"), replace(reg, case_id="y"), row)
+    assert headline(Comparison("b", "c", cases)) == "FAIL: 2 regressions, 1 unchanged"  # a row a case: no count
 
 
 def test_chart_data_is_compact_and_complete(small: tuple[str, Comparison]) -> None:
