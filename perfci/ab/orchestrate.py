@@ -31,11 +31,12 @@ from perfci.ab.bimodal import cap_process_modes
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
 from perfci.ab.looks import device_settled, out_of_reach, pairs_to_settle, reach_note
-from perfci.ab.pairs import PairedRunner, kept_pairs
+from perfci.ab.pairs import SIDE_KEY, PairedRunner, kept_pairs
 from perfci.ab.revisions import Side, build
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings, practical_threshold
 from perfci.engine.progress import LookDone, ProgressFn
+from perfci.engine.resume import workloads_digest
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError, NoCasesError, WorkloadDefinitionError
 from perfci.format.model import (
@@ -183,6 +184,17 @@ def _check_listings(base: Listing, head: Listing, sides: tuple[Side, Side]) -> N
     for src, why in head.failed.items():
         if _relative(src, sides[1]) in on_base:
             raise WorkloadDefinitionError(f"cannot list the cases of either revision: {why}")
+
+
+def side_identity(side: Side, specs: list[CaseSpec]) -> dict[str, str]:
+    """What one side of an A/B measured: its commit (or the working tree), its interpreter, and the content hash of
+    its workload files. `--resume` continues a folder only when both sides' identities are the same again (it
+    checked the case ids alone: an A/A resumed an interrupted A/B of two revisions without a word)."""
+    return {
+        "revision": side.commit or side.rev,
+        "python": side.environment.label if side.environment is not None else "",
+        "workloads": workloads_digest(s.source for s in specs),
+    }
 
 
 def first_look(pairs: int | None, specs: list[CaseSpec]) -> int:
@@ -366,11 +378,14 @@ def run_ab(
     if not specs_a and not specs_b:
         raise NoCasesError("no cases to compare on either revision.")
     run_settings = replace(settings.run, seed=settings.seed)
-    runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base))
-    runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head))
+    identity_a, identity_b = side_identity(base, specs_a), side_identity(head, specs_b)
+    runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base),
+                      extra_settings={SIDE_KEY: identity_a})  # fmt: skip
+    runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head),
+                      extra_settings={SIDE_KEY: identity_b})  # fmt: skip
     first = first_look(settings.pairs, specs_a + specs_b)
     planned = first + settings.extra * (settings.looks - 1)
-    kept = kept_pairs(out_dir, specs_a, specs_b) if settings.resume else None
+    kept = kept_pairs(out_dir, specs_a, specs_b, (identity_a, identity_b)) if settings.resume else None
     if kept is None:
         runner_a.start(specs_a, planned)
         runner_b.start(specs_b, planned)

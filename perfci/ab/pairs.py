@@ -108,7 +108,10 @@ class PairedRunner:
 
 
 def kept_pairs(
-    out_dir: Path, specs_a: list[CaseSpec], specs_b: list[CaseSpec]
+    out_dir: Path,
+    specs_a: list[CaseSpec],
+    specs_b: list[CaseSpec],
+    identities: tuple[dict[str, str], dict[str, str]] | None = None,
 ) -> tuple[RunResult, RunResult, int] | None:
     """What an interrupted A/B left in `out_dir` (`base/results.json` and `head/results.json`, written after every
     pair): both runs, with the rounds of the first K pairs, K being the pairs that every healthy case completed on
@@ -123,6 +126,13 @@ def kept_pairs(
             f"--resume: {out_dir} holds an A/B of other cases.",
             hint="resume with the same revisions, paths and filters, or give another --out",
         )
+    if identities is not None:
+        for run, wanted, side in ((run_a, identities[0], "base"), (run_b, identities[1], "head")):
+            if (held := _identity(run)) != wanted:
+                raise UsageError(
+                    f"--resume: {out_dir} holds an A/B of {_difference(held, wanted, side)}.",
+                    hint="resume with the same revisions and workload files, or give another --out",
+                )
     healthy = [c for run in (run_a, run_b) for c in run.cases if not c.errors]
     pairs = min((_leading_rounds(c) for c in healthy), default=0)
 
@@ -131,6 +141,27 @@ def kept_pairs(
         return replace(run, cases=cases)
 
     return first_pairs(run_a), first_pairs(run_b), pairs
+
+
+SIDE_KEY = "ab_side"  # results settings of an A/B side: what `--resume` must find again (orchestrate.side_identity)
+
+
+def _identity(run: RunResult) -> dict[str, str]:
+    held = run.settings.get(SIDE_KEY)
+    return {str(k): str(v) for k, v in held.items()} if isinstance(held, dict) else {}
+
+
+def _difference(held: dict[str, str], wanted: dict[str, str], side: str) -> str:
+    """What differs, in words: "another base revision (abc123 then, def456 now)"."""
+    if not held:
+        return f"unknown {side} revision (written by an earlier perfci)"
+    if held.get("revision") != wanted.get("revision"):
+        return (
+            f"another {side} revision ({held.get('revision', '?')[:12]} then, {wanted.get('revision', '?')[:12]} now)"
+        )
+    if held.get("python") != wanted.get("python"):
+        return f"another {side} interpreter ({held.get('python')} then, {wanted.get('python')} now)"
+    return f"other {side} workload files (their content changed since)"
 
 
 def _leading_rounds(case: CaseResult) -> int:

@@ -248,6 +248,10 @@ def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
     pairs_before = min(len(r) for side in before for r in side.values())
     assert pairs_before < 5
 
+    # the same cases at other revisions: refused (an A/A resumed the A/B of two revisions without a word)
+    other = perfci(repo, "ab", "HEAD", "HEAD", *args[3:], "--resume")
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert "holds an A/B of another base revision" in other.stderr and "Traceback" not in other.stderr
     resumed = perfci(repo, *args, "--resume")
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # the slower case is a regression
     doc = json.loads((out / "comparison.json").read_text())
