@@ -111,10 +111,14 @@ def _rev_exists(repo: Path, rev: str) -> bool:
     return proc.returncode == 0
 
 
-def base_revision(base: str, repo: Path) -> str:
-    """`origin/<base>` when that remote-tracking branch exists (a CI checkout has no local branch of it), else
-    `<base>` as given."""
+def base_revision(base: str, repo: Path, given: bool = False) -> str:
+    """The revision to compare with. A base branch from GitHub (GITHUB_BASE_REF, the event payload): `origin/<base>`
+    when that remote-tracking branch exists (a CI checkout has no local branch of it), else `<base>`. A base the
+    user `given` (`--base REV`): as given when it names a revision here (`--base HEAD~1` was taken as
+    `origin/HEAD~1`, another commit, without a word), else `origin/<base>` when that exists."""
     remote = f"origin/{base}"
+    if given and _rev_exists(repo, base):
+        return base
     return remote if not base.startswith("origin/") and _rev_exists(repo, remote) else base
 
 
@@ -142,7 +146,7 @@ def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIP
                 "perfci ci: an A/B needs a base revision, and none is known.",
                 hint="pass --base REV (GitHub Actions sets GITHUB_BASE_REF on pull requests)",
             )
-        return CIPlan("ab", base_revision(where.base_ref, repo or Path.cwd()), False, where)
+        return CIPlan("ab", base_revision(where.base_ref, repo or Path.cwd(), given=req.base is not None), False, where)
     wants_ingest = settings.store_configured(req.db) and (where.event == "push" or not where.github)
     return CIPlan("baseline", None, wants_ingest, where)
 

@@ -30,6 +30,29 @@ def test_a_pull_request_is_an_ab_against_its_base(tmp_path: Path) -> None:
     assert (plan.mode, plan.base_rev, plan.ingest) == ("ab", "main", False)
 
 
+def test_a_base_given_is_compared_as_given_and_githubs_branch_as_its_remote(tmp_path: Path) -> None:
+    """`--base HEAD~1` was taken as `origin/HEAD~1` (another commit) whenever that resolved; a branch name from
+    GitHub still means the remote-tracking branch, which a CI checkout has."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    for n in range(3):
+        (tmp_path / "f").write_text(str(n))
+        git("add", "f")
+        git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", f"c{n}")
+    git("update-ref", "refs/remotes/origin/HEAD", "HEAD~2")  # a remote whose HEAD~1 is another commit
+    git("update-ref", "refs/remotes/origin/main", "HEAD~2")
+    git("branch", "-f", "main", "HEAD~1")
+    plan = plan_ci(Settings({}), CIRequest(base="HEAD~1"), repo=tmp_path)
+    assert (plan.mode, plan.base_rev) == ("ab", "HEAD~1")
+    assert plan_ci(Settings({}), CIRequest(base="main"), repo=tmp_path).base_rev == "main"  # the local branch named
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main"}
+    assert plan_ci(Settings(env), CIRequest(), repo=tmp_path).base_rev == "origin/main"
+
+
 def test_a_merge_group_takes_its_base_commit_from_the_event_payload(tmp_path: Path) -> None:
     """GitHub sets GITHUB_BASE_REF for pull requests only: a merge-queue run fell back to a baseline run that
     passed with nothing to compare (fuzzing)."""
