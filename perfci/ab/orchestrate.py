@@ -377,6 +377,12 @@ def run_ab(
     listed = clock()
     if not specs_a and not specs_b:
         raise NoCasesError("no cases to compare on either revision.")
+    for side, mine, theirs, unlisted in ((base, specs_a, specs_b, unlisted_a), (head, specs_b, specs_a, unlisted_b)):
+        if not mine and not unlisted:  # said now, not after the other side's pairs were measured for nothing
+            raise NoCasesError(
+                f"nothing to compare: {side.label} has none of the {len(theirs):,} case(s) the other revision has "
+                f"(e.g. {theirs[0].id!r}); the paths given may not exist at that revision.",
+            )
     run_settings = replace(settings.run, seed=settings.seed)
     identity_a, identity_b = side_identity(base, specs_a), side_identity(head, specs_b)
     runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base),

@@ -163,6 +163,20 @@ def test_a_file_broken_at_head_keeps_its_ids_and_a_new_failing_test_says_why(tmp
     assert {c["status"] for c in base_cases} == {"ok"} and len(base_cases) == 4
 
 
+def test_a_side_with_no_cases_stops_before_measuring(tmp_path: Path) -> None:
+    """The workload folder deleted at head: said at once (exit 2), naming the side; the base's pairs were measured
+    first and then compared with nothing."""
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "README.md": "x\n"}, "v1")
+    git(repo, "rm", "-rq", "perf")
+    git(repo, "commit", "-qm", "v2: perf/ removed")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--path", "perf", *FAST, "--out", str(out))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing to compare: HEAD (" in proc.stderr and "has none of the 1 case(s)" in proc.stderr
+    assert not (out / "base" / "results.json").exists()  # nothing measured
+
+
 def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "perf/helpers.py": "X = 1\n", "README.md": "x\n"}, "v1")
