@@ -328,6 +328,11 @@ def ab(
         if hint is None or exc.hint is not None:
             raise
         raise NoCasesError(exc.message, hint=hint) from None
+    except KeyboardInterrupt:  # where the pairs measured so far are, and how to go on from them
+        if (out_dir / "base" / "results.json").exists():
+            notify(f"the pairs measured so far are in {out_dir}: continue with the same command and "
+                   f"--out {out_dir} --resume")  # fmt: skip
+        raise
     comparison = with_expected(with_allowed_missing(outcome.comparison, req.allow_missing), req.expected)
     if req.images is not None:  # a side whose CUDA cases got no device clock in its container says so
         said = [*device_clock_warnings(outcome.base, f"base (image {req.images.base})"),

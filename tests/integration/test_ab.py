@@ -264,6 +264,27 @@ def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
                 assert side_after[case][index] == kept[index], (case, index)  # the pairs measured before the kill
 
 
+def test_ab_interrupted_says_where_its_pairs_are_and_how_to_go_on(repo: Path) -> None:
+    """Ctrl-C once a pair is on disk: exit 130, and the line names the folder and `--resume` (it said only
+    "interrupted; worker processes stopped.", and the default folder is a timestamped one)."""
+    import signal
+    import time
+
+    out = repo / "out-int"
+    args = ["ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "8", "--looks", "1", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "perfci", *args], cwd=repo, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 180
+    while not (out / "head" / "results.json").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the A/B ended or stalled before a pair"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert f"--out {out} --resume" in stderr.replace("\n", " "), stderr
+    assert "interrupted; worker processes stopped." in stderr
+
+
 def test_ab_shard_split_by_recorded_durations(repo: Path) -> None:
     """`perfci ab --shard I/N --durations FILE` splits the cases as `perfci run` does (by the recorded times), and
     `--durations` without `--shard` is refused in one line, in `ab` and `ci` alike."""
