@@ -14,7 +14,7 @@ from perfci.ab.confirm import merge_confirmation
 from perfci.ab.containers import ImageSettings, device_clock_warnings, sides_in_images, source_folders
 from perfci.ab.environments import probe
 from perfci.ab.orchestrate import ABOutcome, ABSettings, run_ab
-from perfci.ab.revisions import Side, checked_out, map_path, repo_root
+from perfci.ab.revisions import Side, checked_out, map_path, repo_root, resolve
 from perfci.api.compare import (
     DecisionOptions,
     Outputs,
@@ -365,6 +365,14 @@ def confirm_flagged(
     commit = baseline.git.commit if baseline.git else None
     if not commit:
         warning = "--confirm: the baseline records no git commit, so flagged cases could not be re-measured"
+        return replace(comparison, warnings=(*comparison.warnings, warning))
+    try:
+        resolve(repo_root(Path.cwd()), commit)
+    except UsageError:  # a shallow clone, a squashed branch: the run's results stand, with the reason (was exit 2)
+        warning = (
+            f"--confirm: the baseline's commit {commit[:12]} is not in this repository (a shallow clone? `git fetch` "
+            "it, or `fetch-depth: 0` in actions/checkout), so flagged cases could not be re-measured"
+        )
         return replace(comparison, warnings=(*comparison.warnings, warning))
     notify(f"confirming {len(flagged)} flagged case(s) by A/B against {commit[:12]} ...")
     abs_ = ABSettings(seed=run_settings.seed, run=run_settings, decision=decision,

@@ -214,6 +214,16 @@ def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
     assert changed["verdict"] == "regression" and changed["method"] == "paired"
     assert "confirmed by A/B against" in changed["note"]
     assert doc["settings"]["confirmation"]["revision"]
+    # a baseline whose commit this clone lacks (shallow, squashed): a warning and the stored verdicts (was exit 2,
+    # no comparison written)
+    stored = repo / "baselines" / "ci.json"
+    base_doc = json.loads(stored.read_text())
+    base_doc["git"]["commit"] = "0123456789abcdef0123456789abcdef01234567"
+    stored.write_text(json.dumps(base_doc))
+    proc = perfci(repo, "run", "perf", "--rounds", "2", "--runner", "ci", "--confirm", "--out", str(repo / "o3"))
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "commit 0123456789ab is not in this repository" in proc.stderr.replace("\n", " ")
+    assert (repo / "o3" / "comparison.json").exists()
 
 
 def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
