@@ -193,12 +193,26 @@ def run_ci(
     planned = plan_run(settings, run_req)
     if check_out_dir is not None:
         check_out_dir(planned.out_dir)
+    if planned.baseline is None:  # said before measuring: which file was looked for, and the ones that exist
+        notify(no_baseline_note(planned.baseline_path, planned.runner))
     measured = measure(planned, planned.choice.cases, progress)
     outcome = finish_run(settings, run_req, planned, measured, env)
     done = CIOutcome(plan, outcome.comparison, outcome.result, req.out, outcome.exit_code())
     if plan.ingest and outcome.result.settings.get("complete") is not False:
         done = replace(done, ingested=ingest(settings, [req.out / "results.json"], req.db, req.runner))
     return done
+
+
+def no_baseline_note(path: Path, runner: str) -> str:
+    """There is no stored baseline of this runner class: the run is measured, and nothing is compared (a first run
+    on a new runner). Names the file looked for and the baselines there are (a `cpu.json` beside a runner class
+    of `cpu-amd-epyc-2c` passed in silence)."""
+    others = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+    there = f"; stored baselines: {', '.join(others)} (choose one with --runner NAME)" if others else ""
+    return (
+        f"no baseline of runner class {runner!r} ({path} does not exist){there}: this run is measured, and nothing "
+        "is compared; `perfci baseline update` stores one"
+    )
 
 
 def run_sources(

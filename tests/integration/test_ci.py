@@ -111,6 +111,13 @@ def test_ci_on_a_push_runs_and_feeds_the_history_store(tmp_path: Path) -> None:
     assert "1 run(s) added" in proc.stderr
     outputs = (files / "github_output.txt").read_text().splitlines()
     assert "mode=baseline" in outputs and "cases=2" in outputs
+    # no stored baseline of this runner class: said, naming the file looked for and the baselines there are
+    (repo / "baselines").mkdir()
+    (repo / "baselines" / "cpu.json").write_text("{}")
+    proc, _ = perfci_ci(repo, "push", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "no baseline of runner class" in said and "stored baselines: cpu (choose one with --runner NAME)" in said
 
 
 @pytest.mark.parametrize("which", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
