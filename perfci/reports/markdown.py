@@ -64,7 +64,7 @@ def code(text: object, limit: int = 200) -> str:
 def _row(r: MetricComparison) -> str:
     interval = format_change_interval(r.ratio_low, r.ratio_high, r.baseline, r.unit)
     verdict = r.verdict.value + (f" (expected: {code(expected_reason(r), 80)})" if expected_reason(r) else "")
-    if r.note and r.verdict in (Verdict.ERROR, Verdict.INCONCLUSIVE):
+    if r.note and r.verdict is not Verdict.UNCHANGED:  # why: beyond a declared change, missing, confirmed by A/B...
         verdict += f" {code(r.note, 120)}"
     cells = [
         verdict,

@@ -124,3 +124,15 @@ def test_run_summary_rows_are_escaped_and_bounded() -> None:
     assert "… and 250 more measured cases (see report.html)" in md
     big = render_markdown(make_run([make_case(f"c{i}", 1e-3) for i in range(5000)]), None, max_rows=10_000)
     assert len(big) < GITHUB_COMMENT_LIMIT and "more measured cases" in big
+
+
+def test_a_regressions_note_is_in_the_summary_too() -> None:
+    """The step summary (and PR comment) dropped the notes of regression and missing rows: "beyond the declared
+    expected change of 50%", "confirmed by A/B", what lets a missing case pass."""
+    beyond = MetricComparison("w.a@cpu", "latency.median", Verdict.REGRESSION, "s", 1e-3, 2e-3, 2.0, 1.9, 2.1, 0.03,
+                              note="beyond the declared expected change of 50%")  # fmt: skip
+    why = "not in the candidate (--allow-missing, or a declared removal, lets it pass)"
+    gone = MetricComparison("w.b@cpu", "latency.median", Verdict.MISSING, "s", 1e-3, None, note=why)
+    md = render_markdown(None, Comparison("main", "pr", (beyond, gone)))
+    assert "regression `beyond the declared expected change of 50%`" in md
+    assert "missing `not in the candidate (--allow-missing" in md
