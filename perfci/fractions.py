@@ -23,16 +23,29 @@ def parse_fraction(text: str | float) -> float:
     anything else."""
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not a fraction; write {FRACTION_EXAMPLE}.")
-    raw = text.strip() if isinstance(text, str) else text
-    percent = isinstance(raw, str) and raw.endswith("%")
+    if isinstance(text, str) and text.strip().endswith("%"):
+        return check_fraction(parse_percent(text))
     try:
-        value = float(raw[:-1] if percent else raw)  # type: ignore[index]
+        value = float(text)
     except (TypeError, ValueError):
         raise ValueError(f"{text!r} is not a fraction; write {FRACTION_EXAMPLE}.") from None
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{text!r} is not a fraction from 0 up; write {FRACTION_EXAMPLE}.")
-    if percent:
-        return check_fraction(value / 100.0)
     if value > 1.0:
         raise ValueError(f"{text!r} is above 1: write {value:g}% for {value:g} percent, or {value / 100:g}.")
     return value
+
+
+def parse_percent(text: str) -> float:
+    """`150%` -> 1.5: a percentage as a fraction, finite and from 0 up but with no upper bound (the caller holds it
+    to its own range); ValueError (one sentence, with the fix) for anything else, a number without `%` included."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) if raw.endswith("%") else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValueError(f"{text!r} is not a fraction; write {FRACTION_EXAMPLE}.")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a fraction from 0 up; write {FRACTION_EXAMPLE}.")
+    return value / 100.0

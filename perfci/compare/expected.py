@@ -8,8 +8,13 @@ speed (or memory) for something else pass the gate, with a note.
     [[change]]
     case = "default.matmul*"         # case pattern (perfci.patterns: substring, glob or re:)
     metric = "latency"               # metric name or family (default "latency")
-    max_change = 0.10                # the largest worsening accepted, as a fraction (0.10 = 10% slower)
+    max_change = 0.10                # the largest worsening accepted: 0.10 or "10%" (10% slower)
     reason = "exact softmax instead of the approximation (#123)"
+
+`metric` must be a compared metric's name (`latency.p99`) or the first dotted part of one (`latency`): a typo is
+refused with the nearest name, not left to match nothing. `max_change` is a number above 0 (2.0 = 3x slower) or a
+percentage string ("150%"), up to MAX_CHANGE. `load_expected` checks all of it, so a caller may load the file
+before it measures anything and refuse a malformed one at once.
 
 A `regression` (or `slower`) row that matches an entry and whose estimated change is within `max_change` keeps its
 verdict but gets `expected = reason`, and the gate passes it. A regression beyond `max_change` still fails, with a note.
@@ -26,12 +31,17 @@ declared with `removed = true` instead of `max_change`:
 
 from __future__ import annotations
 
+import difflib
+import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfci.errors import ConfigError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, Comparison, Direction, MetricComparison, Verdict
+from perfci.fractions import parse_percent
+from perfci.metrics.registry import MetricRegistry, default_registry
 from perfci.patterns import case_pattern
 
 EXPECTED_FILE = "perfci-expected.toml"
@@ -39,6 +49,9 @@ _WORSE = (Verdict.REGRESSION, *BELOW_THRESHOLD_WORSE)  # what can fail the gate 
 
 MAX_CHANGE = 1000.0  # the largest max_change read (a 100,000% worsening): anything beyond is a typo, or inf
 VERSION = 1
+_KEYS = ("case", "metric", "max_change", "reason", "removed")
+_CHANGE_HEADER = re.compile(r"""^[ \t]*\[\[[ \t]*(?:change|"change"|'change')[ \t]*\]\]""", re.MULTILINE)
+_ANY_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -52,39 +65,111 @@ class ExpectedChange:
     def covers(self, row: MetricComparison) -> bool:
         if row.verdict is Verdict.MISSING:
             return self.removed and case_pattern(self.case).matches(row.case_id)
-        family = row.metric.split(".", 1)[0]
+        family = row.metric.split(".", 1)[0]  # what `metric_names` offers: keep the two in step
         return not self.removed and self.metric in (row.metric, family) and case_pattern(self.case).matches(row.case_id)
 
 
-def _entry(raw: object, where: str) -> ExpectedChange:
+def metric_names(registry: MetricRegistry | None = None) -> frozenset[str]:
+    """What an entry's `metric` may name: what `ExpectedChange.covers` can match, i.e. a comparable metric's name
+    (only those get rows) or its first dotted part (`latency` for `latency.p99`)."""
+    names = [name for name, d in (registry or default_registry()).items() if d.comparable]
+    return frozenset(names) | {name.split(".", 1)[0] for name in names}
+
+
+def _metric(metric: str, where: str, known: frozenset[str], registry: MetricRegistry) -> str:
+    if metric in known:
+        return metric
+    close = difflib.get_close_matches(metric, sorted(known), n=1)
+    listed = f"metric names and families: {', '.join(sorted(known))}"
+    problem = "is never compared" if metric in registry else "is unknown"
+    raise ConfigError(
+        f"{where}: metric {metric!r} {problem}: the entry would match no row.",
+        f"did you mean {close[0]!r}? ({listed})" if close else f"use one of the {listed}",
+    )
+
+
+def _max_change(value: object, where: str) -> float:
+    """A number as written (0.10 = 10% worse; above 1 allowed: 2.0 = 3x slower) or a percentage string ("150%"),
+    above 0 and up to MAX_CHANGE."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = parse_percent(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, int | float) or not 0 < number <= MAX_CHANGE:
+        raise ConfigError(
+            f"{where}: 'max_change' must be above 0 and at most {MAX_CHANGE:g} ({MAX_CHANGE * 100:,.0f}%), as a number "
+            f'or a percentage string (0.10 or "10%" for 10% worse); found {value!r}.'
+        )
+    return float(number)
+
+
+def _lines(text: str, count: int) -> list[tuple[int, int]]:
+    """Best effort, for messages: where each of the `count` [[change]] tables starts and ends in `text` (character
+    offsets); none when the headers found are not `count` (an inline array, a header inside a string)."""
+    starts = [m.start() for m in _CHANGE_HEADER.finditer(text)]
+    if len(starts) != count:
+        return []
+    spans = []
+    for start in starts:
+        line_end = text.find("\n", start)
+        after = _ANY_HEADER.search(text, line_end + 1) if line_end >= 0 else None
+        spans.append((start, after.start() if after else len(text)))
+    return spans
+
+
+def _where(text: str, source: str, span: tuple[int, int] | None, number: int, key: str | None) -> str:
+    """`file:line: change #N`: the line of `key` in the entry's table, else of its header (file alone when the
+    table is not found)."""
+    if span is None:
+        return f"{source}: change #{number}"
+    start, end = span
+    if key is not None:
+        esc = re.escape(key)
+        found = re.compile(rf"""^[ \t]*(?:{esc}|"{esc}"|'{esc}')[ \t]*=""", re.MULTILINE).search(text, start, end)
+        start = found.start() if found else start
+    return f"{source}:{text.count(chr(10), 0, start) + 1}: change #{number}"
+
+
+def _entry(
+    raw: object, at: Callable[[str | None], str], known: frozenset[str], registry: MetricRegistry
+) -> ExpectedChange:
+    where = at(None)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: each [[change]] must be a table.")
-    unknown = set(raw) - {"case", "metric", "max_change", "reason", "removed"}
+    unknown = set(raw) - set(_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}.")
     case, reason = raw.get("case"), raw.get("reason")
     metric, max_change = raw.get("metric", "latency"), raw.get("max_change")
     if not isinstance(case, str) or not isinstance(metric, str):
-        raise ConfigError(f"{where}: 'case' and 'metric' must be strings.")
+        raise ConfigError(
+            f"{at('case' if not isinstance(case, str) else 'metric')}: 'case' and 'metric' must be strings."
+        )
     if not isinstance(reason, str) or not reason.strip():
-        raise ConfigError(f"{where}: 'reason' is required: say why the change is expected.")
+        raise ConfigError(f"{at('reason')}: 'reason' is required: say why the change is expected.")
     removed = raw.get("removed", False)
     if not isinstance(removed, bool):
-        raise ConfigError(f"{where}: 'removed' must be true or false.")
+        raise ConfigError(f"{at('removed')}: 'removed' must be true or false.")
     if removed:
         if "max_change" in raw or "metric" in raw:
             raise ConfigError(f"{where}: a removal ('removed = true') takes no 'max_change' or 'metric'.")
         max_change = MAX_CHANGE
-    if isinstance(max_change, bool) or not isinstance(max_change, int | float) or not 0 < max_change <= MAX_CHANGE:
-        raise ConfigError(f"{where}: 'max_change' must be a positive fraction (0.10 = 10%).")
+    else:
+        metric = _metric(metric, at("metric"), known, registry)
+    value = _max_change(max_change, at("max_change"))
     try:
         case_pattern(case)
     except ValueError as exc:
-        raise ConfigError(f"{where}: bad case pattern {case!r}: {exc}.") from None
-    return ExpectedChange(case, metric, float(max_change), reason.strip(), removed)
+        raise ConfigError(f"{at('case')}: bad case pattern {case!r}: {exc}.") from None
+    return ExpectedChange(case, metric, value, reason.strip(), removed)
 
 
-def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
+def parse_expected(text: str, source: str, *, registry: MetricRegistry | None = None) -> tuple[ExpectedChange, ...]:
+    """Every entry of an expected-changes file, checked in full (TOML, version, keys, types, case patterns, metric
+    names against `registry` (the default registry unless given), `max_change`); ConfigError (exit 2) naming the
+    file, and the line and entry where they are found, otherwise."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -99,10 +184,22 @@ def parse_expected(text: str, source: str) -> tuple[ExpectedChange, ...]:
     changes = doc.get("change", [])
     if not isinstance(changes, list):
         raise ConfigError(f"{source}: 'change' must be an array of tables ([[change]]).")
-    return tuple(_entry(raw, f"{source}: change #{i + 1}") for i, raw in enumerate(changes))
+    registry = registry or default_registry()
+    known = metric_names(registry)
+    spans = _lines(text, len(changes))
+
+    def at(i: int) -> Callable[[str | None], str]:
+        return lambda key: _where(text, source, spans[i] if spans else None, i + 1, key)
+
+    return tuple(_entry(raw, at(i), known, registry) for i, raw in enumerate(changes))
 
 
-def load_expected(path: Path, required: bool = False) -> tuple[ExpectedChange, ...]:
+def load_expected(
+    path: Path, required: bool = False, *, registry: MetricRegistry | None = None
+) -> tuple[ExpectedChange, ...]:
+    """The expected-changes file at `path`, checked in full (`parse_expected`): callable before anything is measured,
+    so that a malformed file is refused up front. A missing file is no entries, or a ConfigError when `required`
+    (a path given by `--expected`)."""
     if not path.exists():
         if required:
             raise ConfigError(f"{path}: expected-changes file not found.")
@@ -111,7 +208,7 @@ def load_expected(path: Path, required: bool = False) -> tuple[ExpectedChange, .
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:  # bytes that are not UTF-8
         raise ConfigError(f"{path}: cannot read the expected-changes file ({exc}).") from None
-    return parse_expected(text, str(path))
+    return parse_expected(text, str(path), registry=registry)
 
 
 def _worsening(row: MetricComparison) -> float | None:

@@ -59,7 +59,11 @@ def test_report_and_compare_give_the_same_verdicts(pair: tuple[Path, Path], tmp_
     assert compared.exit_code == 1 and reported.exit_code == 0, reported.output  # a report never gates
     # a CPU case 4% slower: past the 3% CPU threshold of the options table (the old default of report, 5%, said
     # `slower`)
-    assert verdict_line(compared.stderr) == verdict_line(reported.stderr) == "FAIL: 1 regression, 3 unchanged (4 rows of 2 cases)"
+    assert (
+        verdict_line(compared.stderr)
+        == verdict_line(reported.stderr)
+        == "FAIL: 1 regression, 3 unchanged (4 rows of 2 cases)"
+    )
     verdicts = compare_verdicts(base, head)
     assert verdicts[("t.a[n=8]@cpu", "latency.median")] == "regression"
     assert report_verdicts(base, head) == verdicts
