@@ -18,6 +18,7 @@ from perfci.ab.revisions import Side, checked_out, map_path, repo_root, resolve
 from perfci.api.compare import (
     DecisionOptions,
     Outputs,
+    check_expected,
     decision_settings,
     unsettled_cases,
     with_allowed_missing,
@@ -312,6 +313,7 @@ def ab(
         check_out_dir(out_dir)
     abs_ = ab_settings(settings, req)
     chosen = choose_sources(settings, req.sources)
+    check_expected(req.expected)
 
     def keep(case_ids: list[str]) -> set[str]:
         held = set(case_ids) if req.shard is None else req.shard.pick(case_ids)

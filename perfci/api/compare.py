@@ -148,6 +148,12 @@ def with_allowed_missing(comparison: Comparison, allow: bool) -> Comparison:
     return allow_missing(comparison) if allow else comparison
 
 
+def check_expected(expected: Path | None) -> None:
+    """The expected-changes file read and checked now (`--expected`, else ./perfci-expected.toml when it exists):
+    a command that measures first refuses a malformed file before it measures (found after an A/B's minutes)."""
+    load_expected(expected or Path(EXPECTED_FILE), expected is not None)
+
+
 def with_expected(comparison: Comparison, expected: Path | None) -> Comparison:
     """Apply the expected-changes file (`--expected`, else ./perfci-expected.toml when it exists)."""
     return apply_expected(comparison, load_expected(expected or Path(EXPECTED_FILE), expected is not None))

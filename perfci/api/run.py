@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.api.ab import Sources, confirm_flagged
-from perfci.api.compare import noise_lookup, unsettled_cases, with_expected, with_noise_note
+from perfci.api.compare import check_expected, noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
@@ -171,6 +171,8 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     if req.baseline is not None and not base_path.exists():
         raise UsageError(f"{req.baseline}: baseline file not found.")
     baseline = load_results(base_path) if base_path.exists() else None
+    if baseline is not None:
+        check_expected(None)  # ./perfci-expected.toml, which the comparison will apply: refused now when malformed
     decision = DecisionSettings(
         threshold=req.threshold,
         thresholds=dict(settings.cfg.thresholds),

@@ -177,6 +177,20 @@ def test_a_side_with_no_cases_stops_before_measuring(tmp_path: Path) -> None:
     assert not (out / "base" / "results.json").exists()  # nothing measured
 
 
+def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_path: Path) -> None:
+    """It was found after the whole A/B had been measured (minutes of a CI job), and nothing was written."""
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000)}, "v1")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=6000)}, "v2")
+    (repo / "perfci-expected.toml").write_text('version = 1\n[[change]]\ncase = "wl.*"\nmetric = "latncy"\n'
+                                               'max_change = "50%"\nreason = "x"\n')  # fmt: skip
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--path", "perf", *FAST, "--out", str(out))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "metric 'latncy' is unknown" in proc.stderr and "did you mean 'latency'?" in proc.stderr
+    assert not (out / "base" / "results.json").exists()
+
+
 def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "perf/helpers.py": "X = 1\n", "README.md": "x\n"}, "v1")
