@@ -340,6 +340,31 @@ def _output_lines(values: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def publish_failure(where: CIEnvironment, message: str, code: int) -> list[Path]:
+    """A gate that stopped before it had a verdict (a usage error, exit 2; the machinery, exit 3): the outputs say
+    `verdict=error` and the exit code, and the step summary says why (they were left empty: the action's `verdict`
+    output read ""). Files that cannot be written are left alone: the error itself is what the log shows."""
+    written = []
+    for path, text in (
+        (where.step_summary, f"### perfci: ERROR: {message}\n\n"),
+        (where.output, _output_lines({"verdict": "error", "exit-code": str(code)})),
+    ):
+        if path is None:
+            continue
+        try:
+            with path.open("a", encoding="utf-8") as f:
+                f.write(text)
+        except OSError:
+            continue
+        written.append(path)
+    return written
+
+
+def error_annotation(message: str) -> str:
+    """The `::error` workflow command of a gate that stopped before its verdict."""
+    return f"::error title={escape_property('perfci')}::{escape_data(message)}"
+
+
 def publish(outcome: CIOutcome) -> list[Path]:
     """Append the summary to the step summary file and the outputs to the outputs file (each when known);
     return the files written."""

@@ -10,8 +10,18 @@ from typing import Annotated
 import typer
 
 from perfci.api.ab import Sources
-from perfci.api.ci import CIOutcome, CIRequest, plan_ci, publish, run_ci, workflow_annotations
+from perfci.api.ci import (
+    CIOutcome,
+    CIRequest,
+    error_annotation,
+    plan_ci,
+    publish,
+    publish_failure,
+    run_ci,
+    workflow_annotations,
+)
 from perfci.api.merge import MergeRequest, merge
+from perfci.api.settings import Settings
 from perfci.cli.app import (
     DurationsOpt,
     ShardOpt,
@@ -48,6 +58,7 @@ from perfci.cli.options import (
     planned_pairs,
 )
 from perfci.compare.gate import ExitCode
+from perfci.errors import PerfciError
 from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS_AT_ONCE
 from perfci.reports.terminal import verdict_line
 
@@ -107,6 +118,15 @@ def ci_command(
 
     def body() -> int:
         settings = project_settings(config)
+        try:
+            return gate(settings)
+        except PerfciError as exc:  # no verdict: the outputs and the step summary say so, then the one error line
+            where = settings.ci_environment(req.base, req.step_summary, req.github_output)
+            consoles()[0].print(error_annotation(exc.message), highlight=False, markup=False, soft_wrap=True)
+            publish_failure(where, exc.message, exc.exit_code)
+            raise
+
+    def gate(settings: Settings) -> int:
         sharded_req = replace(req, shard=sharded(shard, durations))
         plan = plan_ci(settings, sharded_req)
         appendable_file(plan.where.step_summary, "--step-summary ($GITHUB_STEP_SUMMARY)")

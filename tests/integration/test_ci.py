@@ -93,6 +93,19 @@ def test_ci_on_a_pull_request_fails_on_the_slowed_case(tmp_path: Path) -> None:
     assert git(repo, "worktree", "list").count("\n") == 1
 
 
+def test_a_gate_that_stops_without_a_verdict_says_so_in_its_outputs(tmp_path: Path) -> None:
+    """A usage error (here a base branch the clone lacks) wrote nothing to $GITHUB_OUTPUT or the step summary: the
+    action's `verdict` output was empty. Now `verdict=error`, the exit code, a summary line and an `::error`."""
+    repo = make_repo(tmp_path, feature_k="20000")
+    proc, files = perfci_ci(repo, "pull_request", *FAST_AB, GITHUB_BASE_REF="no-such-branch")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    outputs = (files / "github_output.txt").read_text().splitlines()
+    assert "verdict=error" in outputs and "exit-code=2" in outputs
+    summary = (files / "step_summary.md").read_text()
+    assert summary.startswith("### perfci: ERROR: 'no-such-branch' is not a revision")
+    assert any(ln.startswith("::error title=perfci::'no-such-branch'") for ln in proc.stdout.splitlines())
+
+
 def test_ci_on_an_unchanged_pull_request_passes(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, feature_k="20000")
     proc, files = perfci_ci(repo, "pull_request", *FAST_AB)
