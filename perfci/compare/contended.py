@@ -48,11 +48,19 @@ def busy_machine(base: CaseResult, cand: CaseResult) -> float | None:
     return max(waits) if waits and max(waits) >= BUSY_WAIT else None
 
 
-def busy_note(wait: float, noise: float) -> str:
-    return (
-        f"measured on a busy CPU (a round waited {wait:.0%} of its runnable time for a CPU): job-to-job noise taken "
-        f"as at least {noise:.0%}"
+def busy_note(base: CaseResult, cand: CaseResult, noise: float) -> str:
+    """Which side was measured on a busy CPU, and what that does to the comparison; where only the baseline was
+    busy, that measuring again will not settle it (the note named no side: a re-run of a quiet candidate was
+    the obvious, useless, remedy)."""
+    busy = [(side, w) for side, w in (("baseline", busiest_wait(base)), ("candidate", busiest_wait(cand)))
+            if w is not None and w >= BUSY_WAIT]  # fmt: skip
+    where = " and ".join(f"the {side}'s (a round waited {w:.0%} of its runnable time for a CPU)" for side, w in busy)
+    remedy = (
+        "; the candidate was quiet: a new baseline from a quiet machine settles it, or `perfci ab`"
+        if [side for side, _ in busy] == ["baseline"]
+        else ""
     )
+    return f"measured on a busy CPU: {where}; job-to-job noise taken as at least {noise:.0%}{remedy}"
 
 
 def contention_note(base: CaseResult, cand: CaseResult, margin: float = CONTENTION_MARGIN) -> str:

@@ -233,7 +233,7 @@ def compare_case(
             elif busy_wait is not None and row.method == "unpaired" and not interleaved and row.verdict in BLAMING:
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
-                row = replace(row, note="; ".join(n for n in (row.note, busy_note(busy_wait, BUSY_JOB_NOISE)) if n))
+                row = replace(row, note="; ".join(n for n in (row.note, busy_note(base, cand, BUSY_JOB_NOISE)) if n))
             if clocked is not None and clocked.note:
                 row = replace(row, note="; ".join(n for n in (row.note, clocked.note) if n))
             rows.append(row)

@@ -154,6 +154,15 @@ def test_both_sides_on_a_busy_machine_widen_the_job_noise_of_a_blaming_row() -> 
     edge = _busy(make_case("k", 1e-3, rounds=3, seed=1), [BUSY_WAIT, 0.0, 0.0])
     assert busy_machine(calm_base, edge) == pytest.approx(BUSY_WAIT)
     assert busy_machine(make_case("k", 1e-3), make_case("k", 1e-3)) is None  # no figure on either side
+    # the note names the busy side: a busy baseline against a quiet candidate is not settled by measuring again
+    both = str(row["note"])
+    assert "the baseline's (a round waited 50%" in both and "the candidate's (a round waited 50%" in both
+    lone = _compare(base, _busy(make_case("k", 1e-3, rounds=3, seed=2, scale=1.8), quiet))
+    assert lone["verdict"] is Verdict.INCONCLUSIVE, lone
+    assert "measured on a busy CPU: the baseline's (a round waited 50%" in str(lone["note"])
+    assert "candidate's" not in str(lone["note"]).split(";")[0] and "a new baseline from a quiet machine" in str(
+        lone["note"]
+    )
 
 
 def test_an_improvement_or_a_paired_row_keeps_its_noise_on_a_busy_machine() -> None:
