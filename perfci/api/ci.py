@@ -269,12 +269,14 @@ def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[
             if r.verdict is Verdict.REGRESSION:
                 kind = "warning" if r.expected else fail_kind
                 what = "expected regression" if r.expected else "regression"
-                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval}; see {report}"
+                note = f"; {r.note}" if r.note else ""  # e.g. beyond the declared expected change
+                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval}{note}; see {report}"
                 lines.append(workflow_command(kind, message, f"perfci {what}: {r.case_id}"))
             elif r.verdict is Verdict.ERROR:
                 lines.append(workflow_command(fail_kind, f"{r.case_id}: {r.note}", f"perfci error: {r.case_id}"))
             elif r.verdict is Verdict.INCONCLUSIVE:
-                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled; {r.note}"
+                why = f"; {r.note}" if r.note else f"; see {report}"  # it ended in "not settled; " with no note
+                message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled{why}"
                 lines.append(workflow_command("warning", message, f"perfci inconclusive: {r.case_id}"))
             elif r.verdict in BELOW_THRESHOLD_WORSE:  # below the threshold: an error only with fail_on = "slower"
                 gating = outcome.comparison.settings.get("fail_on") == "slower" and not r.expected

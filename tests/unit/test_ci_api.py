@@ -123,6 +123,16 @@ def test_annotations_name_the_regressed_case_on_one_line(tmp_path: Path) -> None
     assert len(lines) == 1 and lines[0].startswith("::error title=perfci regression%3A wl.f[s=a%0A")
     assert "\n" not in lines[0] and "+10.0%25" in lines[0]
     assert workflow_annotations(_outcome(tmp_path), report_only=True)[0].startswith("::warning ")
+    # a row's note is in its annotation; an inconclusive row without one points at the report (it ended in "; ")
+    outcome = _outcome(tmp_path)
+    noted = MetricComparison("w.a@cpu", LATENCY, Verdict.REGRESSION, ratio=2.0, note="beyond the declared change")
+    bare = MetricComparison("w.b@cpu", LATENCY, Verdict.INCONCLUSIVE, ratio=1.1)
+    comparison = Comparison("base", "head", (noted, bare))
+    first, second = workflow_annotations(
+        CIOutcome(outcome.plan, comparison, outcome.run, outcome.out_dir, outcome.code)
+    )
+    assert "+100.0%25; beyond the declared change; see " in first
+    assert second.endswith("not settled; see " + str(tmp_path / "out" / "report.html"))
 
 
 def test_publish_appends_the_summary_and_writes_the_outputs(tmp_path: Path) -> None:
