@@ -386,9 +386,9 @@ def run_ab(
     run_settings = replace(settings.run, seed=settings.seed)
     identity_a, identity_b = side_identity(base, specs_a), side_identity(head, specs_b)
     runner_a = Runner(run_settings, out_dir / "base", progress, base.env, base.python, _fingerprint(base),
-                      extra_settings={SIDE_KEY: identity_a})  # fmt: skip
+                      extra_settings={SIDE_KEY: identity_a}, git_root=base.root)  # fmt: skip
     runner_b = Runner(run_settings, out_dir / "head", progress, head.env, head.python, _fingerprint(head),
-                      extra_settings={SIDE_KEY: identity_b})  # fmt: skip
+                      extra_settings={SIDE_KEY: identity_b}, git_root=head.root)  # fmt: skip
     first = first_look(settings.pairs, specs_a + specs_b)
     planned = first + settings.extra * (settings.looks - 1)
     kept = kept_pairs(out_dir, specs_a, specs_b, (identity_a, identity_b)) if settings.resume else None

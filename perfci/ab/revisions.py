@@ -8,6 +8,12 @@ gets an environment where
 - `PYTHONSAFEPATH=1`, so the worker's current folder (the user's checkout) is not put first on `sys.path`.
 So the revision's own modules are what workloads import, while perfci itself (the worker protocol, timing) is
 the installed one on both sides. Workload files are loaded by path from the side's root.
+
+A worktree gets the revision's submodules too (`init_submodules`), cloned from this checkout's own copy of each
+where it holds the commit, so that a submodule's code is the revision's on both sides. perfci locks each worktree
+it adds with a reason naming it and its process (`lock_reason`); one whose process is gone (killed before it could
+clean up) is removed at the start of the next A/B (`remove_stale_worktrees`). Worktrees perfci did not make are
+never touched.
 """
 
 from __future__ import annotations
@@ -22,9 +28,15 @@ from pathlib import Path
 
 import perfci
 from perfci.ab.environments import Environment
+from perfci.ab.git_commands import git
+from perfci.ab.submodules import init_submodules, remote_url
+from perfci.ab.worktrees import add_worktree, remove_stale_worktrees, remove_worktree
 from perfci.errors import InfrastructureError, UsageError
 
-GIT_TIMEOUT_S = 120.0
+FULL_HISTORY_HINT = (
+    "fetch the whole history: in GitHub Actions, actions/checkout with `fetch-depth: 0`; "
+    "locally, `git fetch --unshallow`"
+)
 
 
 @dataclass(frozen=True)
@@ -46,19 +58,6 @@ class Side:
         return f"{rev} in {self.environment.label}" if self.environment is not None else rev
 
 
-def git(repo: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(
-            ["git", *args], cwd=repo, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise InfrastructureError(f"git {' '.join(args)} failed: {exc}.") from None
-    if out.returncode != 0:
-        message = (out.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise InfrastructureError(f"git {' '.join(args)} failed: {message}")
-    return out.stdout.strip()
-
-
 def repo_root(start: Path) -> Path:
     try:
         return Path(git(start, "rev-parse", "--show-toplevel"))
@@ -70,10 +69,24 @@ def resolve(repo: Path, rev: str) -> str:
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except InfrastructureError:
-        hint = "name a commit, branch or tag"
-        if Path(rev).exists() or (repo / rev).exists():
-            hint = f"{rev!r} is a path: give workload paths after `--` (perfci ab BASE -- {rev}) or with --path"
-        raise UsageError(f"{rev!r} is not a revision of this repository.", hint=hint) from None
+        pass
+    if Path(rev).exists() or (repo / rev).exists():
+        hint = f"{rev!r} is a path: give workload paths after `--` (perfci ab BASE -- {rev}) or with --path"
+        raise UsageError(f"{rev!r} is not a revision of this repository.", hint=hint)
+    if is_shallow(repo):  # `git clone --depth 1`, actions/checkout's default: the base is usually not fetched
+        raise UsageError(
+            f"{rev!r} is not a revision of this repository, which is a shallow clone: it holds only the latest "
+            "commits, so older commits and other branches are not here.",
+            hint=FULL_HISTORY_HINT,
+        )
+    raise UsageError(f"{rev!r} is not a revision of this repository.", hint="name a commit, branch or tag")
+
+
+def is_shallow(repo: Path) -> bool:
+    """Whether the repository is a shallow clone (`git clone --depth N`, actions/checkout's default)."""
+    with contextlib.suppress(InfrastructureError):
+        return git(repo, "rev-parse", "--is-shallow-repository") == "true"
+    return False
 
 
 def source_roots(root: Path) -> list[Path]:
@@ -132,8 +145,10 @@ def worktree_path(workdir: Path, name: str, length: int | None) -> Path:
 def checked_out(
     repo: Path, name: str, rev: str | None, workdir: Path, base_env: dict[str, str], length: int | None = None
 ) -> Iterator[Side]:
-    """The side for `rev` (a temporary worktree, removed on exit) or, with rev None, the working tree. `length`:
-    the path length the worktree should have (the working tree's, when the other side runs there)."""
+    """The side for `rev` (a temporary worktree with its submodules, removed on exit) or, with rev None, the
+    working tree. `length`: the path length the worktree should have (the working tree's, when the other side
+    runs there). The worktrees that an earlier perfci left behind are removed first."""
+    remove_stale_worktrees(repo)
     shim = installed_perfci_shim(workdir / "shim")
     if rev is None:
         yield Side(name, "working tree", None, repo, side_env(repo, shim, base_env))
@@ -142,14 +157,17 @@ def checked_out(
     path = worktree_path(workdir, name, length)
     if path.exists():
         shutil.rmtree(path)
-    git(repo, "worktree", "add", "--detach", str(path), commit)
+    add_worktree(repo, path, commit)
     try:
+        init_submodules(repo, path, remote_url(repo), rev)
         yield Side(name, rev, commit, path, side_env(path, shim, base_env))
     finally:
-        with contextlib.suppress(InfrastructureError):
-            git(repo, "worktree", "remove", "--force", str(path))
+        remove_worktree(repo, path)
         with contextlib.suppress(InfrastructureError):
             git(repo, "worktree", "prune")
+
+
+# Worktrees perfci added, and which of them are stale.
 
 
 def map_path(path: Path, repo: Path, root: Path) -> Path:

@@ -192,6 +192,9 @@ class Runner:
     worker_fingerprint: dict[str, Any] | None = None  # the workers' interpreter's, when it is not this one's
     # written into the results' settings beside `settings` (e.g. the workloads' content hash, engine/resume.py)
     extra_settings: dict[str, Any] = field(default_factory=dict)
+    # the checkout whose git state (commit, branch, dirty) the results record: an A/B side's own (its worktree, or
+    # the working tree); None: the current folder's
+    git_root: Path | None = None
     states: dict[str, _CaseState] = field(default_factory=dict)
     done: int = 0
     total: int = 0
@@ -226,7 +229,7 @@ class Runner:
                 d: runner_peaks(fp, d, st.threads, st.peaks_cache, self._env(), self.worker_python, st.measure_peaks)
                 for d in devices
             }
-        self._header = (utc_now(), fp, git_info(Path.cwd()))
+        self._header = (utc_now(), fp, git_info(self.git_root if self.git_root is not None else Path.cwd()))
         self._run_id = new_run_id()
 
     def resume(self, specs: list[CaseSpec], partial: RunResult) -> None:
