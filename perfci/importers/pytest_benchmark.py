@@ -18,6 +18,7 @@ pytest-benchmark file again to compare them with the plugin's results.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from datetime import UTC, datetime
@@ -172,14 +173,20 @@ def import_pytest_benchmark(path: Path) -> RunResult:
     stamp = _utc(doc.get("datetime"), str(path))
     cases = tuple(_case(b, str(path), i) for i, b in enumerate(doc["benchmarks"]))
     dirty = commit.get("dirty")
+    cores = cpu.get("count") if isinstance(cpu, dict) else None
     run = RunResult(
-        run_id=f"pytest-benchmark-{path.stem}",
+        # the session's content names the run: two sessions of one file name are two runs (the history store
+        # skipped the second as "already stored"), and the same file imported twice is one
+        run_id=f"pytest-benchmark-{path.stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}",
         started_at=stamp,
         finished_at=stamp,
         fingerprint={
             "imported_from": "pytest-benchmark",
             "machine_info": machine,
             "cpu_model": _text(cpu.get("brand_raw")) if isinstance(cpu, dict) else None,
+            # the core count, as perfci's own fingerprint has it: the runner class (`cpu-amd-epyc-2c`) then matches
+            # the runs perfci makes on the same machine (it read `cpu-amd-epyc-c`)
+            **({"cpu_logical_cores": cores} if isinstance(cores, int) and not isinstance(cores, bool) else {}),
         },
         git=(
             GitInfo(_text(commit.get("id")), _text(commit.get("branch")), dirty if isinstance(dirty, bool) else None)

@@ -143,6 +143,28 @@ def test_two_sessions_imported_without_out_keep_both(tmp_path: Path, bench_json:
     assert monday.cases[0].rounds[0].samples != tuesday.cases[0].rounds[0].samples
     gate = run("-m", "perfci", "compare", "monday.perfci.json", "tuesday.perfci.json", cwd=tmp_path)
     assert gate.returncode == 1, gate.stdout + gate.stderr  # every timing 1.5x: a regression
+    # two sessions saved under one file name are two runs in the history store (the second was skipped as
+    # "already stored": the run id came from the file name); the same file ingested again is one
+    (tmp_path / "tuesday.json").rename(tmp_path / "again.json")
+    (tmp_path / "monday.json").rename(tmp_path / "session.json")
+    assert (
+        run("-m", "perfci", "import", "pytest-benchmark", "session.json", "--out", "a.json", cwd=tmp_path).returncode
+        == 0
+    )
+    (tmp_path / "again.json").rename(tmp_path / "session.json")
+    assert (
+        run("-m", "perfci", "import", "pytest-benchmark", "session.json", "--out", "b.json", cwd=tmp_path).returncode
+        == 0
+    )
+    a, b = load_results(tmp_path / "a.json"), load_results(tmp_path / "b.json")
+    assert a.run_id != b.run_id and a.run_id.startswith("pytest-benchmark-session-")
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    stored = run("-m", "perfci", "history", "ingest", "a.json", "b.json", "a.json", "--db", db, cwd=tmp_path)
+    assert stored.returncode == 0 and "ingested 2 run(s)" in stored.stderr, stored.stderr
+    # the runner class has the core count, as perfci's own runs on the machine do
+    cores = json.loads(bench_json.read_text())["machine_info"]["cpu"].get("count")
+    if isinstance(cores, int):
+        assert a.fingerprint["cpu_logical_cores"] == cores
 
 
 def test_out_naming_the_source_is_refused_and_the_source_kept(tmp_path: Path, bench_json: Path) -> None:
