@@ -15,7 +15,7 @@ from typing import Any
 
 from perfci.api.compare import checked_fraction, with_expected
 from perfci.api.settings import Settings
-from perfci.api.shards import SHARD_KEY, shard_text_parts
+from perfci.api.shards import SELECTION_KEY, SHARD_KEY, selection_size, shard_text_parts
 from perfci.compare.baselines import baseline_path
 from perfci.compare.coverage import Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -31,7 +31,7 @@ from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 
 # settings that legitimately differ between the shards of one run
-_PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed")
+_PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed", SELECTION_KEY)  # the selection: checked apart
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,13 @@ def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
                 if _measuring_settings(run).get(k) != _measuring_settings(first).get(k)
             )
             raise UsageError(f"{first_path} and {path} were measured with different settings ({', '.join(diff)}).")
+        picked = (first.settings.get(SELECTION_KEY), run.settings.get(SELECTION_KEY))
+        if None not in picked and picked[0] != picked[1]:  # shards of `-k a` and `-k b`: each complete, not one run
+            raise UsageError(
+                f"{first_path} and {path} are shards of different selections of cases ({picked[0]}; {picked[1]}): "
+                "other paths, -k, suites or devices.",
+                hint="run every shard with the same paths and filters",
+            )
         hardware, software = fingerprint_changes(first.fingerprint, run.fingerprint)
         if hardware or software:  # shards on other Python or torch merged under the first's fingerprint
             raise UsageError(
@@ -95,6 +102,13 @@ def check_parts(parts: list[tuple[Path, RunResult]]) -> None:
                 raise UsageError(f"{seen[case.id]} and {path} both hold case {case.id!r}; shards must not overlap.")
             seen[case.id] = path
     _check_shard_set(parts)
+    whole = selection_size(first.settings.get(SELECTION_KEY))
+    if whole is not None and len(seen) != whole:
+        raise UsageError(
+            f"the shards hold {len(seen):,} of the {whole:,} cases they were split from; the merge would look "
+            "complete without the others.",
+            hint="merge the results.json of every shard of the run",
+        )
 
 
 def _check_shard_set(parts: list[tuple[Path, RunResult]]) -> None:
@@ -135,6 +149,7 @@ def merge_runs(parts: list[tuple[Path, RunResult]]) -> RunResult:
     cases = tuple(sorted((c for r in runs for c in r.cases), key=lambda c: c.id))
     settings = {**first.settings, "complete": True, "merged_from": [r.run_id for r in runs]}
     settings.pop("shard", None)
+    settings.pop(SELECTION_KEY, None)
     return RunResult(
         run_id=new_run_id(),
         started_at=min(r.started_at for r in runs),

@@ -13,7 +13,7 @@ from perfci.api.ab import Sources, confirm_flagged
 from perfci.api.compare import check_expected, noise_lookup, unsettled_cases, with_expected, with_noise_note
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
-from perfci.api.shards import Shard
+from perfci.api.shards import SELECTION_KEY, Shard, selection_text
 from perfci.api.sizes import memory_limit_bytes
 from perfci.compare.baselines import baseline_path
 from perfci.compare.coverage import LEFT_OUT_KEY, Scope
@@ -106,11 +106,13 @@ class Planned:
     resume_from: RunResult | None = None  # --resume: the interrupted run in out_dir (None: measure from the start)
     shard: Shard | None = None  # --shard I/N: recorded in the results, so that `perfci merge` can check the set
     left_out: Mapping[str, str] = field(default_factory=dict)  # baseline cases left out on purpose, and why
+    selection: str = ""  # with --shard: the whole selection it was split from (api/shards.selection_text)
 
     def extra_settings(self) -> dict[str, Any]:
         """What the runner writes into the results' settings beside the run settings."""
         left_out = {LEFT_OUT_KEY: dict(self.left_out)} if self.left_out else {}
-        return {WORKLOADS_KEY: self.workloads, **(self.shard.settings() if self.shard is not None else {}), **left_out}
+        sharded = {**self.shard.settings(), SELECTION_KEY: self.selection} if self.shard is not None else {}
+        return {WORKLOADS_KEY: self.workloads, **sharded, **left_out}
 
     def results_settings(self) -> dict[str, Any]:
         """What the results file's settings will hold, less `complete` and the resume notes."""
@@ -182,7 +184,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     out = req.out or default_run_out()
     left_out = left_out_on_purpose(settings, req, full_choice, baseline) if baseline is not None else {}
     planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
-                      left_out=left_out)  # fmt: skip
+                      left_out=left_out, selection=selection_text(s.id for s in full_choice.cases))  # fmt: skip
     return replace(planned, resume_from=_resumable(planned)) if req.resume else planned
 
 

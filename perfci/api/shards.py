@@ -31,6 +31,21 @@ SHARD_KEY = "shard"  # a sharded run's results settings: "I/N" (`perfci merge` c
 # ... and, split by time, a digest of the durations: shards split by different files may miss a case between them,
 # and `perfci merge` refuses parts whose settings differ
 DURATIONS_KEY = "shard_durations"
+# ... and the selection the shards were split from: its case count and a digest of its ids (shards of `-k a` and of
+# `-k b` merged into a run that looked complete and lacked cases)
+SELECTION_KEY = "shard_selection"
+
+
+def selection_text(case_ids: Iterable[str]) -> str:
+    """`12 cases, sha256:...`: the whole selection a shard was split from (SELECTION_KEY)."""
+    ids = sorted(set(case_ids))
+    return f"{len(ids)} cases, sha256:{hashlib.sha256(repr(ids).encode('utf-8')).hexdigest()[:16]}"
+
+
+def selection_size(text: object) -> int | None:
+    """The case count of a SELECTION_KEY value; None when there is none."""
+    head = str(text).split(" ", 1)[0] if isinstance(text, str) else ""
+    return int(head) if head.isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfci.api.merge import check_parts, merge_runs
+from perfci.api.shards import SELECTION_KEY, selection_text
 from perfci.errors import UsageError
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, RunResult
 from tests.formats import with_spec
@@ -66,3 +67,23 @@ def test_files_that_record_no_shard_merge_as_before() -> None:
 def test_shards_measured_in_different_environments_are_refused(change: dict[str, object], named: str) -> None:
     with pytest.raises(UsageError, match=f"different environments \\({named}\\)"):
         check_parts([shard(1), shard(2, **change), shard(3)])
+
+
+def _selected(part: tuple[Path, RunResult], selection: str) -> tuple[Path, RunResult]:
+    path, run = part
+    return path, replace(run, settings={**run.settings, SELECTION_KEY: selection})
+
+
+def test_shards_of_different_selections_or_a_short_union_are_refused() -> None:
+    """Shard 1/2 of every case and shard 2/2 of `-k sleepy` merged into "2 cases", complete, the others gone
+    without a word: each shard records the selection it was split from (count and digest)."""
+    everything = selection_text(["w[i=1]@cpu", "w[i=2]@cpu", "w[i=3]@cpu"])
+    assert everything.startswith("3 cases, sha256:")
+    merged = merge_runs([_selected(shard(i), everything) for i in (1, 2, 3)])
+    assert SELECTION_KEY not in merged.settings and len(merged.cases) == 3
+    with pytest.raises(UsageError, match="are shards of different selections of cases"):
+        check_parts([_selected(shard(1), everything), _selected(shard(2), selection_text(["w[i=2]@cpu"])),
+                     _selected(shard(3), everything)])  # fmt: skip
+    four = selection_text(["a", "b", "c", "d"])  # four cases were split, the three shards hold three
+    with pytest.raises(UsageError, match="the shards hold 3 of the 4 cases they were split from"):
+        check_parts([_selected(shard(i), four) for i in (1, 2, 3)])
