@@ -60,7 +60,7 @@ from perfci.cli.options import (
 from perfci.compare.gate import ExitCode
 from perfci.errors import PerfciError
 from perfci.options import AB_BUDGET, EXTRA, LOOKS, PAIRS_AT_ONCE
-from perfci.reports.terminal import verdict_line
+from perfci.reports.terminal import comparison_table, verdict_line
 
 Mode = Annotated[
     str,
@@ -190,6 +190,8 @@ def merge_command(
         writable_folder(out, "--out")
         outcome = merge(project_settings(config), req)
         note(f"merged {len(files)} file(s): {len(outcome.result.cases)} cases")
+        if outcome.comparison is not None:  # the verdicts, as `run --baseline` shows them (only the headline was)
+            consoles()[0].print(comparison_table(outcome.comparison))
         note(verdict_line(outcome.comparison, outcome.result))
         note(f"results: {out / 'results.json'}\nreport:  {out / 'report.html'}")
         return ExitCode.OK if exit_zero else outcome.exit_code()

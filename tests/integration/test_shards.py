@@ -55,6 +55,12 @@ def test_merge_gives_the_cases_of_an_unsharded_run(runs: Path) -> None:
     merged = runs / "merged"
     assert sorted(case_ids(merged / "results.json")) == sorted(case_ids(runs / "all" / "results.json"))
     assert (merged / "report.html").exists() and (merged / "summary.md").exists()
+    # against a baseline: the verdict table, as `run --baseline` prints it (only the headline was printed)
+    args = ("merge", "s1/results.json", "s2/results.json", "--out", "merged-b", "--baseline", "all/results.json")
+    proc = perfci(runs, *args, "--runner", "ci", "--exit-zero")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = sorted(case_ids(runs / "all" / "results.json"))[0]
+    assert first in proc.stdout and "latency" in proc.stdout, proc.stdout
 
 
 def test_merge_refuses_overlapping_shards_in_one_line(runs: Path) -> None:
