@@ -4,6 +4,7 @@ coin-flip order of paired rounds) and which pairs an interrupted A/B left to res
 from __future__ import annotations
 
 import functools
+import json
 import os
 import random
 import time
@@ -135,6 +136,12 @@ def kept_pairs(
                 )
     healthy = [c for run in (run_a, run_b) for c in run.cases if not c.errors]
     pairs = min((_leading_rounds(c) for c in healthy), default=0)
+    if _finished_with(out_dir / "comparison.json", pairs):
+        # it ran its looks to the end: continuing it measured more pairs than its rules asked for, and moved a verdict
+        raise UsageError(
+            f"--resume: the A/B in {out_dir} finished; there is nothing to continue.",
+            hint=f"its verdicts are in {out_dir / 'comparison.json'}; to measure again, give another --out",
+        )
 
     def first_pairs(run: RunResult) -> RunResult:
         cases = tuple(replace(c, rounds=tuple(r for r in c.rounds if r.index < pairs)) for c in run.cases)
@@ -144,6 +151,16 @@ def kept_pairs(
 
 
 SIDE_KEY = "ab_side"  # results settings of an A/B side: what `--resume` must find again (orchestrate.side_identity)
+
+
+def _finished_with(path: Path, pairs: int) -> bool:
+    """Whether the comparison an A/B writes when it ends is there, for exactly the pairs on disk."""
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        ran = doc["settings"]["ab"]["pairs_run"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return isinstance(ran, int) and ran == pairs
 
 
 def _identity(run: RunResult) -> dict[str, str]:

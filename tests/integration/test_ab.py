@@ -272,6 +272,9 @@ def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
             assert len(side_after[case]) == 5
             for index in range(doc["settings"]["ab"]["pairs_resumed"]):
                 assert side_after[case][index] == kept[index], (case, index)  # the pairs measured before the kill
+    # a finished A/B has nothing to continue: resuming it ran more looks than its rules asked for
+    again = perfci(repo, *args, "--resume")
+    assert again.returncode == 2 and "finished; there is nothing to continue" in again.stderr, again.stderr
 
 
 def test_ab_interrupted_says_where_its_pairs_are_and_how_to_go_on(repo: Path) -> None:
