@@ -3,6 +3,8 @@ perfci.api.history."""
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,6 +21,7 @@ from perfci.api.history import (
     TrendView,
     export_measurements,
     list_runs,
+    measurements_frame,
     moved_since,
     noise_estimates,
     open_store,
@@ -28,19 +31,27 @@ from perfci.api.history import (
 from perfci.cli.app import OutputFormat, app, consoles, emit, guard, history_app, note, project_settings
 from perfci.cli.options import DbOpt, FmtOpt, PatternOpt
 from perfci.compare.history_noise import MIN_RUNS
+from perfci.errors import UsageError
+from perfci.fractions import FRACTION_EXAMPLE, parse_fraction
 from perfci.metrics.registry import LATENCY
 from perfci.reports.noise import noise_json, noise_table
-from perfci.reports.trend_text import runs_json, runs_table, trend_table, trends_json
+from perfci.reports.trend_counts import DEFAULT_MIN_EFFECT, RecentSteps, recent_steps
+from perfci.reports.trend_text import runs_json, runs_table, trend_markdown, trend_table, trends_json
 from perfci.reports.units import format_ratio
 
 Runner = Annotated[str | None, typer.Option(help="Only this runner class.")]
-MinEffect = Annotated[float, typer.Option(help="Smallest change worth reporting (0.03 = 3%).")]
+MinEffect = Annotated[
+    str, typer.Option(help=f"Smallest change worth reporting: {FRACTION_EXAMPLE}, above 0 and at most 1000%.")
+]
 Html = Annotated[
     Path | None, typer.Option(help="Also write an HTML trend report here (table, series charts, change points).")
 ]
 Markdown = Annotated[
     Path | None,
-    typer.Option(help="Also write a Markdown summary here ('-' for stdout): the cases that got worse, with commits."),
+    typer.Option(
+        help="Also write a Markdown summary here: the cases that got worse, with commits. '-' writes it to stdout "
+        "instead of the table (not with --format json or markdown)."
+    ),
 ]
 Window = Annotated[
     int, typer.Option(min=1, help="Runs: the movers (table and HTML) are change points within each series' latest N.")
@@ -57,10 +68,19 @@ class TrendFormat(StrEnum):
 TrendFmt = Annotated[TrendFormat, typer.Option("--format", help="table, json, or markdown (a digest to post).")]
 TrendSince = Annotated[
     str | None,
-    typer.Option(help="Only change points at runs started in this window: 7d, 12h, 4w, or since a date (2026-11-25)."),
+    typer.Option(
+        help="Only change points at runs started in this window: 7d, 12h, 4w, or since a date (2026-11-25). "
+        "--check still decides on the whole history."
+    ),
 ]
-Since = Annotated[str | None, typer.Option(help="Only runs started at or after this ISO date/time (2026-11-01).")]
-Until = Annotated[str | None, typer.Option(help="Only runs started up to this ISO date/time (its whole day).")]
+Since = Annotated[
+    str | None,
+    typer.Option(help="Only runs started at or after this: 7d, 12h, 4w back from now, or an ISO date or time."),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(help="Only runs started up to this: 7d, 12h, 4w back from now, or an ISO date/time (its whole day)."),
+]
 Check = Annotated[
     int | None,
     typer.Option(
@@ -95,32 +115,67 @@ def history_prune(
 def trend(
     db: DbOpt = None,
     metric: Annotated[str, typer.Option(help="Metric to follow.")] = LATENCY,
-    runner: Runner = None, k: PatternOpt = None, min_effect: MinEffect = 0.03, html: Html = None,
+    runner: Runner = None, k: PatternOpt = None, min_effect: MinEffect = f"{DEFAULT_MIN_EFFECT:.0%}", html: Html = None,
     markdown: Markdown = None, check: Check = None, fmt: TrendFmt = TrendFormat.table, window: Window = TREND_WINDOW,
     since: TrendSince = None,
 ) -> None:  # fmt: skip
     """Per case: the history of a metric and the runs (commits) where it changed (change points)."""
 
     def body() -> int:
-        view = trend_view(project_settings(), db, TrendQuery(metric, runner, k, min_effect, window))
-        whole, cutoff = view, since_cutoff(since, datetime.now(UTC)) if since is not None else None
-        if cutoff is not None:
-            view = replace(view, items=moved_since(view.items, cutoff))
+        summary_out = markdown is not None and str(markdown) == "-"
+        if summary_out and fmt is not TrendFormat.table:  # two documents on stdout: neither could be read
+            raise UsageError(
+                f"--markdown - writes the Markdown summary to stdout, where --format {fmt.value} prints too.",
+                hint="write the summary to a file (--markdown summary.md), or leave out --format",
+            )
+        effect = parse_min_effect(min_effect)
+        cutoff = since_cutoff(since, datetime.now(UTC)) if since is not None else None
+        whole = trend_view(project_settings(), db, TrendQuery(metric, runner, k, effect, window))
+        # the window only filters what is shown: the rows keep the change points in it, while a step too recent
+        # to call and the gate (--check) are found on the whole history
+        view = replace(whole, items=moved_since(whole.items, cutoff)) if cutoff is not None else whole
+        recent = recent_steps(whole.items, cutoff or "", effect)
+        out = consoles()[0]
         if fmt is TrendFormat.markdown:  # a digest for an email or a chat message
-            text = whole.digest(since, cutoff) if since and cutoff else view.markdown(None)
-            consoles()[0].print(text, markup=False, highlight=False, soft_wrap=True)
-        else:
-            emit(OutputFormat(fmt.value), lambda: trends_json(view.items), lambda: trend_table(view.items, window))
+            text = whole.digest(since, cutoff) if since and cutoff else summary(view, recent, None, since)
+            out.print(text, markup=False, highlight=False, soft_wrap=True)
+        elif not summary_out:  # with --markdown -, stdout holds the Markdown alone
+            emit(
+                OutputFormat(fmt.value),
+                lambda: trends_json(view.items, recent),
+                lambda: trend_table(view.items, window, recent=recent),
+            )
         if html is not None:
             view.write_html(html)
             note(f"trend report: {html}")
-        if markdown is not None and str(markdown) == "-":
-            consoles()[0].print(view.markdown(html), markup=False, highlight=False, soft_wrap=True)
+        if summary_out:
+            out.print(summary(view, recent, html, since), markup=False, highlight=False, soft_wrap=True)
         elif markdown is not None:
-            view.write_markdown(markdown, html)
-        return 0 if check is None else trend_gate(view, check)
+            markdown.parent.mkdir(parents=True, exist_ok=True)
+            markdown.write_text(summary(view, recent, html, since), "utf-8")
+        return 0 if check is None else trend_gate(whole, check)
 
     guard(body)
+
+
+def parse_min_effect(text: str) -> float:
+    """`--min-effect`: a fraction as every threshold is written (`3%` or `0.03`, perfci/fractions.py); its bounds
+    (above 0, at most 10) are the API's (TrendQuery)."""
+    try:
+        return parse_fraction(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"--min-effect must be a fraction above 0 and at most 10 ({FRACTION_EXAMPLE}), not {text!r}.",
+            hint=str(exc),
+        ) from None
+
+
+def summary(view: TrendView, recent: RecentSteps, report: Path | None, since: str | None) -> str:
+    """The Markdown summary (`--markdown`, `--format markdown` without `--since`) of `view`: its rows called as the
+    table calls them (`recent`), its title naming the `--since` window the rows were cut to."""
+    return trend_markdown(
+        view.items, view.environment(), report=str(report) if report else None, since=since, recent=recent
+    )
 
 
 def trend_gate(view: TrendView, check: int) -> int:
@@ -174,7 +229,7 @@ def history_list(
     """The stored runs, newest first: start, runner class, branch, commit, run id and the values stored."""
 
     def body() -> int:
-        items = list_runs(project_settings(), db, HistoryFilter(runner, branch, since, until), limit)
+        items = list_runs(project_settings(), db, run_filter(runner, branch, since, until), limit)
         emit(fmt, lambda: runs_json(items), lambda: runs_table(items))
         return 0
 
@@ -183,7 +238,7 @@ def history_list(
 
 @history_app.command("export")
 def history_export(
-    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    out: Annotated[Path, typer.Option("--out", help="File to write ('-' for stdout: CSV only).")],
     export_format: Annotated[ExportFormat, typer.Option("--format", help="csv, or parquet (needs pyarrow).")] = (
         ExportFormat.csv
     ),
@@ -192,9 +247,35 @@ def history_export(
     """Export the stored measurements (one row per run, case and metric) as CSV or Parquet, for pandas."""
 
     def body() -> int:
-        where = HistoryFilter(runner, branch, since, until)
-        rows = export_measurements(project_settings(), db, where, export_format, out)
-        note(f"exported {rows} row(s) to {out}")
+        to_stdout = str(out) == "-"
+        if to_stdout and export_format is ExportFormat.parquet:
+            raise UsageError("--out - writes to stdout, and Parquet is binary.", hint="--out FILE, or --format csv")
+        where = run_filter(runner, branch, since, until)
+        if to_stdout:
+            frame = measurements_frame(project_settings(), db, where)
+            frame.to_csv(sys.stdout, index=False)
+            sys.stdout.flush()
+            rows = len(frame)
+        else:
+            rows = export_measurements(project_settings(), db, where, export_format, out)
+        note(f"exported {rows} row(s) to {'stdout' if to_stdout else out}")
         return 0
 
     guard(body)
+
+
+_SPAN = re.compile(r"[0-9]+[hdw]")  # 12h, 7d, 4w: as `perfci trend --since` takes them
+
+
+def run_filter(runner: str | None, branch: str | None, since: str | None, until: str | None) -> HistoryFilter:
+    """`history list` and `export`'s filter. `--since` and `--until` take what `perfci trend --since` takes: a span
+    back from now (7d, 12h, 4w) becomes the UTC time it starts at, in the form the store keeps; a date or time is
+    passed on as given (the API checks it; `--until` a date keeps its whole day)."""
+    now = datetime.now(UTC)
+
+    def point(text: str | None) -> str | None:
+        if text is None or not _SPAN.fullmatch(text.strip().lower()):
+            return text
+        return since_cutoff(text, now).removesuffix("Z")  # 2026-11-25T12:00:00, compared as text with the store's
+
+    return HistoryFilter(runner, branch, point(since), point(until))

@@ -3,19 +3,30 @@ Markdown summary, the `--since` digest and the HTML page count the same way, so 
 change that its rows call too early to call.
 
 A row's call: `worse` or `better` when a change point (enough runs on each side of it) moved the metric that
-way, `steady` when none did, `uncalled` for a step in the latest runs that is still too recent or too early to
-call (store/movers.py: it needs more runs before it is a change).
+way, `steady` when none did and the latest runs did not step away either, `uncalled` for a series too short to
+show a change point (`too few runs`) or for a step in the latest runs that is still too recent or too early to
+call (`too recent`; store/movers.py: it needs more runs before it is a change). The `--since` digest finds such a
+step with the same function (`window_moves`), so a case it counts as too soon to call is a `too recent` row here.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from perfci.store.movers import WindowMove
-from perfci.store.trend import TOO_FEW_RUNS, Trend
+from perfci.store.movers import WindowMove, window_moves
+from perfci.store.trend import STATUS_RANK, TOO_FEW_RUNS, Trend
+
+DEFAULT_MIN_EFFECT = 0.03  # `perfci trend --min-effect`'s default: the smallest step a recent move is taken for
+TOO_RECENT = "too recent"  # a row's status: no change point, but the latest runs stepped away: too soon to call
+# the order rows are listed in: the change points' (store/trend.py: worse, better, steady, too few runs), with a move
+# too recent to call just before steady
+_STEADY = STATUS_RANK["steady"]
+ROW_RANK = {**{word: rank + (rank >= _STEADY) for word, rank in STATUS_RANK.items()}, TOO_RECENT: _STEADY}
+
+RecentSteps = Collection[tuple[str, str]]  # (runner, case id) of the rows whose latest runs stepped away
 
 
 class Call(StrEnum):
@@ -25,12 +36,37 @@ class Call(StrEnum):
     UNCALLED = "uncalled"
 
 
-_OF_STATUS = {"worse": Call.WORSE, "better": Call.BETTER, "steady": Call.STEADY, TOO_FEW_RUNS: Call.UNCALLED}
+_OF_STATUS = {
+    "worse": Call.WORSE,
+    "better": Call.BETTER,
+    "steady": Call.STEADY,
+    TOO_RECENT: Call.UNCALLED,
+    TOO_FEW_RUNS: Call.UNCALLED,
+}
 
 
-def trend_call(t: Trend) -> Call:
-    """A case's row: what its last change point did, if it has one."""
-    return _OF_STATUS[t.status()]
+def recent_steps(
+    items: Iterable[Trend], cutoff: str = "", min_effect: float = DEFAULT_MIN_EFFECT
+) -> frozenset[tuple[str, str]]:
+    """(runner, case id) of each trend whose latest runs moved by a step that is too soon to call, the step's first
+    run started at or after `cutoff` (UTC text as stored; '' for any): the rows the `--since` digest counts as too
+    soon to call. `items` must carry every change point (not a `--since` view's): the level a step is measured
+    from is the one since the last change point."""
+    moves, _, _ = window_moves(items, cutoff, min_effect)
+    return frozenset((m.runner, m.case_id) for m in moves if not m.called)
+
+
+def row_status(t: Trend, recent: RecentSteps = ()) -> str:
+    """The status word of a case's row: its change points' (`Trend.status`), except `too recent` for a series
+    without one whose latest runs stepped away (`recent`, from `recent_steps`)."""
+    status = t.status()
+    return TOO_RECENT if status == "steady" and (t.runner, t.case_id) in recent else status
+
+
+def trend_call(t: Trend, recent: RecentSteps = ()) -> Call:
+    """A case's row: what its last change point did, if it has one; uncalled for a step in its latest runs that
+    is too soon to call (`recent`) and for a series too short to show a change point."""
+    return _OF_STATUS[row_status(t, recent)]
 
 
 def move_call(m: WindowMove) -> Call:

@@ -21,6 +21,7 @@ to them by position):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,10 +33,10 @@ from perfci.compare.history_noise import NoiseEstimate
 from perfci.metrics.registry import FLOPS_PCT_PEAK, metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
-from perfci.reports.trend_counts import headline_counts, trend_call
+from perfci.reports.trend_counts import ROW_RANK, RecentSteps, headline_counts, recent_steps, row_status, trend_call
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.movers import DEFAULT_WINDOW, Mover, movers
-from perfci.store.trend import STATUS_RANK, TOO_FEW_RUNS, Fingerprints, Trend, environment_changes
+from perfci.store.trend import Fingerprints, Trend, environment_changes
 
 MAX_POINTS = 400  # per case: the latest runs (older ones are summarised by the regimes' means)
 MAX_CHARTS = 250  # series carried for charts: every case up to this, else the movers and changed cases first
@@ -43,20 +44,23 @@ MAX_MOVERS = 15  # rows per list in the movers overview (regressions, improvemen
 
 
 def trend_rows(
-    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], env: Mapping[tuple[str, str], str] | None = None
-) -> list[dict[str, Any]]:
-    """One table row per trend, the latest change for the worse first (biggest first), then for the better, then
-    steady series. `env`: environment_changes(), shown where the last change point starts."""
+    items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate],
+    env: Mapping[tuple[str, str], str] | None = None, recent: RecentSteps | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One table row per trend, the latest change for the worse first (biggest first), then for the better, then a
+    move too recent to call, steady series, and series too short to call. `env`: environment_changes(), shown where
+    the last change point starts; `recent`: trend_counts.recent_steps (by default found in `items`)."""
+    recent = recent_steps(items) if recent is None else recent
     keyed: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
     for t in items:
-        status = t.status()
+        status = row_status(t, recent)
         regimes = t.regimes()
         overall = regimes[-1][2] / regimes[0][2] if len(regimes) > 1 else None
         last = t.shifts[-1] if t.shifts else None
         est = noise.get((t.runner, t.case_id))
         job = est.noise if est is not None else None
         severity = abs(math.log(last.ratio)) if last is not None and last.ratio > 0 else 0.0
-        rank = STATUS_RANK[status]
+        rank = ROW_RANK[status]
         unit = t.points[-1].unit if t.points else ""
         row = {
             "runner": t.runner,
@@ -110,8 +114,9 @@ def mover_rows(moved: list[Mover], unit_of: Mapping[tuple[str, str], str]) -> li
 
 
 def matrix_rows(
-    items: list[Trend], runners: list[str], peaks: Mapping[tuple[str, str], tuple[float, str]]
-) -> list[dict[str, Any]]:
+    items: list[Trend], runners: list[str], peaks: Mapping[tuple[str, str], tuple[float, str]],
+    recent: RecentSteps = (),
+) -> list[dict[str, Any]]:  # fmt: skip
     """The cross-runner matrix: one row per case, one cell per runner class (latest value, status, % of peak where
     the runner's peaks were known); the row's status is its worst cell's. Rows worst first, then by case."""
     cells: dict[str, dict[str, dict[str, Any]]] = {}
@@ -120,11 +125,11 @@ def matrix_rows(
         peak = peaks.get((t.runner, t.case_id))
         cells.setdefault(t.case_id, {})[t.runner] = {
             "latest": format_value(t.latest, unit),
-            "status": t.status(),
+            "status": row_status(t, recent),
             "pct": f"{peak[0]:.0f}% {'FLOP/s' if peak[1] == FLOPS_PCT_PEAK else 'BW'}" if peak else "",
             "pct_v": peak[0] if peak else None,
         }
-    rank = STATUS_RANK
+    rank = ROW_RANK
     out = []
     for case, by_runner in cells.items():
         worst = min((c["status"] for c in by_runner.values()), key=rank.__getitem__)
@@ -183,19 +188,21 @@ def trend_data(
 def render_trend(
     items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
     fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
-    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None,
+    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None, recent: RecentSteps | None = None,
 ) -> str:  # fmt: skip
     env = environment_changes(fingerprints or {})
-    rows = trend_rows(items, noise, env)
-    n = headline_counts(trend_call(t) for t in items)  # the same counts as the terminal's and the Markdown's
-    counts = {"worse": n.worse, "better": n.better, "steady": n.steady, TOO_FEW_RUNS: n.uncalled}  # status words
+    recent = recent_steps(items) if recent is None else recent
+    rows = trend_rows(items, noise, env, recent)
+    n = headline_counts(trend_call(t, recent) for t in items)  # the same counts as the terminal's and the Markdown's
+    by_word = Counter(row["status"] for row in rows)
+    counts = {word: by_word[word] for word in sorted(ROW_RANK, key=ROW_RANK.__getitem__)}  # the filters' words
     runners = sorted({t.runner for t in items})
     worse, better = movers(items, window)
     units = {(t.runner, t.case_id): t.points[-1].unit for t in items if t.points}
     charts = charted(items, rows, worse[:MAX_MOVERS] + better[:MAX_MOVERS])
     title = (
-        f"{len(rows)} case(s) on {len(runners)} runner(s): {counts['worse']} worse and {counts['better']} better "
-        f"since their last change point, {counts['steady']} steady{n.uncalled_phrase()}"
+        f"{len(rows)} case(s) on {len(runners)} runner(s): {n.worse} worse and {n.better} better "
+        f"since their last change point, {n.steady} steady{n.uncalled_phrase()}"
     )
     js = plotly_js()
     return (
@@ -215,7 +222,7 @@ def render_trend(
             n_worse=len(worse),
             n_better=len(better),
             max_movers=MAX_MOVERS,
-            matrix=matrix_rows(items, runners, peaks or {}),
+            matrix=matrix_rows(items, runners, peaks or {}, recent),
             charted=len(charts),
             direction=metric_direction(metric).value,
             max_points=MAX_POINTS,
@@ -232,7 +239,7 @@ def render_trend(
 def write_trend_html(
     path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
     fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
-    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None,
+    peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None, recent: RecentSteps | None = None,
 ) -> None:  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_trend(items, noise, metric, source, fingerprints, window, peaks), "utf-8")
+    path.write_text(render_trend(items, noise, metric, source, fingerprints, window, peaks, recent), "utf-8")

@@ -13,11 +13,19 @@ from perfci.metrics.definition import WORSE
 from perfci.metrics.registry import default_registry
 from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
-from perfci.reports.trend_counts import headline_counts, move_call, trend_call
+from perfci.reports.trend_counts import (
+    ROW_RANK,
+    RecentSteps,
+    headline_counts,
+    move_call,
+    recent_steps,
+    row_status,
+    trend_call,
+)
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.history import RunInfo
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
-from perfci.store.trend import STATUS_RANK, Trend
+from perfci.store.trend import Trend
 
 MAX_TABLE_ROWS = 40  # terminal rows: the worst cases; the full list is in --format json and --html
 
@@ -29,11 +37,19 @@ def _value(t: Trend) -> str:
     return format_value(t.points[-1].value, t.points[-1].unit)
 
 
-def _severity(t: Trend) -> tuple[int, float, str, str]:
-    """Worse since the last change point first (biggest change first), then better, then steady."""
-    rank = STATUS_RANK[t.status()]
+def _severity(t: Trend, recent: RecentSteps) -> tuple[int, float, str, str]:
+    """Worse since the last change point first (biggest change first), then better, then a move too recent to call,
+    steady, and series too short to call; then by runner and case."""
+    rank = ROW_RANK[row_status(t, recent)]
     last = t.shifts[-1].ratio if t.shifts else 1.0
     return (rank, -abs(math.log(last)) if last > 0 else 0.0, t.runner, t.case_id)
+
+
+def window_words(since: str) -> str:
+    """A `--since` window in a title: `the last 7d` for a span back from now (12h, 7d, 4w), `since 2026-12-07` for
+    a date or a time."""
+    raw = since.strip()
+    return f"the last {raw}" if raw[:-1].isdigit() and raw[-1:].lower() in ("h", "d", "w") else f"since {raw}"
 
 
 # the last column is the verdict, kept whole (reports/case_table.py)
@@ -41,17 +57,21 @@ TREND_COLUMNS = tuple(Column(h, "right" if h in ("runs", "latest") else "left") 
                       ("runner", "metric", "runs", "latest", "status"))  # fmt: skip
 
 
-def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS) -> CaseTable:
+def trend_table(
+    items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS, recent: RecentSteps | None = None
+) -> CaseTable:
     """The terminal view, bounded for a fleet: the counts and movers in the title, then at most `max_rows` rows,
-    worst first (all of them, in runner and case order, when they fit)."""
-    n = headline_counts(trend_call(t) for t in items)  # the same counts as the digest's and the page's
+    worst first at any size (then by runner and case). `recent`: the rows whose latest runs stepped away
+    (trend_counts.recent_steps; by default found in `items` at the default --min-effect)."""
+    recent = recent_steps(items) if recent is None else recent
+    n = headline_counts(trend_call(t, recent) for t in items)  # the same counts as the digest's and the page's
     worse, better = movers(items, window)
     title = (
         f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady"
         f"{n.uncalled_phrase()}; "
         f"in the latest {window} runs {len(worse)} regression(s), {len(better)} improvement(s)"
     )
-    shown = items if len(items) <= max_rows else sorted(items, key=_severity)[:max_rows]
+    shown = sorted(items, key=lambda t: _severity(t, recent))[:max_rows]
     caption = (
         f"the {max_rows} worst of {len(items)} rows; all of them: --format json or --html FILE"
         if len(shown) < len(items)
@@ -60,7 +80,7 @@ def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int 
     rows = []
     for t in shown:
         shifts = "; ".join(f"{s.run_id} {(s.commit or '?')[:10]}: {format_ratio(s.ratio)}" for s in t.shifts)
-        status = t.status()
+        status = row_status(t, recent)
         style = {"worse": "bold red", "better": "green"}.get(status, "")
         cells = (Text(t.runner), Text(t.metric), Text(str(len(t.points))), Text(_value(t)), Text(status, style))
         rows.append(CaseRow(t.case_id, cells, Text(shifts) if shifts else None))
@@ -69,14 +89,16 @@ def trend_table(items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int 
                      note_header="change points (run, commit: change)")  # fmt: skip
 
 
-def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
+def trends_json(items: list[Trend], recent: RecentSteps | None = None) -> list[dict[str, Any]]:
+    """`perfci trend --format json`: one object per case; `status` is the table row's word."""
+    recent = recent_steps(items) if recent is None else recent
     return [
         {
             "runner": t.runner,
             "case_id": t.case_id,
             "metric": t.metric,
             "points": [p.__dict__ for p in t.points],
-            "status": t.status(),
+            "status": row_status(t, recent),
             "change_points": [s.__dict__ for s in t.shifts],
         }
         for t in items
@@ -85,17 +107,23 @@ def trends_json(items: list[Trend]) -> list[dict[str, Any]]:
 
 def trend_markdown(
     items: list[Trend], env: Mapping[tuple[str, str], str] | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-    report: str | None = None, since: str | None = None,
+    report: str | None = None, since: str | None = None, recent: RecentSteps | None = None,
 ) -> str:  # fmt: skip
     """A short Markdown summary for a CI step summary or a chat post: the counts, then the cases whose last change
     point made them worse (biggest first), with the run, commit and any environment change there. Strings from
-    the store are code spans (markdown.code), and the rows are bounded (`max_rows`, then a count)."""
+    the store are code spans (markdown.code), and the rows are bounded (`max_rows`, then a count). `since`: the
+    `--since` window the items were cut to; `recent` as for trend_table."""
+    recent = recent_steps(items) if recent is None else recent
     worse = sorted(
         ((t, t.shifts[-1]) for t in items if t.status() == "worse"),
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
-    n = headline_counts(trend_call(t) for t in items)
-    window = f"in the last {since}" if since else "since their last change point"
+    n = headline_counts(trend_call(t, recent) for t in items)
+    if since:
+        words = window_words(since)
+        window = f"in {words}" if words.startswith("the last") else words
+    else:
+        window = "since their last change point"
     lines = [
         f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady{n.uncalled_phrase()} "
         f"({len(items)} case(s))",
@@ -151,7 +179,7 @@ def trend_digest(
     n = headline_counts(move_call(m) for m in moves)  # a change too early to call is counted as that, not as worse
     early = n.uncalled
     lines = [
-        f"### perfci trend, the last {since}: {n.worse} change(s) for the worse, {n.better} for the better"
+        f"### perfci trend, {window_words(since)}: {n.worse} change(s) for the worse, {n.better} for the better"
         + n.uncalled_phrase(),
         "",
         f"{code(metric, 60)}: {steady} case(s) ran in the window without a change"
