@@ -198,7 +198,9 @@ def run_ci(
     measured = measure(planned, planned.choice.cases, progress)
     outcome = finish_run(settings, run_req, planned, measured, env)
     done = CIOutcome(plan, outcome.comparison, outcome.result, req.out, outcome.exit_code())
-    if plan.ingest and outcome.result.settings.get("complete") is not False:
+    # a shard is not a whole run: the history keeps the merged file (`perfci merge`, then `perfci history ingest`)
+    whole = outcome.result.settings.get("complete") is not False and not outcome.result.settings.get("shard")
+    if plan.ingest and whole:
         done = replace(done, ingested=ingest(settings, [req.out / "results.json"], req.db, req.runner))
     return done
 

@@ -14,9 +14,10 @@ from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
 from perfci.errors import UsageError
 from perfci.metrics.registry import default_registry
 from perfci.patterns import CasePattern
+from perfci.reports.trend_counts import RecentSteps
 from perfci.reports.trend_html import write_trend_html
 from perfci.reports.trend_text import trend_digest, trend_markdown
-from perfci.store.history import HistoryStore, RunFilter, RunInfo
+from perfci.store.history import HistoryStore, Pruned, RunFilter, RunInfo
 from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak, window_moves
 from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends
 
@@ -24,6 +25,36 @@ from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, 
 def open_store(settings: Settings, db: str | None, create: bool = True) -> HistoryStore:
     """The history store; `create=False` for commands that only read (a missing SQLite file is refused)."""
     return HistoryStore(settings.store_url(db), create)
+
+
+@dataclass(frozen=True)
+class PruneOutcome:
+    """`perfci history prune`: per runner class with runs, how many were deleted and kept (with `dry_run`: would
+    be); none where the store (or `runner`) has no runs."""
+
+    keep: int
+    runner: str | None
+    dry_run: bool
+    pruned: list[Pruned]
+
+    def lines(self) -> list[str]:
+        """What the command says, one line per runner class: the runs deleted and the runs kept, counted ("kept 1"
+        where fewer than --keep were stored), in the conditional for a dry run; or that there are no runs."""
+        if not self.pruned:
+            return ["the history store has no runs" + (f" of runner {self.runner}" if self.runner else "")]
+        delete, keep = ("would delete", "would keep") if self.dry_run else ("deleted", "kept")
+        return [
+            f"{p.runner}: {delete} {p.deleted} run(s), {keep} {'the latest ' if p.deleted else ''}{p.kept}"
+            for p in self.pruned
+        ]
+
+
+def prune(
+    settings: Settings, db: str | None, keep: int, runner: str | None = None, dry_run: bool = False
+) -> PruneOutcome:
+    """`perfci history prune`: delete all but the latest `keep` runs of each runner class (or of `runner`), with
+    their measurements, in one transaction; with `dry_run`, only count them."""
+    return PruneOutcome(keep, runner, dry_run, open_store(settings, db).prune_runs(keep, runner, dry_run))
 
 
 # `--since` / `--until`: an ISO date, or a date and time, in the form the store keeps (runs are filtered by
@@ -123,7 +154,9 @@ class TrendView:
         """(runner, run id) -> the environment change (upgrade) first seen in that run."""
         return environment_changes({r: self.store.run_fingerprints(r) for r in sorted({t.runner for t in self.items})})
 
-    def write_html(self, path: Path) -> None:
+    def write_html(self, path: Path, recent: RecentSteps | None = None) -> None:
+        """The trend report; `recent`: the steps too recent to call, as the table calls them (found on the whole
+        history, at the query's --min-effect), so that the page and the table agree."""
         from perfci.api.select import compile_patterns  # here: it imports the workloads (numpy); ingest needs none
 
         metric, patterns = self.query.metric, compile_patterns(self.query.patterns)
@@ -135,7 +168,8 @@ class TrendView:
         }
         fingerprints = {r: self.store.run_fingerprints(r) for r in runners}
         peaks = pct_of_peak(self.store, self.items)
-        write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints, self.query.window, peaks)
+        write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints, self.query.window, peaks,
+                         recent=recent)  # fmt: skip
 
     def markdown(self, report: Path | None, since: str | None = None) -> str:
         return trend_markdown(self.items, self.environment(), report=str(report) if report else None, since=since)
@@ -145,9 +179,10 @@ class TrendView:
         moves, steady, quiet = window_moves(self.items, cutoff, self.query.min_effect)
         return trend_digest(moves, steady, quiet, since, self.query.metric, self.environment())
 
-    def write_markdown(self, path: Path, report: Path | None) -> None:
+    def write_summary(self, path: Path, text: str) -> None:
+        """`--markdown FILE`: the summary written (its folder made)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.markdown(report), "utf-8")
+        path.write_text(text, "utf-8")
 
     def worse_within(self, runs: int) -> list[tuple[Trend, Shift, str | None]]:
         """The trend gate: cases that got worse at a change point within their latest `runs` runs, each with the

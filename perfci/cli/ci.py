@@ -3,6 +3,8 @@ options, printing and exit codes over perfci.api (ci.py, merge.py). docs/ci.md e
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -118,13 +120,8 @@ def ci_command(
 
     def body() -> int:
         settings = project_settings(config)
-        try:
+        with failure_published(settings, req):
             return gate(settings)
-        except PerfciError as exc:  # no verdict: the outputs and the step summary say so, then the one error line
-            where = settings.ci_environment(req.base, req.step_summary, req.github_output)
-            consoles()[0].print(error_annotation(exc.message), highlight=False, markup=False, soft_wrap=True)
-            publish_failure(where, exc.message, exc.exit_code)
-            raise
 
     def gate(settings: Settings) -> int:
         sharded_req = replace(req, shard=sharded(shard, durations))
@@ -144,6 +141,19 @@ def ci_command(
         return ExitCode.OK if report_only else outcome.code
 
     guard(body)
+
+
+@contextlib.contextmanager
+def failure_published(settings: Settings, req: CIRequest) -> Iterator[None]:
+    """A gate that stops before its verdict (a PerfciError): the outputs and the step summary say so, and an
+    `::error` line, before the one error line on stderr."""
+    try:
+        yield
+    except PerfciError as exc:
+        where = settings.ci_environment(req.base, req.step_summary, req.github_output)
+        consoles()[0].print(error_annotation(exc.message), highlight=False, markup=False, soft_wrap=True)
+        publish_failure(where, exc.message, exc.exit_code)
+        raise
 
 
 def describe(mode: str, base_rev: str | None, ingest: bool, environments: bool = False) -> str:

@@ -24,7 +24,7 @@ from perfci.api.history import (
     measurements_frame,
     moved_since,
     noise_estimates,
-    open_store,
+    prune,
     since_cutoff,
     trend_view,
 )
@@ -100,12 +100,8 @@ def history_prune(
     """Delete all but the latest --keep runs of each runner class (a store that grows forever slows trends)."""
 
     def body() -> int:
-        deleted = open_store(project_settings(), db).prune(keep, runner, dry_run)
-        verb = "would delete" if dry_run else "deleted"
-        for name, n in deleted.items():
-            note(f"{name}: {verb} {n} run(s), kept the latest {keep}")
-        if not deleted:
-            note("the history store has no runs" + (f" of runner {runner}" if runner else ""))
+        for line in prune(project_settings(), db, keep, runner, dry_run).lines():
+            note(line)
         return 0
 
     guard(body)
@@ -146,13 +142,12 @@ def trend(
                 lambda: trend_table(view.items, window, recent=recent),
             )
         if html is not None:
-            view.write_html(html)
+            view.write_html(html, recent)
             note(f"trend report: {html}")
         if summary_out:
             out.print(summary(view, recent, html, since), markup=False, highlight=False, soft_wrap=True)
         elif markdown is not None:
-            markdown.parent.mkdir(parents=True, exist_ok=True)
-            markdown.write_text(summary(view, recent, html, since), "utf-8")
+            view.write_summary(markdown, summary(view, recent, html, since))
         return 0 if check is None else trend_gate(whole, check)
 
     guard(body)

@@ -1,7 +1,10 @@
 """Store URLs: what a URL is shown as, where the default store lives, and the driver settings it is opened with.
 
 The errors of opening a store (a URL that is not one, a driver not installed, a server that cannot be reached, a
-file that is not a database) become one line each (`opening_errors`), the password never shown.
+file that is not a database) become one line each (`opening_errors`), the password never shown; so do the database
+errors of every later operation (`store_errors`, around each of HistoryStore's calls): a store damaged past its
+header opens, and fails at its first query. The line holds the driver's own words, never the statement or its
+parameters (a run's fingerprint, ids).
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError, StatementError
 
-from perfci.errors import InfrastructureError, UsageError
+from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.work_folder import WORK_FOLDER, mark_work_folder
 
 # Concurrent writers (several CI jobs ingesting into one store): SQLite lets one writer at a time hold the lock,
-# and the others wait for it up to SQLITE_BUSY_TIMEOUT_S (its busy handler); contention.py retries past that.
+# and the others wait for it up to SQLITE_BUSY_TIMEOUT_S in all (its busy handler, and retries.py's retries within
+# the same deadline); a statement that waits for a lock waits up to this long too. Read when a store is opened or a
+# write begins, so a test may lower it.
 SQLITE_BUSY_TIMEOUT_S = 60.0
 # PostgreSQL: how long to wait for the server to answer a connection (a server that accepts the connection but
 # never replies would otherwise hang the command); a URL's own `?connect_timeout=N` wins.
@@ -83,6 +88,39 @@ def one_line(exc: object) -> str:
     return " ".join(str(exc).split())
 
 
+def driver_message(exc: SQLAlchemyError) -> str:
+    """What went wrong, in the database's words, on one line: never SQLAlchemy's rendering, which appends the
+    statement and its parameters. PostgreSQL: the server's primary message where it sent one (libpq's text adds the
+    statement's line and the row's values)."""
+    orig = exc.orig if isinstance(exc, StatementError) else None
+    if orig is None:  # an error of SQLAlchemy's own, not the driver's
+        return one_line(exc.args[0]) if exc.args else type(exc).__name__
+    primary = getattr(getattr(orig, "diag", None), "message_primary", None)
+    return one_line(primary) if isinstance(primary, str) and primary else one_line(orig)
+
+
+def store_error(exc: SQLAlchemyError, label: str, failed: str) -> PerfciError:
+    """A database error as one perfci error line. A lock held past the wait, a lost connection, a disk that fails
+    (OperationalError): InfrastructureError (exit 3), `failed` ("could not read the history store X") and the
+    database's words; any other error of the database, such as a file damaged past its header ("database disk
+    image is malformed"): the store is not usable (UsageError, exit 2)."""
+    if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError):
+        return UsageError(
+            f"{label} is not a usable history store: {driver_message(exc)}.", hint="point --db (or $PERFCI_DB) at one"
+        )
+    return InfrastructureError(f"{failed}: {driver_message(exc)}")
+
+
+@contextmanager
+def store_errors(label: str, doing: str = "read") -> Iterator[None]:
+    """A store operation (`doing`: "read", "write to"...) with its database errors as one perfci error line each
+    (`store_error`); perfci's own errors pass through."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise store_error(exc, label, f"could not {doing} the history store {label}") from None
+
+
 @contextmanager
 def opening_errors(url: str, label: str) -> Iterator[None]:
     """Opening the store at `url` (shown as `label`): its failures as perfci's errors, one line each."""
@@ -95,9 +133,5 @@ def opening_errors(url: str, label: str) -> Iterator[None]:
             f"{label}: the database driver is not installed ({exc.name or exc}).",
             hint="perfci supports sqlite:///PATH and postgresql+psycopg://... (pip install 'perfci[postgres]')",
         ) from None
-    except OperationalError as exc:
-        raise InfrastructureError(f"cannot open the history store {label}: {one_line(exc.orig)}") from None
-    except DatabaseError as exc:  # reachable, but not a database perfci can use (e.g. a corrupt SQLite file)
-        raise UsageError(
-            f"{label} is not a usable history store: {one_line(exc.orig)}.", hint="point --db (or $PERFCI_DB) at one"
-        ) from None
+    except SQLAlchemyError as exc:  # unreachable, or not a database perfci can use (e.g. a corrupt SQLite file)
+        raise store_error(exc, label, f"cannot open the history store {label}") from None

@@ -10,12 +10,12 @@ from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError
 
-from perfci.errors import InfrastructureError, ResultsFormatError
+from perfci.errors import ResultsFormatError
 from perfci.format.model import RunResult
 from perfci.metrics.definition import MetricRegistry
-from perfci.store.retries import lock_for_write
+from perfci.store.retries import writing
 from perfci.store.rows import ROW_COLUMNS, PreparedRun, Row, prepare_run
 from perfci.store.tables import measurements, runs
 
@@ -47,16 +47,13 @@ def ingest_many(
 ) -> tuple[int, int]:
     """Store runs read from `items` lazily (an iterator of any length: memory holds one batch of about
     `batch_rows` measurements), all in one transaction: a run that fails to load (an exception from `items`)
-    leaves the store as it was. Runs already stored are skipped. (added, skipped)."""
+    leaves the store as it was. Runs already stored are skipped. (added, skipped). Database errors are left to
+    the caller (HistoryStore words them)."""
     added = skipped = 0
-    try:
-        with engine.begin() as conn:
-            lock_for_write(conn)
-            for batch in _batches(items, batch_rows, registry):
-                a = _insert_batch(conn, batch)
-                added, skipped = added + a, skipped + len(batch) - a
-    except SQLAlchemyError as exc:
-        raise InfrastructureError(f"could not write to the history store: {exc}") from None
+    with writing(engine) as conn:
+        for batch in _batches(items, batch_rows, registry):
+            a = _insert_batch(conn, batch)
+            added, skipped = added + a, skipped + len(batch) - a
     return added, skipped
 
 
@@ -88,7 +85,7 @@ def _insert_batch(conn: Connection, batch: list[tuple[PreparedRun, str]]) -> int
             continue
         stored.add((runner, run.run_id))  # the same run twice in one call is stored once
         if run.refusal:
-            raise ResultsFormatError(run.refusal)
+            raise ResultsFormatError(run.refusal, hint=run.remedy)
         # another process may store the same run at the same moment: its row wins, this one is skipped
         inserted = conn.execute(
             dialect_insert(runs).values(
@@ -121,10 +118,14 @@ def _bulk_insert(conn: Connection, pending: list[tuple[int, tuple[Row, ...]]]) -
         for pk, rows in pending:
             conn.exec_driver_sql(_SQLITE_INSERT.format(run=pk), list(rows))  # a list: one parameter set per row
     elif conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
-        with conn.connection.driver_connection.cursor() as cur, cur.copy(_POSTGRES_COPY) as copy:  # type: ignore[union-attr]
-            for pk, rows in pending:
-                for row in rows:
-                    copy.write_row((pk, *row))
+        dbapi_error = conn.dialect.loaded_dbapi.Error
+        try:
+            with conn.connection.driver_connection.cursor() as cur, cur.copy(_POSTGRES_COPY) as copy:  # type: ignore[union-attr]
+                for pk, rows in pending:
+                    for row in rows:
+                        copy.write_row((pk, *row))
+        except dbapi_error as exc:  # the driver's own error (SQLAlchemy did not run it): wrapped as SQLAlchemy would
+            raise DBAPIError.instance(_POSTGRES_COPY, None, exc, dbapi_error, dialect=conn.dialect) from exc
     else:
         dicts = [dict(zip(ROW_COLUMNS, (pk, *row), strict=True)) for pk, rows in pending for row in rows]
         conn.execute(insert(measurements), dicts)

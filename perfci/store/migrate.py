@@ -14,7 +14,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.errors import InfrastructureError, UsageError
-from perfci.store.retries import lock_for_write, retried
+from perfci.store.connect import driver_message
+from perfci.store.retries import retried, writing
 from perfci.store.tables import STORE_VERSION, UPGRADES, Upgrade, metadata, store_meta
 
 
@@ -46,8 +47,7 @@ def _initialise(engine: Engine) -> None:
     """Make every table and record the version in one transaction (SQLite: holding the write lock), so another
     process sees an empty database or a whole store, never a half-made one. Nothing is done where tables
     appeared in the meantime (another process made the store, or they are not perfci's: _check_version tells)."""
-    with engine.begin() as conn:
-        lock_for_write(conn)
+    with writing(engine) as conn:
         if inspect(conn).get_table_names():
             return
         metadata.create_all(conn)
@@ -114,4 +114,5 @@ def _upgrade(engine: Engine, label: str, step: Upgrade) -> None:
             conn.execute(update(store_meta).where(store_meta.c.key == "store_version").values(value=str(step.version)))
     except SQLAlchemyError as exc:
         if (_version(engine, label) or 0) < step.version:
-            raise InfrastructureError(f"could not upgrade the history store to version {step.version}: {exc}") from None
+            failed = f"could not upgrade the history store to version {step.version}"
+            raise InfrastructureError(f"{failed}: {driver_message(exc)}") from None  # no SQL: the driver's words

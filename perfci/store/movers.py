@@ -74,7 +74,7 @@ def pct_of_peak(store: HistoryStore, items: Iterable[Trend]) -> dict[tuple[str, 
         if t.points:
             latest.setdefault(t.runner, {})[t.case_id] = t.points[-1].run_id
     out: dict[tuple[str, str], tuple[float, str]] = {}
-    with store.engine.connect() as conn:
+    with store.errors(), store.engine.connect() as conn:
         for runner, by_case in latest.items():
             ids = sorted(set(by_case.values()))
             q = (

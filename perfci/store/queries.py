@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, CursorResult, Select, func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from perfci.store.records import (
     ALL_RUNS,
@@ -153,6 +154,11 @@ def measurements_frame(engine: Engine, where: RunFilter = ALL_RUNS) -> Any:
     import pandas as pd  # lazily: importing pandas costs every command half a second
 
     with engine.connect() as conn:
-        frame = pd.read_sql(export_query(where), conn)
+        try:
+            frame = pd.read_sql(export_query(where), conn)
+        except pd.errors.DatabaseError as exc:  # pandas' wrapping puts the statement into its message
+            if isinstance(exc.__cause__, SQLAlchemyError):
+                raise exc.__cause__ from None
+            raise
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, format="ISO8601")
     return frame

@@ -20,14 +20,20 @@ _DIRECTION = {d: d.value for d in Direction}  # the plain text (an enum's `.valu
 
 Row = tuple[str, str, str, str, float, "float | None", "float | None", "int | None", "float | None", "float | None"]
 
+# results settings of one shard of a run: "I/N" (perfci/api/shards.py; compare/coverage.py reads it too). A shard is
+# part of a run, never stored: its merge (`perfci merge`) is the whole run
+SHARD_KEY = "shard"
+MERGE_HINT = "join the shards with 'perfci merge SHARD_FILES... --out DIR' and ingest DIR/results.json"
+
 
 @dataclass(frozen=True)
 class PreparedRun:
     """A run as the store writes it: the values of its `runs` row and its `measurements` rows (ROW_COLUMNS
     without the first, the run's key, which the store assigns). Plain values: made once per run, in a worker
     process when `perfci history ingest` loads files in parallel, and sent to the writing process by pickle.
-    `refusal` is why the run cannot be stored (a value that is not finite); it is raised only when the run is
-    about to be written, so a run that is already stored is skipped as before."""
+    `refusal` is why the run cannot be stored (a value that is not finite, a shard of a run), with a hint
+    (`remedy`); it is raised only when the run is about to be written, so a run that is already stored is skipped
+    as before."""
 
     run_id: str
     started_at: str
@@ -38,6 +44,7 @@ class PreparedRun:
     fingerprint: str  # JSON, keys sorted
     rows: tuple[Row, ...]
     refusal: str | None = None
+    remedy: str | None = None
 
 
 def _round_stats(values: list[float | None]) -> tuple[int | None, float | None, float | None]:
@@ -57,11 +64,15 @@ def prepare_run(run: RunResult, registry: MetricRegistry | None = None) -> Prepa
     """The rows of a run (ok cases only): every metric a case has, with the round statistics of those whose
     definition keeps them (`MetricDef.history_rounds`: the timed ones)."""
     rows: list[Row] = []
-    refusal = None
+    refusal = remedy = None
+    shard = run.settings.get(SHARD_KEY)
+    if shard:  # stored, its cases would stand for the whole run; and the merged file would store them again
+        refusal = f"run {run.run_id} is shard {shard} of a run, not a whole run; the history keeps whole runs only."
+        remedy = MERGE_HINT
     isfinite, ok, direction, intern = math.isfinite, CaseStatus.OK, _DIRECTION, sys.intern
     known = registry or default_registry()
     kept = {d.name: d for d in known.definitions if d.history_rounds}
-    for c in run.cases:
+    for c in () if shard else run.cases:
         if c.status is not ok:
             continue
         case_id = c.id
@@ -90,4 +101,5 @@ def prepare_run(run: RunResult, registry: MetricRegistry | None = None) -> Prepa
         run_id=run.run_id, started_at=run.started_at, finished_at=run.finished_at,
         commit=git.commit if git else None, branch=git.branch if git else None, dirty=git.dirty if git else None,
         fingerprint=json.dumps(run.fingerprint, sort_keys=True), rows=() if refusal else tuple(rows), refusal=refusal,
+        remedy=remedy,
     )  # fmt: skip

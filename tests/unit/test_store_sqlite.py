@@ -123,7 +123,7 @@ def test_history_prune_cli(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     HistoryStore(db).ingest_many((r, "cpu-test") for r in history_runs())
     dry = CliRunner().invoke(app, ["history", "prune", "--keep", "10", "--db", db, "--dry-run"])
-    assert dry.exit_code == 0 and "cpu-test: would delete 6 run(s), kept the latest 10" in dry.stderr
+    assert dry.exit_code == 0 and "cpu-test: would delete 6 run(s), would keep the latest 10" in dry.stderr
     res = CliRunner().invoke(app, ["history", "prune", "--keep", "10", "--db", db])
     assert res.exit_code == 0 and "cpu-test: deleted 6 run(s)" in res.stderr
     assert len(HistoryStore(db).series("cpu-test", "t.beta[n=8]@cpu", "latency.median")) == 10
