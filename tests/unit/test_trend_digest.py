@@ -155,5 +155,5 @@ def test_headline_counts_come_from_the_row_calls() -> None:
     assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too soon")
     assert sum("confirmed by the runs since" in line for line in text.splitlines()) == n.worse + n.better
     assert sum("to call" in line for line in text.splitlines() if line.startswith("|")) == n.uncalled
-    cases = headline_counts(trend_call(t) for t in (called, recent, faster))  # by change points alone (no recent steps passed)
+    cases = headline_counts(trend_call(t) for t in (called, recent, faster))  # by change points alone
     assert (cases.worse, cases.better, cases.steady, cases.uncalled) == (1, 0, 2, 0)
