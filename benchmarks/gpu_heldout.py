@@ -21,8 +21,8 @@ Llama of about 160M parameters (transformers, from a config: 12 layers, width 76
 and an EfficientNet-B0 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bloom-regnet, a fifth, first measured
 after the baseline of the steady-clock work was re-run on the same card: a BLOOM of about 125M parameters
 (transformers, from a config: 12 layers, width 768, ALiBi attention, bf16, batch 8 x 128 tokens) and a RegNetY-1.6GF
-(timm, random weights, bf16, batch 32). HELDOUT_MODELS=qwen-mobilenet, a sixth, first measured in the eleventh
-session: a Qwen2 of about 150M parameters (transformers, from a config: 12 layers, width 768, grouped-query attention
+(timm, random weights, bf16, batch 32). HELDOUT_MODELS=qwen-mobilenet, a sixth, first measured on
+2026-12-06: a Qwen2 of about 150M parameters (transformers, from a config: 12 layers, width 768, grouped-query attention
 with 4 key-value heads, bf16, batch 8 x 128 tokens) and a MobileNetV3-Large (timm, random weights, bf16, batch 32).
 """
 
