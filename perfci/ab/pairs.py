@@ -4,7 +4,6 @@ coin-flip order of paired rounds) and which pairs an interrupted A/B left to res
 from __future__ import annotations
 
 import functools
-import json
 import os
 import random
 import time
@@ -18,7 +17,8 @@ from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.lockstep import pairs_at_once, run_lockstep_block
 from perfci.engine.progress import PairsDone, ProgressFn
 from perfci.engine.runner import Runner
-from perfci.errors import UsageError
+from perfci.errors import PerfciError, UsageError
+from perfci.format.comparison import decode_comparison
 from perfci.format.model import CaseResult, CaseSpec, RunResult
 from perfci.format.schema import load_results
 from perfci.options import PAIRS_AT_ONCE
@@ -156,11 +156,10 @@ SIDE_KEY = "ab_side"  # results settings of an A/B side: what `--resume` must fi
 def _finished_with(path: Path, pairs: int) -> bool:
     """Whether the comparison an A/B writes when it ends is there, for exactly the pairs on disk."""
     try:
-        doc = json.loads(path.read_text("utf-8"))
-        ran = doc["settings"]["ab"]["pairs_run"]
-    except (OSError, ValueError, KeyError, TypeError):
+        ab = decode_comparison(path.read_bytes(), str(path)).settings.get("ab")
+    except (OSError, PerfciError):  # none, or not one perfci wrote: not a finished A/B of these pairs
         return False
-    return isinstance(ran, int) and ran == pairs
+    return isinstance(ab, dict) and ab.get("pairs_run") == pairs
 
 
 def _identity(run: RunResult) -> dict[str, str]:

@@ -78,6 +78,12 @@ def _completion(
     return callback
 
 
+def _completion_option(flag: str, action: Callable[[typer.Context, typer.CallbackParam, Any], Any], help: str) -> Any:
+    """A completion flag taking the shell (`_completion`), typer's `action` behind it."""
+    return typer.Option(flag, metavar="[SHELL]", autocompletion=shell_names, callback=_completion(action),
+                        expose_value=False, help=help)  # fmt: skip
+
+
 # rich_markup_mode=None: help text is shown as written ("[default: 5]", "[tool.perfci]" are not markup).
 # add_completion=False: perfci declares --install-completion and --show-completion itself (`main`), each taking the
 # shell; typer's shell completion protocol (_PERFCI_COMPLETE) is unchanged
@@ -224,24 +230,18 @@ def main(
     ] = False,
     install_completion: Annotated[
         str | None,
-        typer.Option(
+        _completion_option(
             "--install-completion",
-            metavar="[SHELL]",
-            autocompletion=shell_names,
-            callback=_completion(typer.completion.install_callback),
-            expose_value=False,
-            help=f"Install completion for SHELL ({', '.join(SHELLS)}); without one, for the current shell.",
+            typer.completion.install_callback,
+            f"Install completion for SHELL ({', '.join(SHELLS)}); without one, for the current shell.",
         ),
     ] = None,
     show_completion: Annotated[
         str | None,
-        typer.Option(
+        _completion_option(
             "--show-completion",
-            metavar="[SHELL]",
-            autocompletion=shell_names,
-            callback=_completion(typer.completion.show_callback),
-            expose_value=False,
-            help="Show the completion script of SHELL (without one, of the current shell), to copy it or customize "
+            typer.completion.show_callback,
+            "Show the completion script of SHELL (without one, of the current shell), to copy it or customize "
             "the installation.",
         ),
     ] = None,

@@ -19,6 +19,7 @@ from perfci.ab.revisions import checked_out
 from perfci.ab.worktrees import add_worktree, lock_reason
 from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError
+from tests.git_repos import commit, git, new_repo
 
 pytestmark = pytest.mark.integration
 
@@ -41,27 +42,6 @@ def loop(ctx):
 
     return f
 """
-
-FILE = ("-c", "protocol.file.allow=always")  # submodules from local paths (git refuses them by default)
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *FILE, *args], cwd=repo, capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-def new_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q")
-    git(path, "config", "user.email", "t@t")
-    git(path, "config", "user.name", "t")
-    return path
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def perfci(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -100,9 +80,9 @@ def repo(tmp_path: Path) -> Path:
     (repo / "perf" / "wl.py").write_text(WORKLOAD.format(package="helpers", module="helper"))
     (repo / "helpers").mkdir()
     (repo / "helpers" / "helper.py").write_text("K = 3000\n")
-    commit(repo, "v1")
+    commit(repo, {}, "v1")
     (repo / "helpers" / "helper.py").write_text("K = 9000\n")
-    commit(repo, "v2")
+    commit(repo, {}, "v2")
     return repo
 
 
@@ -113,7 +93,7 @@ def test_each_sides_results_record_that_sides_commit(repo: Path) -> None:
     """Before: both results files held the git state of the folder perfci was started in (HEAD, dirty)."""
     base, head = git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")
     (repo / "notes.txt").write_text("tracked\n")
-    commit(repo, "v3: no code change")  # the checkout perfci runs in is at v3; the sides are v1 and v2
+    commit(repo, {}, "v3: no code change")  # the checkout perfci runs in is at v3; the sides are v1 and v2
     (repo / "notes.txt").write_text("an uncommitted edit in the checkout perfci runs in\n")
     out = repo / "out"
     args = ("ab", "HEAD~2", "HEAD~1", "--path", "perf", "--pairs", "2", "--looks", "1", "--out", str(out))
@@ -150,22 +130,22 @@ def with_submodule(tmp_path: Path) -> Path:
     do not change."""
     deep = new_repo(tmp_path / "deep")
     (deep / "deep.py").write_text("D = 1\n")
-    commit(deep, "d1")
+    commit(deep, {}, "d1")
     lib = new_repo(tmp_path / "lib")
     git(lib, "submodule", "add", "-q", "../deep", "deep")
     (lib / "lib.py").write_text("K = 3000\n")
-    old = commit(lib, "s1")
+    old = commit(lib, {}, "s1")
     (lib / "lib.py").write_text("K = 9000\n")
-    commit(lib, "s2")
+    commit(lib, {}, "s2")
     repo = new_repo(tmp_path / "proj")
     (repo / "perf").mkdir()
     (repo / "perf" / "wl.py").write_text(WORKLOAD.format(package="vendor", module="lib"))
     git(repo, "submodule", "add", "-q", "../lib", "vendor")
     git(repo, "submodule", "update", "--init", "--recursive")
     git(repo / "vendor", "checkout", "-q", old)
-    commit(repo, "p1")
+    commit(repo, {}, "p1")
     git(repo / "vendor", "checkout", "-q", "HEAD@{1}")
-    commit(repo, "p2")
+    commit(repo, {}, "p2")
     return repo
 
 

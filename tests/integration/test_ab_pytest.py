@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.git_repos import commit, git, new_repo
+
 pytestmark = pytest.mark.integration
 
 BENCH = """
@@ -62,30 +64,10 @@ def loop(ctx):
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
-
-
 def perfci(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "perfci", *args], cwd=repo, capture_output=True, text=True, timeout=300
     )
-
-
-def new_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q")
-    git(path, "config", "user.email", "t@t")
-    git(path, "config", "user.name", "t")
-    return path
-
-
-def commit(repo: Path, files: dict[str, str], message: str) -> None:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", message)
 
 
 def latency_rows(out: Path) -> dict[str, dict[str, object]]:
@@ -122,7 +104,7 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     assert ids.format("not_a_benchmark") not in rows  # no benchmark or perf fixture: not a case
     unimportable = rows["bench/test_other.py::test_other@cpu"]  # its test read from the file's text
     assert unimportable["verdict"] == "error" and "no_such_module" in unimportable["note"], unimportable
-    assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
+    assert len(git(repo, "worktree", "list").splitlines()) == 1  # temporary worktrees removed
     # a test's own memory is its own: not pytest's session start and the file's fixtures, which went to whichever
     # test came first in its worker (14 MB in one round, 0 in the next)
     for side in ("base", "head"):
