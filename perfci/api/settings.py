@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from perfci.api.sizes import parse_size
 from perfci.compare.baselines import check_runner_name
-from perfci.config import Config, load_config
+from perfci.config import DEVICE_RE, Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
 from perfci.metrics.registry import threshold_keys
@@ -182,7 +182,11 @@ class Settings:
         return value
 
     def devices(self, flag: list[str] | None) -> tuple[str, ...]:
-        """`--device` > config `devices` > () (every device present)."""
+        """`--device` > config `devices` > () (every device present). A device perfci cannot run a case on
+        (`--device tpu`, `--device gpu`) is refused, not taken as a filter that matches nothing."""
+        for d in flag or ():
+            if not DEVICE_RE.match(d):
+                raise UsageError(f"--device {d}: not a device perfci runs cases on; use cpu, cuda or cuda:N.")
         return tuple(flag) if flag else self.cfg.devices
 
     def suites(self, flag: list[str] | None) -> tuple[str, ...]:

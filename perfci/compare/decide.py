@@ -188,9 +188,10 @@ def compare_case(
     base: CaseResult, cand: CaseResult, settings: DecisionSettings, paired: bool = False, n_cases: int = 1
 ) -> list[MetricComparison]:
     """All metric rows for one case present on both sides."""
-    if cand.status is CaseStatus.ERROR:
+    if cand.status is CaseStatus.ERROR:  # the note names the side that failed (an A/B's rows hold two sides)
         message = cand.errors[0].message if cand.errors else "error"
-        return [MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", _value(base), None, note=message)]
+        side = "both sides failed" if base.status is CaseStatus.ERROR else "candidate failed"
+        return [MetricComparison(cand.id, LATENCY, Verdict.ERROR, "s", _value(base), None, note=f"{side}: {message}")]
     if cand.status is CaseStatus.SKIPPED:
         reason = cand.errors[0].message if cand.errors else "skipped"
         return [MetricComparison(cand.id, LATENCY, Verdict.MISSING, "s", _value(base), None, note=f"skipped: {reason}")]

@@ -59,9 +59,18 @@ def relative_threshold(metric: str) -> bool:
     return definition is None or not definition.threshold.absolute
 
 
+# past these ratios a change reads better as a multiple: "+41900.0%" says less than "420x"; "-100.0%" hides a
+# 3,000-fold drop
+_AS_MULTIPLE = (0.1, 10.0)
+
+
 def format_ratio(r: float | None) -> str:
+    """A change as a signed percentage (`+3.4%`), or as a multiple of the baseline (`420x`, `0.00033x`) where it is
+    more than tenfold either way."""
     if r is None or not math.isfinite(r):
         return "-"
+    if r > 0 and not _AS_MULTIPLE[0] <= r <= _AS_MULTIPLE[1]:
+        return f"{r:.3g}x"
     return f"{(r - 1.0) * 100:+.1f}%"
 
 

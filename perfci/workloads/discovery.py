@@ -228,16 +228,19 @@ def find_workload(source: str, workload_id: str) -> Workload:
 
 
 def expand_paths(paths: list[Path]) -> list[str]:
-    """Workload files named directly, or every `*.py` (not starting with `_`) under a folder, sorted."""
-    sources: list[str] = []
+    """Workload files named directly, or every `*.py` (not starting with `_`) under a folder, sorted; a file reached
+    twice (`wl.py ./wl.py`, a folder and a file in it) once, under the first spelling."""
+    found: dict[Path, str] = {}
     for p in paths:
         if p.is_dir():
-            sources += [str(f) for f in sorted(p.rglob("*.py")) if not f.name.startswith("_")]
+            files = [f for f in sorted(p.rglob("*.py")) if not f.name.startswith("_")]
         elif p.is_file():
-            sources.append(str(p))
+            files = [p]
         else:
             raise WorkloadDefinitionError(f"{p}: no such workload file or folder.")
-    return sources
+        for f in files:
+            found.setdefault(f.resolve(), str(f))
+    return list(found.values())
 
 
 def cases_from_sources(sources: list[str]) -> list[CaseSpec]:

@@ -51,7 +51,9 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     assert rows["same"].verdict is Verdict.INCONCLUSIVE and rows["same"].method == "unpaired"
     assert rows["slow"].verdict is Verdict.REGRESSION and rows["slow"].ratio == pytest.approx(1.3, rel=0.02)
     assert rows["fresh"].verdict is Verdict.NEW and rows["gone"].verdict is Verdict.MISSING
-    assert rows["broken"].verdict is Verdict.ERROR and "SIGSEGV" in rows["broken"].note
+    assert rows["broken"].verdict is Verdict.ERROR and rows["broken"].note == "candidate failed: SIGSEGV"
+    both = _rows(compare_runs(replace(base, cases=(broken,)), replace(cand, cases=(broken,)), STEADY))
+    assert both["broken"].verdict is Verdict.ERROR and both["broken"].note == "both sides failed: SIGSEGV"
     # the other way round: failed in the baseline, measured now; named with the baseline's failure, not failed
     mended = _rows(compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3)]), STEADY))
     assert mended["broken"].verdict is Verdict.NEW and mended["broken"].note == "baseline failed: SIGSEGV"

@@ -47,6 +47,14 @@ def test_command_line_beats_configuration(project: Path) -> None:
     assert lines(result.stdout) == ["default.matmul[n=384,dtype=float32]@cpu"]
 
 
+@pytest.mark.parametrize("command", ["list", "run"])
+def test_a_device_perfci_cannot_run_on_is_refused(project: Path, command: str) -> None:
+    result = runner.invoke(app, [command, "--device", "tpu"])
+    assert result.exit_code == 2
+    assert "--device tpu: not a device perfci runs cases on; use cpu, cuda or cuda:N." in result.output
+    assert not (project / ".perfci" / "runs").exists()  # refused before anything ran
+
+
 def test_list_json_and_all(project: Path) -> None:
     rows = json.loads(runner.invoke(app, ["list", "--all", "--format", "json"]).stdout)
     assert [(r["id"], r["suite"], r["left_out"]) for r in rows][-1] == (

@@ -253,3 +253,15 @@ def test_a_narrow_table_names_each_case_once_above_all_its_rows() -> None:
     lines = text.splitlines()
     first = lines.index(ids[0])
     assert [line.split()[0] for line in lines[first + 1 : first + 3]] == ["latency.median", "memory.host"], text
+
+
+def test_changes_past_tenfold_read_as_multiples() -> None:
+    from perfci.reports.units import format_change_interval, format_ratio
+
+    assert format_ratio(1.034) == "+3.4%"
+    assert format_ratio(0.5) == "-50.0%"
+    assert format_ratio(10.0) == "+900.0%"  # tenfold still a percentage
+    assert format_ratio(420.0) == "420x"
+    assert format_ratio(1 / 3000) == "0.000333x"  # not "-100.0%"
+    assert format_ratio(None) == "-" and format_ratio(float("inf")) == "-"
+    assert format_change_interval(300.0, 540.0) == "300x .. 540x"

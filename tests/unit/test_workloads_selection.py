@@ -154,3 +154,12 @@ def test_pytest_paths_are_sources_and_a_missing_one_is_named(tmp_path: Path) -> 
     assert plan_sources([], [], [tmp_path / "test_b.py"]) == [f"pytest:{tmp_path / 'test_b.py'}"]
     with pytest.raises(WorkloadDefinitionError, match="no such pytest file or folder"):
         plan_sources([], ["default"], [tmp_path / "nope"])
+
+
+def test_a_file_reached_by_two_spellings_is_planned_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "wl.py").write_text("")
+    (tmp_path / "sub" / "other.py").write_text("")
+    sources = plan_sources([Path("sub/wl.py"), tmp_path / "sub" / "wl.py", Path("sub/../sub")], [])
+    assert sources == ["sub/wl.py", "sub/../sub/other.py"]
