@@ -83,8 +83,25 @@ def choose_sources(settings: Settings, sources: Sources) -> Chosen:
             raise missing_pytest_path(p)
     if paths or pytest or suites:
         return Chosen(tuple(paths), tuple(pytest), tuple(suites))
-    project = settings.cfg.source.parent if settings.cfg.source is not None else Path.cwd()
+    project = settings.cfg.source.parent if settings.cfg.source is not None else _conventional_project(Path.cwd())
     return Chosen(conventional=project.resolve())
+
+
+def _conventional_project(here: Path) -> Path:
+    """Where the conventional folders are looked for with no configuration file: the nearest of `here` and the
+    folders above it, up to the repository's root, that has any (`perfci ab` run from `perf/` itself, or from
+    `src/`, finds the root's `perf/`); `here` where none has."""
+    try:
+        top = repo_root(here).resolve()
+    except PerfciError:
+        return here
+    folder = here.resolve()
+    while True:
+        if conventional_sources(folder):
+            return folder
+        if folder == top or folder.parent == folder:
+            return here
+        folder = folder.parent
 
 
 def _in_repository(path: Path) -> bool:

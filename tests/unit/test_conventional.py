@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,21 @@ def test_flags_then_configuration_then_the_conventional_folders(
     assert nothing == Chosen(conventional=tmp_path.resolve())
     with pytest.raises(UsageError, match="--pytest nope: no such file or folder"):
         choose_sources(settings(Config()), Sources(pytest=[Path("nope")]))
+
+
+def test_from_a_subfolder_the_nearest_folder_up_to_the_repository_root_that_has_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # the repository's root
+    write(tmp_path, {"perf/wl.py": WORKLOAD, "src/app/main.py": "X = 1\n", "lib/perf/wl.py": WORKLOAD})
+    for start, project in (("perf", "."), ("src/app", "."), ("lib/perf", "lib"), ("lib", "lib"), (".", ".")):
+        monkeypatch.chdir(tmp_path / start)
+        chosen = choose_sources(settings(Config()), Sources())
+        assert chosen == Chosen(conventional=(tmp_path / project).resolve()), start
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"  # not in a repository: here, searched no higher
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert choose_sources(settings(Config()), Sources()) == Chosen(conventional=outside.resolve())
 
 
 def test_a_file_pytest_cannot_import_still_names_its_measuring_tests(tmp_path: Path) -> None:
