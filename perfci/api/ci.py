@@ -133,7 +133,7 @@ def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIP
         # a gate on a pull request or merge group that silently measured without comparing passed everything
         raise UsageError(
             f"perfci ci: a {where.event} event needs a base revision to compare with, and none is known "
-            "(no GITHUB_BASE_REF, no base in the event payload).",
+            f"({where.no_base_reason()}).",
             hint="pass --base REV, or --mode baseline to compare with the stored baseline",
         )
     if mode == "auto":

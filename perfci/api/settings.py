@@ -77,14 +77,22 @@ class CIEnvironment:
     base_ref: str | None = None  # a pull request's base branch
     step_summary: Path | None = None
     output: Path | None = None
+    event_problem: str | None = None  # why the event payload (GITHUB_EVENT_PATH) gave no base: unreadable, not JSON
+
+    def no_base_reason(self) -> str:
+        """Why no base revision is known, for the error that says so."""
+        payload = f"the event payload {self.event_problem}" if self.event_problem else "no base in the event payload"
+        return f"no GITHUB_BASE_REF, {payload}"
 
 
-def _read_event(path: Path) -> Any:
-    """The GitHub event payload; None where it cannot be read or parsed (then no base is known from it)."""
+def _read_event(path: Path) -> tuple[Any, str | None]:
+    """The GitHub event payload, or None and why it could not be read or parsed (then no base is known from it)."""
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
+        return json.loads(path.read_bytes()), None
+    except OSError as exc:
+        return None, f"{path} cannot be read ({exc.strerror or exc})"
+    except (ValueError, RecursionError):
+        return None, f"{path} is not a JSON document"
 
 
 def event_base(event: str, payload: Any) -> str | None:
@@ -227,9 +235,11 @@ class Settings:
         out = output or (Path(v) if (v := self.env.get(ENV_GITHUB_OUTPUT)) else None)
         event = self.env.get(ENV_GITHUB_EVENT_NAME) or None
         base = base or self.env.get(ENV_GITHUB_BASE_REF) or None
+        problem = None
         if base is None and event in PULL_REQUEST_EVENTS and (path := self.env.get(ENV_GITHUB_EVENT_PATH)):
-            base = event_base(event, _read_event(Path(path)))
-        return CIEnvironment(github, event, base, summary, out)
+            payload, problem = _read_event(Path(path))
+            base = event_base(event, payload)
+        return CIEnvironment(github, event, base, summary, out, problem)
 
     def store_configured(self, flag: str | None) -> bool:
         """A history store was named (`--db` or $PERFCI_DB), not just the default file."""

@@ -78,6 +78,23 @@ def test_a_pull_request_event_without_a_known_base_is_refused(tmp_path: Path, pa
     assert plan_ci(Settings(env), CIRequest(base="main"), repo=tmp_path).mode == "ab"
 
 
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (None, r"the event payload \S+event.json cannot be read \(No such file or directory\)"),
+        ("{oops", r"the event payload \S+event.json is not a JSON document"),
+        ('{"pull_request": {}}', "no base in the event payload"),
+    ],
+)
+def test_the_refusal_says_why_the_event_payload_gave_no_base(tmp_path: Path, payload: str | None, reason: str) -> None:
+    event = tmp_path / "event.json"
+    if payload is not None:
+        event.write_text(payload)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
+    with pytest.raises(UsageError, match=rf"\(no GITHUB_BASE_REF, {reason}\)\. \(hint: pass --base REV"):
+        plan_ci(Settings(env), CIRequest(), repo=tmp_path)
+
+
 def test_a_push_is_a_run_ingested_only_with_a_store() -> None:
     env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push"}
     assert plan_ci(Settings(env), CIRequest()).mode == "baseline"
