@@ -23,3 +23,12 @@ def mark_work_folder(path: Path) -> None:
             ignore.write_text(IGNORE_TEXT, encoding="utf-8")
     except OSError:
         return
+
+
+def remove_stale_outputs(out: Path, *names: str) -> None:
+    """Remove the outputs `names` that a command writes only sometimes (`comparison.json` where there was a baseline,
+    `junit.xml` from `perfci compare`) from an earlier command into the same `--out` folder: a run without a
+    baseline into a folder that held a comparison would leave that old comparison beside its new results, to be
+    read as this run's. Other files in the folder stay."""
+    for name in names:
+        (out / name).unlink(missing_ok=True)

@@ -29,6 +29,7 @@ from perfci.profilers.fingerprint import runner_name
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
+from perfci.work_folder import remove_stale_outputs
 
 # settings that legitimately differ between the shards of one run
 _PER_JOB_SETTINGS = ("complete", "shard", "merged_from", "resumed", SELECTION_KEY)  # the selection: checked apart
@@ -186,6 +187,9 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
         comparison = with_expected(comparison, None)  # declared removals and expected changes, as `perfci run`
         dump_comparison(comparison, out / "comparison.json")
         written.append(out / "comparison.json")
+        remove_stale_outputs(out, "junit.xml")
+    else:
+        remove_stale_outputs(out, "comparison.json", "junit.xml")
     write_html(out / "report.html", merged, comparison, base)
     write_markdown(out / "summary.md", merged, comparison, base)
     return MergeOutcome(merged, comparison, out, written)

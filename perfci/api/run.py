@@ -34,7 +34,7 @@ from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
-from perfci.work_folder import WORK_FOLDER, mark_work_folder
+from perfci.work_folder import WORK_FOLDER, mark_work_folder, remove_stale_outputs
 from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
@@ -240,6 +240,9 @@ def finish_run(
             )
         comparison = with_expected(comparison, None)
         dump_comparison(comparison, out_dir / "comparison.json")
+        remove_stale_outputs(out_dir, "junit.xml")
+    else:
+        remove_stale_outputs(out_dir, "comparison.json", "junit.xml")
     write_html(out_dir / "report.html", result, comparison, base, req.decisions)
     write_markdown(out_dir / "summary.md", result, comparison, base, req.decisions)
     unsettled = unsettled_cases(comparison, planned.decision) if comparison is not None and not req.confirm else []

@@ -3,6 +3,7 @@ and one environment (the merged file carries one fingerprint)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,3 +88,34 @@ def test_shards_of_different_selections_or_a_short_union_are_refused() -> None:
     four = selection_text(["a", "b", "c", "d"])  # four cases were split, the three shards hold three
     with pytest.raises(UsageError, match="the shards hold 3 of the 4 cases they were split from"):
         check_parts([_selected(shard(i), four) for i in (1, 2, 3)])
+
+
+def test_a_merge_into_a_used_folder_leaves_no_earlier_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier command's comparison.json or junit.xml in the --out folder would be read as this merge's."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+    from perfci.format.schema import dump_results
+
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2, 3):
+        path, run = shard(index)
+        path.parent.mkdir()
+        dump_results(run, path)
+    out = tmp_path / "merged"
+    out.mkdir()
+    (out / "comparison.json").write_text("{}")
+    (out / "junit.xml").write_text("<testsuites/>")
+    (out / "notes.txt").write_text("mine")
+    files = [f"s{i}/results.json" for i in (1, 2, 3)]
+    result = CliRunner().invoke(app, ["merge", *files, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "report.html", "results.json", "summary.md"]
+    result = CliRunner().invoke(app, ["merge", *files, "--out", str(out), "--baseline", "s1/results.json"])
+    assert result.exit_code in (0, 1), result.output
+    assert (out / "comparison.json").is_file() and json.loads((out / "comparison.json").read_text())["rows"]
+    (out / "junit.xml").write_text("<testsuites/>")
+    CliRunner().invoke(app, ["merge", *files, "--out", str(out), "--baseline", "s1/results.json"])
+    assert not (out / "junit.xml").exists()
