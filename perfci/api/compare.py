@@ -109,15 +109,21 @@ def decision_settings(settings: Settings, opts: DecisionOptions) -> DecisionSett
 
 
 def noise_lookup(
-    settings: Settings, flag: bool | None, db: str | None, runner: str, job_noise: float | None = None
+    settings: Settings,
+    flag: bool | None,
+    db: str | None,
+    runner: str,
+    job_noise: float | None = None,
+    candidate_run: str | None = None,
 ) -> HistoryNoise | None:
-    """The `--history-noise` lookup for unpaired comparisons (None when off); opens and checks the store."""
+    """The `--history-noise` lookup for unpaired comparisons (None when off); opens and checks the store. The
+    candidate's own run, where it is stored already, is left out of the noise it is judged by."""
     if not settings.history_noise(flag, job_noise):
         return None
     from perfci.compare.history_noise import HistoryNoise
     from perfci.store.history import HistoryStore
 
-    return HistoryNoise(HistoryStore(settings.store_url(db)), runner)
+    return HistoryNoise(HistoryStore(settings.store_url(db)), runner, exclude_run=candidate_run)
 
 
 def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:
@@ -240,7 +246,7 @@ def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcom
     decision = decision_settings(settings, req.decision)
     store = HistoryStore(settings.store_url(req.db))
     window = load_rolling(store, spec, name, decision.metrics)
-    lookup = None if req.decision.job_noise is not None else HistoryNoise(store, name)
+    lookup = None if req.decision.job_noise is not None else HistoryNoise(store, name, exclude_run=cand.run_id)
     decision = replace(decision, job_noise_lookup=lookup)
     compared, base = compare_rolling(window, cand, decision, str(req.baseline), req.allow_mismatch)
     compared = with_allowed_missing(compared, req.allow_missing)
@@ -263,7 +269,7 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         name = settings.runner_class(req.runner, cand.fingerprint)
     check_comparable(base, cand, req.allow_mismatch)
     decision = decision_settings(settings, req.decision)
-    lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise)
+    lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise, cand.run_id)
     decision = replace(decision, job_noise_lookup=lookup)
     compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
     comparison = with_expected(compared, req.expected)

@@ -47,8 +47,11 @@ def estimate_noise(
     min_runs: int = MIN_RUNS,
     confidence: float = CONFIDENCE,
     items: list[Trend] | None = None,
+    exclude_run: str | None = None,
 ) -> dict[str, NoiseEstimate]:
-    """Per case of `runner` with `metric` in the store (`items`: trends already read, to reuse)."""
+    """Per case of `runner` with `metric` in the store (`items`: trends already read, to reuse). `exclude_run`: the
+    candidate's run where it is stored already (ingested before it is compared): a regression's own step would
+    widen the noise it is judged by."""
     if min_runs < 3:
         raise ValueError("min_runs must be at least 3")
     out: dict[str, NoiseEstimate] = {}
@@ -60,7 +63,8 @@ def estimate_noise(
         segment = [
             p
             for p in t.points[start:]
-            if p.rounds is not None and p.rounds >= 2 and p.log_mean is not None and p.log_sd is not None
+            if p.run_id != exclude_run
+            and p.rounds is not None and p.rounds >= 2 and p.log_mean is not None and p.log_sd is not None
         ]
         term = None
         if len(segment) >= min_runs:
@@ -78,8 +82,10 @@ def estimate_noise(
 class HistoryNoise:
     """`DecisionSettings.job_noise_lookup` backed by the history store: estimates per metric, read once."""
 
-    def __init__(self, store: HistoryStore, runner: str, min_runs: int = MIN_RUNS) -> None:
-        self.store, self.runner, self.min_runs = store, runner, min_runs
+    def __init__(
+        self, store: HistoryStore, runner: str, min_runs: int = MIN_RUNS, exclude_run: str | None = None
+    ) -> None:
+        self.store, self.runner, self.min_runs, self.exclude_run = store, runner, min_runs, exclude_run
         self.estimates: dict[str, dict[str, NoiseEstimate]] = {}
         self.asked: set[tuple[str, str]] = set()
         self.used: dict[tuple[str, str], float] = {}  # (case, metric) -> noise handed out
@@ -87,7 +93,9 @@ class HistoryNoise:
     def __call__(self, case_id: str, metric: str) -> float | None:
         self.asked.add((case_id, metric))
         if metric not in self.estimates:
-            self.estimates[metric] = estimate_noise(self.store, self.runner, metric, min_runs=self.min_runs)
+            self.estimates[metric] = estimate_noise(
+                self.store, self.runner, metric, min_runs=self.min_runs, exclude_run=self.exclude_run
+            )
         found = self.estimates[metric].get(case_id)
         noise = found.noise if found is not None else None
         if noise is not None:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from perfci.cli import app
-from perfci.compare.history_noise import HistoryNoise
+from perfci.compare.history_noise import HistoryNoise, estimate_noise
 from perfci.compare.policy import CPU_JOB_NOISE, DecisionSettings, job_noise
 from perfci.format.model import RunResult
 from perfci.format.schema import dump_results
@@ -89,6 +89,21 @@ def test_compare_with_history_noise_resolves_what_the_default_cannot(tmp_path: P
     doc = json.loads(learned.stdout)
     assert doc["settings"]["job_noise_from"] == "history"
     assert any("history store (runner cpu-test): 1 of 1" in w for w in doc["warnings"])
+
+
+def test_the_candidates_own_stored_run_is_left_out_of_its_noise(tmp_path: Path) -> None:
+    """A candidate ingested before it is compared (a CI job that stores, then gates): its own +30% step widened the
+    noise that judged it."""
+    head = make_run([make_case("alpha", 1e-3, seed=901, scale=1.3)], run_id="head")
+    head = replace(head, started_at="2026-10-30T00:00:00.000000Z", finished_at="2026-10-30T00:00:00.000000Z")
+    url = store_with(tmp_path, [*history(12, job_sd=0.005), head])
+    store = HistoryStore(url)
+    with_it = estimate_noise(store, "cpu-test")[CASE]
+    without = estimate_noise(store, "cpu-test", exclude_run="head")[CASE]
+    assert (with_it.used, without.used) == (13, 12)
+    assert with_it.noise is not None and without.noise is not None and without.noise < with_it.noise / 3
+    lookup = HistoryNoise(store, "cpu-test", exclude_run="head")
+    assert lookup(CASE, "latency.median") == without.noise
 
 
 def test_history_noise_and_job_noise_exclude_each_other(tmp_path: Path) -> None:
