@@ -64,7 +64,10 @@ def estimate_noise(
             p
             for p in t.points[start:]
             if p.run_id != exclude_run
-            and p.rounds is not None and p.rounds >= 2 and p.log_mean is not None and p.log_sd is not None
+            and p.rounds is not None
+            and p.rounds >= 2
+            and p.log_mean is not None
+            and p.log_sd is not None
         ]
         term = None
         if len(segment) >= min_runs:

@@ -104,8 +104,9 @@ def work_metrics(
             pct = 100.0 / float(peak)
             low, high = (base.low or 0.0) * pct, (base.high or 0.0) * pct
             out.append(metric(pct_name, base.value * pct, low, high, CONFIDENCE))
-    declared = any(r.telemetry.get("work_sources", {}).get("bytes") == "declared" for r in rounds)
-    return mark_implausible(out, peaks.get("bandwidth_gbps"), declared)
+    sources = [r.telemetry.get("work_sources", {}) for r in rounds]
+    out = mark_implausible(out, peaks.get("bandwidth_gbps"), any(w.get("bytes") == "declared" for w in sources))
+    return mark_implausible_flops(out, peaks.get("flops"), any(w.get("flops") == "declared" for w in sources))
 
 
 def mark_implausible(metrics: list[Metric], peak_gbps: float | None, declared: bool = False) -> list[Metric]:
@@ -126,6 +127,25 @@ def mark_implausible(metrics: list[Metric], peak_gbps: float | None, declared: b
         f"({float(peak_gbps):.4g} GB/s), {why}. Not compared."
     )
     names = (reg.BANDWIDTH, reg.BANDWIDTH_PCT_PEAK)
+    return [replace(m, note=note) if m.name in names else m for m in metrics]
+
+
+def mark_implausible_flops(metrics: list[Metric], peak: float | None, declared: bool = False) -> list[Metric]:
+    """FLOP/s above the measured matmul peak (beyond PEAK_TOLERANCE): "112% of peak" would be printed as an
+    achievement. The FLOPs per call count work the call does not do (derived: a count of operations the kernels
+    skip or fuse; declared: a formula that is off), or the call runs in a faster number format than the peak's
+    matmul (fp32 on a CPU, bf16 on a GPU). Both FLOP/s metrics get the note and comparisons leave them out, as
+    for bandwidth; latency, which they are derived from, is still compared."""
+    fl = next((m for m in metrics if m.name == reg.FLOPS), None)
+    if fl is None or not peak or fl.value <= float(peak) * (1.0 + PEAK_TOLERANCE):
+        return metrics
+    count = "the declared ctx.flops" if declared else "the FLOPs counted per call"
+    note = (
+        f"implausible: {fl.value / 1e9:.4g} GFLOP/s is {fl.value / float(peak):.3g}x this runner's measured matmul "
+        f"peak ({float(peak) / 1e9:.4g} GFLOP/s), so {count} exceed the work the call does, or it runs in a faster "
+        "number format than the peak's matmul. Not compared."
+    )
+    names = (reg.FLOPS, reg.FLOPS_PCT_PEAK)
     return [replace(m, note=note) if m.name in names else m for m in metrics]
 
 

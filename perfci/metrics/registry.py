@@ -110,8 +110,10 @@ LAUNCH_BOUND_WORDS = "launch-bound: latency follows the host; device time is the
 
 def implausible(case: CaseResult, name: str) -> str:
     """Why a case's metric must not be compared ("" when it may): a note derive.py set, e.g. bandwidth above
-    the runner's measured copy peak. The per-round bandwidth of such a case is implausible too."""
-    m = case.metric(BANDWIDTH if name in (BANDWIDTH, BANDWIDTH_PCT_PEAK) else name)
+    the runner's measured copy peak, FLOP/s above its matmul peak. The per-round figures of such a case are
+    implausible too."""
+    of_peak = {BANDWIDTH_PCT_PEAK: BANDWIDTH, FLOPS_PCT_PEAK: FLOPS}
+    m = case.metric(of_peak.get(name, name))
     return m.note if m is not None else ""
 
 

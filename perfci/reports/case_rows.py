@@ -165,7 +165,9 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                 if bw
                 else "-",
                 "bandwidth_v": _num(bw.value if bw else None),
-                "flops": format_value(fl.value, fl.unit) + _peak_pct(c, FLOPS, FLOPS_PCT_PEAK, peaks.get("flops"))
+                "flops": format_value(fl.value, fl.unit)
+                + _peak_pct(c, FLOPS, FLOPS_PCT_PEAK, peaks.get("flops"))
+                + (" implausible" if fl.note else "")
                 if fl
                 else "-",
                 "flops_v": _num(fl.value if fl else None),
@@ -181,7 +183,14 @@ def run_rows(run: RunResult) -> list[dict[str, Any]]:
                     {"text": metric_cell(c, d), "v": _num(m.value if (m := c.metric(d.name)) else None)} for d in extra
                 ],
                 "notes": "; ".join(
-                    x for x in (*(f"{e.kind}: {e.message}" for e in c.errors), throttle_note(c), bw and bw.note) if x
+                    x
+                    for x in (
+                        *(f"{e.kind}: {e.message}" for e in c.errors),
+                        throttle_note(c),
+                        bw and bw.note,
+                        fl and fl.note,
+                    )
+                    if x
                 ),
             }
         )

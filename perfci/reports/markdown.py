@@ -25,7 +25,7 @@ from perfci.format.model import (
     Verdict,
 )
 from perfci.metrics.definition import MetricDef
-from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST
+from perfci.metrics.registry import BANDWIDTH, FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.reports.case_rows import fingerprint_mismatches, metric_cell, metric_columns, side_fingerprint
 from perfci.reports.clocks import clock_lines, launch_bound_lines
 from perfci.reports.decisions import BY_TIME, DecisionView, markdown_lines
@@ -227,11 +227,13 @@ def _below_threshold(
 
 
 def _implausible_lines(run: RunResult | None, max_rows: int) -> list[str]:
-    """Cases whose bandwidth is above the measured peak: shown as implausible, with why (not compared)."""
-    marked = [(c.id, m) for c in (run.cases if run else ()) for m in c.metrics if m.name == BANDWIDTH and m.note]
-    return [f"\n> implausible bandwidth: {code(case)} {m.value:.4g} GB/s: {code(m.note, 300)}" for case, m in marked][
-        :max_rows
-    ]
+    """Cases whose bandwidth or FLOP/s is above the measured peak: shown as implausible, with why (not compared)."""
+    what = {BANDWIDTH: "bandwidth", FLOPS: "FLOP/s"}
+    marked = [(c.id, m) for c in (run.cases if run else ()) for m in c.metrics if m.name in what and m.note]
+    return [
+        f"\n> implausible {what[m.name]}: {code(case)} {format_value(m.value, m.unit)}: {code(m.note, 300)}"
+        for case, m in marked
+    ][:max_rows]
 
 
 def write_markdown(

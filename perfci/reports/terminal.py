@@ -6,7 +6,15 @@ from rich.text import Text
 
 from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics.definition import MetricRegistry
-from perfci.metrics.registry import BANDWIDTH, LATENCY, MEMORY_DEVICE, MEMORY_HOST, ROUND_CV, VS_REFERENCE
+from perfci.metrics.registry import (
+    BANDWIDTH,
+    FLOPS,
+    LATENCY,
+    MEMORY_DEVICE,
+    MEMORY_HOST,
+    ROUND_CV,
+    VS_REFERENCE,
+)
 from perfci.reports.case_rows import metric_cell, metric_columns
 from perfci.reports.case_table import CaseRow, CaseTable, Column
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
@@ -64,7 +72,9 @@ def run_table(run: RunResult, registry: MetricRegistry | None = None) -> CaseTab
             bandwidth.append(" implausible", "yellow")
         cells = [format_seconds(med.value if med else None), interval, f"{cv.value * 100:.1f}%" if cv else "-"]
         cells += [str(len(c.rounds)), own_memory(c)]
-        note = Text(bw.note) if bw and bw.note else None
+        flops = c.metric(FLOPS)
+        notes = [m.note for m in (bw, flops) if m is not None and m.note]
+        note = Text("; ".join(notes)) if notes else None
         own = [Text(metric_cell(c, d)) for d in extra]
         rows.append(CaseRow(c.id, (*map(Text, cells), bandwidth, *ref_cell, *own, Text("ok")), note))
     notes = burst_sustained_notes(run) + boost_notes(run)

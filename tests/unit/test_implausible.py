@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from perfci.compare.decide import compare_runs
@@ -10,7 +11,7 @@ from perfci.compare.policy import DecisionSettings
 from perfci.format.model import CaseResult, RunResult
 from perfci.format.schema import dump_results, load_results
 from perfci.metrics.derive import case_metrics
-from perfci.metrics.registry import BANDWIDTH, BANDWIDTH_PCT_PEAK
+from perfci.metrics.registry import BANDWIDTH, BANDWIDTH_PCT_PEAK, FLOPS, FLOPS_PCT_PEAK
 from perfci.reports.case_rows import run_rows
 from perfci.reports.markdown import render_markdown
 from perfci.reports.terminal import run_table
@@ -20,7 +21,7 @@ PEAKS = {"bandwidth_gbps": 10.0, "flops": 1e11}
 
 
 def _with_bytes(case: CaseResult, nbytes: float) -> CaseResult:
-    return replace(case, bytes=nbytes, metrics=case_metrics(case.rounds, case.flops, nbytes, PEAKS))
+    return replace(case, flops=None, bytes=nbytes, metrics=case_metrics(case.rounds, None, nbytes, PEAKS))
 
 
 def _run(case: CaseResult) -> RunResult:
@@ -62,3 +63,25 @@ def test_the_note_says_why_by_where_the_bytes_came_from() -> None:
         note = case_metrics(rounds, case.flops, 4e8, PEAKS)
         bw = next(m for m in note if m.name == BANDWIDTH)
         assert bw.note.startswith("implausible") and says in bw.note and bw.note.endswith("Not compared.")
+
+
+def test_flops_above_the_matmul_peak_are_marked_and_not_compared() -> None:
+    """FLOP/s 1.5x the runner's measured matmul peak was printed as "150% of peak": a FLOPs count that is off, or a
+    faster number format than the peak's. Marked in every output, left out of comparisons; latency still compared."""
+    case = make_case("mm", 1e-6)  # 1 us per call; the peak is 1e11 FLOP/s
+    fast, wild = (replace(case, flops=f, metrics=case_metrics(case.rounds, f, None, PEAKS)) for f in (5e4, 1.5e5))
+    assert all(not m.note for m in fast.metrics)
+    marked, pct = wild.metric(FLOPS), wild.metric(FLOPS_PCT_PEAK)
+    assert marked is not None and pct is not None and pct.note == marked.note
+    assert re.match(
+        r"implausible: 1\d\d\.\d GFLOP/s is 1\.\d+x this runner's measured matmul peak \(100 GFLOP/s\)", marked.note
+    )
+    assert "the FLOPs counted per call" in marked.note and marked.note.endswith("Not compared.")
+    settings = DecisionSettings(metrics=("latency.median", FLOPS))
+    comparison = compare_runs(_run(wild), _run(wild), settings)
+    assert {r.metric for r in comparison.rows} == {"latency.median"}
+    row = run_rows(_run(wild))[0]
+    assert row["flops"].endswith("implausible") and "matmul peak" in row["notes"]
+    assert "implausible FLOP/s" in render_markdown(_run(wild), None)
+    assert "matmul peak" in str([row.note.plain for row in run_table(_run(wild)).rows if row.note])
+    assert "implausible" not in render_markdown(_run(fast), None)
