@@ -174,6 +174,11 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     merged = merge_runs(parts)
     base_file = req.baseline or baseline_path(settings.runner_class(req.runner, merged.fingerprint))
     if req.baseline is not None and not base_file.exists():
+        if str(req.baseline).startswith("store:"):  # `compare`'s rolling baseline from the history store
+            raise UsageError(
+                f"--baseline {req.baseline}: merge compares with a results file, not the history store.",
+                hint=f"merge, then: perfci compare {req.out / 'results.json'} --baseline {req.baseline}",
+            )
         raise UsageError(f"{req.baseline}: baseline file not found.")
     base = load_results(base_file) if base_file.exists() else None
     out = req.out

@@ -119,3 +119,22 @@ def test_a_merge_into_a_used_folder_leaves_no_earlier_comparison(
     (out / "junit.xml").write_text("<testsuites/>")
     CliRunner().invoke(app, ["merge", *files, "--out", str(out), "--baseline", "s1/results.json"])
     assert not (out / "junit.xml").exists()
+
+
+def test_a_store_baseline_is_refused_with_the_compare_that_does_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+    from perfci.format.schema import dump_results
+
+    monkeypatch.chdir(tmp_path)
+    path, run = shard(None)
+    path.parent.mkdir()
+    dump_results(run, path)
+    result = CliRunner().invoke(app, ["merge", str(path), "--out", "m", "--baseline", "store:main:5"])
+    assert result.exit_code == 2
+    assert "--baseline store:main:5: merge compares with a results file, not the history store." in result.stderr
+    assert "perfci compare m/results.json --baseline store:main:5" in result.stderr
+    assert not (tmp_path / "m").exists()
