@@ -23,10 +23,11 @@ NOT_METRIC_NAMES: dict[tuple[str, str], tuple[int, str]] = {
     ("format/schema.py", "flops"): (2, "the results format's field: a case's work per call (CaseResult.flops)"),
     ("profilers/work.py", "flops"): (2, "key of the work sources (declared|derived|unknown of CaseResult.flops)"),
     ("profilers/peaks.py", "flops"): (1, "key of the measured peaks in the fingerprint"),
-    ("metrics/derive.py", "flops"): (1, "key of the measured peaks in the fingerprint"),
+    ("metrics/derive.py", "flops"): (3, "key of the measured peaks in the fingerprint (twice), of the work sources"),
     ("reports/charts.py", "flops"): (2, "key of the measured peaks; the roofline chart's JSON field"),
     ("reports/case_rows.py", "flops"): (3, "a report row's template field; key of the measured peaks (twice)"),
     ("reports/case_rows.py", "bandwidth"): (1, "a report row's template field"),
+    ("reports/markdown.py", "bandwidth"): (1, "the word that leads an implausible bandwidth's line"),
     ("reports/terminal.py", "bandwidth"): (2, "a column title, and its place in the narrow layout's drop order"),
     ("workloads/builtin/kernels.py", "bandwidth"): (2, "a workload tag"),
 }
