@@ -86,6 +86,11 @@ def assert_close(actual: Any, expected: Any, tolerance: Tolerance, what: str = "
         name = what if len(acts) == 1 else f"{what}[{i}]"
         if a.shape != e.shape:
             raise AssertionError(f"{name}: shape {a.shape} where the reference has {e.shape}")
+        if not np.all(np.isfinite(e)):  # NaN compares false: every tolerance would pass, every error read 0
+            raise AssertionError(
+                f"{name}: the reference has {int(np.sum(~np.isfinite(e)))} non-finite values, so nothing can be "
+                "checked against it"
+            )
         if not np.all(np.isfinite(a)):
             raise AssertionError(f"{name}: {int(np.sum(~np.isfinite(a)))} non-finite values")
         if tolerance.max_rel_l2 is not None:
@@ -158,6 +163,8 @@ def compare_outputs(actual: Sequence[Any], reference: Sequence[Any], tolerance: 
             raise AssertionError(f"output shape {a.shape} where the fp32 model gives {e.shape}")
         if a.size == 0:
             continue
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(e))):  # no figure: max(0, nan) would record 0
+            raise AssertionError("non-finite outputs")
         diff = np.abs(a - e)
         scale = float(np.max(np.abs(e)))
         worst_abs = max(worst_abs, float(np.max(diff)))

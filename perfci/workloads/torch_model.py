@@ -72,6 +72,27 @@ def _tensors(out: Any) -> list[Any]:
     return [out.detach().float().cpu().numpy()] if hasattr(out, "detach") else []
 
 
+def _leading_sizes(value: Any) -> list[int]:
+    """The first dimension of each tensor in a model's inputs (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _leading_sizes(v)]
+    if isinstance(value, list | tuple):
+        return [n for v in value for n in _leading_sizes(v)]
+    shape = getattr(value, "shape", None)
+    return [int(shape[0])] if shape is not None and len(shape) > 0 else []
+
+
+def _check_batch(args: Any, batch: int) -> None:
+    """`inputs(batch)` must give a batch of `batch` items (the first dimension of at least one input tensor):
+    per-item figures divide by it, and inputs that ignore it made a 4-row call read as 64 items."""
+    sizes = _leading_sizes(args)
+    if sizes and batch not in sizes:
+        raise WorkloadDefinitionError(
+            f"inputs({batch}) gives tensors whose first dimensions are {sorted(set(sizes))}, none of them {batch}: "
+            "the batch must be the inputs' first dimension (time per item divides by it)."
+        )
+
+
 def _caller(model: Any, args: Any) -> Callable[[], object]:
     if isinstance(args, dict):
         return lambda: model(**args)
@@ -209,8 +230,15 @@ class TorchModel:
         torch.manual_seed(ctx.seed)
         model = self.factory().to(ctx.device).eval()
         args = _to(self.inputs(batch), ctx.device)
+        _check_batch(args, batch)
         with torch.no_grad():
-            reference = _tensors(_caller(model, args)())
+            first = _caller(model, args)()
+        reference = _tensors(first)
+        if not reference:  # accuracy would read 0 for every variant, which then passes any tolerance
+            raise WorkloadDefinitionError(
+                f"the model's output holds no tensors ({type(first).__name__}), so no variant's "
+                "accuracy can be checked; return a tensor, or a tuple, list or dict of them."
+            )
         if variant == "channels-last":
             model = model.to(memory_format=torch.channels_last)
             args = _to(args, ctx.device, channels_last=True)

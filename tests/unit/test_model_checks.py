@@ -1,0 +1,78 @@
+"""A model workload's set-up checks what its figures rest on: a reference with non-finite values, outputs with no
+tensors and inputs that ignore the batch are errors, not accuracy 0 or a 16x too good time per item."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from perfci.errors import WorkloadDefinitionError
+from perfci.workloads.checks import Tolerance, assert_close, compare_outputs
+from perfci.workloads.torch_model import TorchModel
+
+
+@dataclass
+class Ctx:
+    """The part of the workload context a model's set-up uses; its check runs as the real one does."""
+
+    seed: int = 0
+    device: str = "cpu"
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def check_close(self, produce: Any, expected: Any, tolerance: Tolerance, what: str = "output") -> None:
+        assert_close(produce(), expected, tolerance, what)
+
+
+class NanInFp32(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        return y * float("nan") if y.dtype == torch.float32 else y
+
+
+def test_a_reference_with_non_finite_values_checks_nothing() -> None:
+    """bf16 against a NaN fp32 reference read `rel L2 error 0`, passed and was recommended."""
+    model = TorchModel(NanInFp32, lambda b: torch.randn(b, 8), {"bf16": Tolerance(max_rel_l2=0.05)})
+    ctx = Ctx()
+    with pytest.raises(AssertionError, match="the reference has 8 non-finite values, so nothing can be checked"):
+        model.setup(ctx, "bf16", 2)
+    assert "accuracy" not in ctx.notes  # no figure recorded (it was 0)
+    with pytest.raises(AssertionError, match="non-finite"):
+        compare_outputs([np.ones(3)], [np.array([1.0, np.nan, 1.0])])
+
+
+def test_a_model_whose_output_holds_no_tensors_is_refused() -> None:
+    class Three(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> int:
+            return 3
+
+    model = TorchModel(Three, lambda b: torch.randn(b, 8), {"bf16": Tolerance(max_rel_l2=0.05)})
+    with pytest.raises(WorkloadDefinitionError, match=r"the model's output holds no tensors \(int\)"):
+        model.setup(Ctx(), "bf16", 2)
+
+
+def test_inputs_that_ignore_the_batch_are_refused() -> None:
+    lin = lambda: torch.nn.Linear(8, 4)  # noqa: E731
+    fixed = TorchModel(lin, lambda b: torch.randn(4, 8), {"eager": Tolerance()})
+    with pytest.raises(WorkloadDefinitionError, match=r"inputs\(64\) gives tensors whose first dimensions are \[4\]"):
+        fixed.setup(Ctx(), "eager", 64)
+    fixed.setup(Ctx(), "eager", 4)  # the batch it does give
+    # any input whose first dimension is the batch will do (a broadcast scale beside it is fine)
+    run = TorchModel(lambda: _Scaled(), lambda b: {"x": torch.randn(b, 8), "s": torch.ones(1)}, {"eager": Tolerance()})
+    assert run.setup(Ctx(), "eager", 16)() is not None
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * s
