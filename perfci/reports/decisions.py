@@ -80,6 +80,10 @@ class Choice:
     device_bytes: float | None
     accuracy: Accuracy | None
     failed: str | None  # why the case cannot be chosen (an error, a tolerance not met), None when it can
+    # the intervals the figures are known to (latency's 95% interval; memory's range over rounds), for ties
+    per_call_range: tuple[float, float] | None = None
+    host_range: tuple[float, float] | None = None
+    device_range: tuple[float, float] | None = None
 
     @property
     def per_item(self) -> float | None:
@@ -105,6 +109,8 @@ class DecisionTable:
     notes: tuple[str, ...]
     sizes: tuple[str, ...] = ()  # swept parameters that change the work done (numbers other than the batch)
     size_of: Mapping[str, str] | None = None  # case id -> its sizes as text (`n=384`), where there are sizes
+    # case id of a best row -> the eligible rows of its size this run cannot tell from it (their intervals overlap)
+    tied: Mapping[str, tuple[Choice, ...]] | None = None
 
     @property
     def key(self) -> str:
@@ -115,6 +121,24 @@ class DecisionTable:
         if self.device.startswith("cuda") and row.device_bytes is not None:
             return row.device_bytes
         return row.host_bytes
+
+    def span_of(self, row: Choice) -> tuple[float, float] | None:
+        """The interval of what a row is ranked by (per item or per call, or memory), as far as this run knows it."""
+        if self.rank == "time":
+            if row.per_call_range is None:
+                return None
+            items = row.batch or 1
+            return row.per_call_range[0] / items, row.per_call_range[1] / items
+        if self.device.startswith("cuda") and row.device_bytes is not None:
+            return row.device_range
+        return row.host_range
+
+    def ties_of(self, row: Choice) -> tuple[Choice, ...]:
+        return (self.tied or {}).get(row.case_id, ())
+
+    def starred(self, row: Choice) -> bool:
+        """Whether the row is a best configuration, or tied with one."""
+        return any(b is row or row in self.ties_of(b) for b in self.best)
 
 
 def _notes(case: CaseResult) -> Mapping[str, Any]:
@@ -181,6 +205,10 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
     elif latency is None:
         failed = "not measured"
     batch = case.spec.params.get(sweep.batch) if sweep.batch else None
+
+    def span(m: Any) -> tuple[float, float] | None:
+        return (m.low, m.high) if m is not None and m.low is not None and m.high is not None else None
+
     return Choice(
         case_id=case.id,
         config=_config(case, sweep.batch, sweep.swept),
@@ -190,6 +218,9 @@ def _choice(case: CaseResult, sweep: Sweep) -> Choice:
         device_bytes=device.value if device else None,
         accuracy=accuracy,
         failed=failed,
+        per_call_range=span(latency),
+        host_range=span(host),
+        device_range=span(device),
     )
 
 
@@ -206,16 +237,28 @@ def _table(sweep: Sweep, rank: str, max_memory: float | None) -> DecisionTable:
         value = r.per_item if rank == "time" else draft.memory_of(r)
         return value if value is not None else math.inf
 
-    best = []
+    best, tied = [], {}
     for size in dict.fromkeys(size_of[r.case_id] for r in rows):  # one group without sizes; else one per size
         group = [r for r in rows if size_of[r.case_id] == size]
         ranked = sorted((r for r in group if r.failed is None and r.case_id not in over), key=score)  # ties: run order
         if len(group) > 1 and ranked and math.isfinite(score(ranked[0])):  # a size measured once has no choice
             best.append(ranked[0])
+            if together := _not_told_apart(draft, ranked):
+                tied[ranked[0].case_id] = together
     notes = tuple(dict.fromkeys(f"{_config(c, sweep.batch, sweep.swept)}: {s}" for c in sweep.cases
                                 for s in explanations(c)))  # fmt: skip
     return DecisionTable(sweep.workload, sweep.device, rank, sweep.batch, rows, tuple(best), over, notes, sizes,
-                         size_of if sizes else None)  # fmt: skip
+                         size_of if sizes else None, tied)  # fmt: skip
+
+
+def _not_told_apart(table: DecisionTable, ranked: list[Choice]) -> tuple[Choice, ...]:
+    """The runners-up whose interval reaches the first's: this run cannot say which of them is better (two
+    configurations that run the same code were named "best" by whichever drew the lower median). Rows without an
+    interval (a single round) are not tied: nothing says how far they are known."""
+    first = table.span_of(ranked[0])
+    if first is None:
+        return ()
+    return tuple(r for r in ranked[1:] if (span := table.span_of(r)) is not None and span[0] <= first[1])
 
 
 def decision_tables(run: RunResult | None, rank: str = "time", max_memory: float | None = None) -> list[DecisionTable]:
@@ -257,13 +300,21 @@ def _best_sentence(table: DecisionTable, b: Choice, where: str) -> str:
         else f"{format_bytes(table.memory_of(b))} peak memory, {format_seconds(b.per_item)} per {item}"
     )
     within = " within its accuracy tolerance" if b.accuracy is not None and b.accuracy.limit is not None else ""
+    ties = table.ties_of(b)
+    if ties:
+        others = ", ".join(f"{t.config}{f', batch {t.batch}' if t.batch is not None else ''}" for t in ties[:4])
+        more = f" and {len(ties) - 4} more" if len(ties) > 4 else ""
+        return (
+            f"best configuration{where} by {_ranked_by(table)}{within}: a tie between {b.config}{batch} ({cost}) "
+            f"and {others}{more}: their intervals overlap, so this run cannot tell them apart"
+        )
     return f"best configuration{where} by {_ranked_by(table)}{within}: {b.config}{batch} ({cost})"
 
 
 def best_lines(table: DecisionTable) -> list[str]:
     """The sentences naming the best configuration and why (one per size where the sweep has sizes), or why there
     is none."""
-    none = f"none (no configuration measured within its tolerance{_memory_words(table)})"
+    none = _why_none(table, table.rows)
     if table.size_of is None:
         return [_best_sentence(table, table.best[0], "")] if table.best else [f"best configuration: {none}"]
     groups: dict[str, list[Choice]] = {}
@@ -274,14 +325,22 @@ def best_lines(table: DecisionTable) -> list[str]:
                 "are not a choice to rank"]  # fmt: skip
     best = {table.size_of[b.case_id]: b for b in table.best}
     return [
-        _best_sentence(table, best[size], f" at {size}") if size in best else f"best configuration at {size}: {none}"
+        _best_sentence(table, best[size], f" at {size}")
+        if size in best
+        else f"best configuration at {size}: {_why_none(table, group)}"
         for size, group in groups.items()
         if len(group) > 1  # a size measured in one configuration only has nothing to choose between
     ]
 
 
-def _memory_words(table: DecisionTable) -> str:
-    return " and the memory limit" if table.over_memory else ""
+def _why_none(table: DecisionTable, rows: Iterable[Choice]) -> str:
+    """Why no row is the best: what kept each out (every row failed to run: not an accuracy question)."""
+    rows = list(rows)
+    failures = [r.failed for r in rows if r.failed is not None]
+    if rows and len(failures) == len(rows) and not {"over tolerance", "check failed"} & set(failures):
+        return f"none (no configuration measured: {', '.join(dict.fromkeys(failures))})"
+    limit = " and the memory limit" if table.over_memory else ""
+    return f"none (no configuration measured within its tolerance{limit})"
 
 
 def _columns(table: DecisionTable) -> list[str]:
@@ -296,7 +355,7 @@ def _columns(table: DecisionTable) -> list[str]:
 
 def _cells(table: DecisionTable, r: Choice, cols: list[str]) -> list[str]:
     values = {
-        "configuration": r.config + (" *" if any(b is r for b in table.best) else ""),
+        "configuration": r.config + (" *" if table.starred(r) else ""),
         "batch": str(r.batch) if r.batch is not None else "-",
         "per call": format_seconds(r.per_call),
         "per item": format_seconds(r.per_item),
@@ -414,7 +473,12 @@ def html_tables(tables: Iterable[DecisionTable]) -> list[dict[str, Any]]:
             "ranked_by": _ranked_by(t),
             "columns": (cols := _columns(t)),
             "rows": [
-                {"cells": _cells(t, r, cols), "best": any(b is r for b in t.best), "failed": r.failed} for r in t.rows
+                {
+                    "cells": _cells(t, r, cols),
+                    "best": t.starred(r),
+                    "failed": r.failed,
+                }
+                for r in t.rows
             ],
             "best": best_lines(t),
             "status": _status_words(t),

@@ -44,7 +44,7 @@ def model_run(grid: list[tuple[str, int, float, int, float]] = GRID) -> RunResul
             }
         for m in c["metrics"]:
             if m["name"] == "memory.host":
-                m["value"] = float(host)
+                m["value"] = m["low"] = m["high"] = float(host)
     return decode_results(json.dumps(doc).encode(), "test")
 
 
@@ -178,3 +178,40 @@ def test_a_sweep_of_sizes_alone_names_no_best_configuration() -> None:
         == "**no best configuration: the rows differ only in n, sizes of the work, which are not a choice to rank**"
     )
     assert table.best == () and not any(" *" in row for row in text_lines([table], 120))
+
+
+def test_configurations_whose_intervals_overlap_are_a_tie_not_a_best() -> None:
+    """Two variants that run the same code: whichever drew the lower median was named best, run after run."""
+    grid = [("eager", 8, 150.0e-6, 2_000_000, 0.0), ("bf16", 8, 150.5e-6, 2_100_000, 0.004),
+            ("bf16", 1, 212e-6, 7_000_000, 0.004)]  # fmt: skip
+    (table,) = decision_tables(model_run(grid))
+    first, second, slow = table.rows
+    assert table.best == (first,) and table.ties_of(first) == (second,)
+    lo, hi = table.span_of(second)  # type: ignore[misc]
+    assert lo <= table.span_of(first)[1] and table.span_of(slow)[0] > table.span_of(first)[1]  # type: ignore[index]
+    text = "\n".join(markdown_lines([table], code))
+    assert "a tie between eager, batch 8 (" in text and "and bf16, batch 8: their intervals overlap" in text
+    starred = [line for line in text.splitlines() if "` *" in line or " *`" in line]
+    assert len(starred) == 2  # both tied rows carry the star
+    # apart: the same rows 20% apart are not a tie
+    (apart,) = decision_tables(model_run([grid[0], (*grid[1][:2], 180e-6, *grid[1][3:]), grid[2]]))
+    assert apart.ties_of(apart.best[0]) == () and "tie" not in "\n".join(markdown_lines([apart], code))
+    # by memory, each row's range over its rounds: distinct figures, no tie
+    (by_memory,) = decision_tables(model_run(grid), rank="memory")
+    assert by_memory.ties_of(by_memory.best[0]) == ()
+    for line in text_lines([table], width=80):
+        assert len(line) <= 80, line
+
+
+def test_no_best_when_every_configuration_failed_to_run_says_so() -> None:
+    from dataclasses import replace
+
+    from perfci.format.model import CaseError, CaseStatus
+
+    run = model_run()
+    crashed = [replace(c, status=CaseStatus.ERROR, errors=(CaseError("oom", "over the limit"),)) for c in run.cases]
+    (table,) = decision_tables(replace(run, cases=tuple(crashed)))
+    text = "\n".join(markdown_lines([table], code))
+    assert "best configuration: none (no configuration measured: oom)" in text and "tolerance" not in text.split(
+        "best configuration"
+    )[1].split("\n")[0]
