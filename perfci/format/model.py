@@ -14,6 +14,7 @@ frozen dataclasses they replaced reads the same."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -155,10 +156,27 @@ class Verdict(StrEnum):
 BELOW_THRESHOLD_WORSE = (Verdict.SLOWER, Verdict.GREW)  # what `fail_on = "slower"` adds to regressions
 
 
+# control characters (C0, DEL, C1): an id holding ESC [2J cleared the terminal of whoever read the log, and one
+# holding a newline split its row over two lines; in an id they are written as escapes (`\x1b`, `\n`)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # a message's newlines and tabs stay
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def printable(text: str, lines: bool = False) -> str:
+    """`text` with its control characters written as escapes (`\x1b`, `\n`), for a terminal or a log line;
+    `lines`: a message's newlines and tabs kept."""
+    pattern = _CONTROL_BUT_LINES if lines else _CONTROL
+    return pattern.sub(_escaped, text) if pattern.search(text) else text
+
+
 def format_case_id(workload: str, params: dict[str, ParamValue], device: str) -> str:
-    """`<file stem>.<name>[k=v,...]@<device>`; parameters in declaration order."""
+    """`<file stem>.<name>[k=v,...]@<device>`; parameters in declaration order; control characters as escapes."""
     inner = ",".join(f"{k}={v}" for k, v in params.items())
-    return f"{workload}[{inner}]@{device}" if inner else f"{workload}@{device}"
+    return printable(f"{workload}[{inner}]@{device}" if inner else f"{workload}@{device}")
 
 
 @dataclass(frozen=True)

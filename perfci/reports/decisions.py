@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from perfci.format.model import CaseResult, CaseStatus, RunResult
+from perfci.format.model import CaseResult, CaseStatus, RunResult, printable
 from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.metrics.rounds import tolerance_of
 from perfci.reports.sweeps import Sweep, find_sweeps
@@ -187,9 +187,9 @@ def _config(case: CaseResult, batch: str | None, swept: tuple[str, ...]) -> str:
     is swept, as name=value pairs (`hidden=512`), so a value never stands without its name when nothing varies."""
     varied = [p for p in swept if p != batch and p in case.spec.params]
     if len(varied) == 1:
-        return str(case.spec.params[varied[0]])
+        return printable(str(case.spec.params[varied[0]]))
     shown = varied or [p for p in case.spec.params if p != batch]
-    return ",".join(f"{p}={case.spec.params[p]}" for p in shown) or "-"
+    return printable(",".join(f"{p}={case.spec.params[p]}" for p in shown)) or "-"
 
 
 def _choice(case: CaseResult, sweep: Sweep) -> Choice:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict
+from perfci.format.model import CaseResult, CaseStatus, Comparison, MetricComparison, RunResult, Verdict, printable
 from perfci.metrics.definition import MetricRegistry
 from perfci.metrics.registry import (
     BANDWIDTH,
@@ -61,7 +61,9 @@ def run_table(run: RunResult, registry: MetricRegistry | None = None) -> CaseTab
             msg = c.errors[0].message if c.errors else c.status.value
             label = Text("error", "bold red") if c.status is CaseStatus.ERROR else Text("skipped", "yellow")
             dashes = [Text("-")] * 3 + [Text(str(len(c.rounds)))] + [Text("-")] * 2
-            rows.append(CaseRow(c.id, (*dashes, *ref_cell, *[Text("-")] * len(extra), label), Text(msg)))
+            rows.append(
+                CaseRow(c.id, (*dashes, *ref_cell, *[Text("-")] * len(extra), label), Text(printable(msg, lines=True)))
+            )
             continue
         med = c.metric(LATENCY)
         cv = c.metric(ROUND_CV)
@@ -129,7 +131,11 @@ def comparison_table(comparison: Comparison, limit: int | None = None, summary_a
         cells = [row.metric, format_value(row.baseline, row.unit), format_value(row.candidate, row.unit)]
         cells += [format_ratio(row.ratio), interval, format_mdc(row.mdc)]
         verdict = Text(row.verdict.value, VERDICT_STYLE[row.verdict])
-        rows_out.append(CaseRow(row.case_id, (*map(Text, cells), verdict), Text(row.note) if row.note else None))
+        rows_out.append(
+            CaseRow(
+                row.case_id, (*map(Text, cells), verdict), Text(printable(row.note, lines=True)) if row.note else None
+            )
+        )
     caption = _caption(comparison, len(listed) - len(shown), len(rows) - len(listed) if summarised else None)
     return CaseTable(
         COMPARISON_COLUMNS,

@@ -42,3 +42,14 @@ def test_the_structs_answer_the_dataclasses_functions() -> None:
 def test_a_measured_time_is_floored_to_the_format_s_smallest_sample() -> None:
     assert sample_seconds(0.0) == MIN_SECONDS == 1e-12
     assert sample_seconds(2e-3) == 2e-3
+
+
+def test_control_characters_in_an_id_are_written_as_escapes() -> None:
+    """An id holding ESC [2J cleared the terminal of whoever read the log; one holding a newline split its row."""
+    from perfci.format.model import printable
+
+    spec = CaseSpec("perf.ctrl", {"s": "a\x1b[2J\x1b[31mRED", "t": "l1\nl2", "u": "é\x85"}, "cpu")
+    assert spec.id == "perf.ctrl[s=a\\x1b[2J\\x1b[31mRED,t=l1\\nl2,u=é\\x85]@cpu"
+    assert spec.id.isprintable()
+    assert printable("x\ny\t\x07z", lines=True) == "x\ny\t\\x07z"  # a message keeps its lines
+    assert printable("plain id[n=1]@cpu") == "plain id[n=1]@cpu"
