@@ -27,7 +27,7 @@ from typing import Any
 
 from perfci.errors import ResultsFormatError
 from perfci.format.jsonfile import parse_json_text
-from perfci.format.model import CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
+from perfci.format.model import MIN_SECONDS, CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
 from perfci.format.schema import RESULTS
 from perfci.metrics import case_metrics
 from perfci.workloads.pytest_cases import GROUP_TAG, PYTEST_SUITE
@@ -54,12 +54,16 @@ def _utc(value: object, source: str) -> str:
         return "1970-01-01T00:00:00Z"
     try:
         when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        if when.tzinfo is not None:
+            when = when.astimezone(UTC).replace(tzinfo=None)
     except ValueError:
         raise ResultsFormatError(
             f"{source}: invalid pytest-benchmark file at datetime: {str(value)[:60]!r} is not an ISO 8601 time."
         ) from None
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the last date in UTC
+        raise ResultsFormatError(
+            f"{source}: invalid pytest-benchmark file at datetime: {str(value)[:60]!r} is out of range in UTC."
+        ) from None
     return when.isoformat() + "Z"
 
 
@@ -77,17 +81,25 @@ def _samples(stats: dict[str, Any], source: str, where: str, fullname: str) -> t
         )
     if not isinstance(data, list):
         raise ResultsFormatError(f"{source}: invalid pytest-benchmark file at {where}/data: not a list.")
-    iterations = stats.get("iterations") or 1
+    iterations = stats.get("iterations")
+    iterations = 1 if iterations is None else iterations  # absent: one call a timing; 0 is refused, not taken as 1
     if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 2**53:
         raise ResultsFormatError(
             f"{source}: invalid pytest-benchmark file at {where}/iterations: {iterations!r} is not a positive integer."
         )
     samples = []
     for j, d in enumerate(data):
-        value = float(d) * iterations if isinstance(d, int | float) and not isinstance(d, bool) else math.nan
+        number = isinstance(d, int | float) and not isinstance(d, bool)
+        value = float(d) * iterations if number else math.nan
         if not (math.isfinite(value) and value > 0):
+            times = f" s x {iterations} iterations" if number and math.isfinite(float(d)) and iterations > 1 else ""
             raise ResultsFormatError(
-                f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r} is not a finite time > 0."
+                f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r}{times} is not a finite time > 0."
+            )
+        if value < MIN_SECONDS:
+            raise ResultsFormatError(
+                f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r} s is below perfci's resolution "
+                f"of {MIN_SECONDS:g} s a sample."
             )
         samples.append(value)
     return tuple(samples)
@@ -131,7 +143,7 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
         Round(
             index=i,
             pid=0,
-            iterations=stats.get("iterations") or 1,
+            iterations=1 if stats.get("iterations") is None else stats["iterations"],
             samples=part,
             warmup_s=0.0,
             stop_reason="imported",
@@ -172,6 +184,13 @@ def import_pytest_benchmark(path: Path) -> RunResult:
     cpu = machine.get("cpu")
     stamp = _utc(doc.get("datetime"), str(path))
     cases = tuple(_case(b, str(path), i) for i, b in enumerate(doc["benchmarks"]))
+    first: dict[str, int] = {}
+    for i, case in enumerate(cases):  # else the results check below names "the results document", not this file
+        if (earlier := first.setdefault(case.id, i)) != i:
+            raise ResultsFormatError(
+                f"{path}: benchmarks {earlier} and {i} have the same name ({case.id!r}); perfci keeps one case per "
+                "name.",
+            )
     dirty = commit.get("dirty")
     cores = cpu.get("count") if isinstance(cpu, dict) else None
     run = RunResult(

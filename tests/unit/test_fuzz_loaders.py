@@ -475,3 +475,29 @@ def test_cli_names_the_place_of_a_nan_sample(tmp_path: Path) -> None:
     assert "cases/1/rounds/1/samples/3" in result.output
     with pytest.raises(PerfciError, match="cases/1/rounds/1/samples/3"):
         load_results(bad)
+
+
+BENCH_MUTATIONS = [
+    ("datetime past UTC's range", lambda d: d.__setitem__("datetime", "9999-12-31T23:00:00-05:00"), "out of range"),
+    ("datetime before it", lambda d: d.__setitem__("datetime", "0001-01-01T00:30:00+01:00"), "out of range"),
+    ("zero iterations", lambda d: d["benchmarks"][0]["stats"].__setitem__("iterations", 0), "iterations: 0 is not"),
+    ("a timing below 1 ps", lambda d: d["benchmarks"][0]["stats"]["data"].__setitem__(0, 1e-320), "resolution"),
+    ("a timing that overflows", lambda d: d["benchmarks"][0]["stats"]["data"].__setitem__(0, 1e308), "x 2 iterations"),
+    ("one name twice", lambda d: d["benchmarks"].append(copy.deepcopy(d["benchmarks"][0])), "benchmarks 0 and 1"),
+]
+
+
+@pytest.mark.parametrize(("name", "mutation", "says"), BENCH_MUTATIONS, ids=[m[0] for m in BENCH_MUTATIONS])
+def test_import_refuses_a_bad_pytest_benchmark_file_naming_the_place(
+    tmp_path: Path, name: str, mutation: Callable[[dict[str, Any]], Any], says: str
+) -> None:
+    """Each of these was a traceback with exit 1 (the gate's "regression"), a zero taken as one, or an error that
+    named "the results document to write" instead of the file and benchmark."""
+    doc = copy.deepcopy(VALID_PYTEST_BENCHMARK)
+    mutation(doc)
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["import", "pytest-benchmark", str(bench), "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit) and says in result.output and "bench.json" in result.output
+    assert not (tmp_path / "r.json").exists()
