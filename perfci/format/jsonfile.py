@@ -7,8 +7,11 @@ beyond a float, of a lone UTF-16 surrogate, or the nesting that is too deep."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +55,37 @@ def parse_json_text(text: str, source: str, kind: str) -> Any:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
+    """`data` into `path` through a temporary file beside it, renamed over `path` once whole: a reader never sees half
+    a file. The temporary file's name is unique (two writers of one path do not share one) and it is removed when
+    writing fails. `path` must be a regular file or absent: a folder, a device (`/dev/full`) or a pipe is refused
+    naming `path`, never replaced by a file."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; give the name of a file to write", str(path))
+    if path.exists() and not path.is_file():
+        raise FileExistsError(errno.EEXIST, "is not a regular file; perfci writes only regular files", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file asked for, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it 0600; a results file is as readable as any other
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once, at import: setting it to read it is not safe beside other threads
 
 
 def json_text(doc: Any) -> str:

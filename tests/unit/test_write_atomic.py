@@ -1,0 +1,62 @@
+"""Every results, comparison and baseline file is written through `write_atomic`: whole or not at all, never over
+a folder or a device, with no temporary file left behind."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from perfci.format import jsonfile
+from perfci.format.jsonfile import write_atomic
+
+
+def test_written_whole_with_the_usual_permissions_and_nothing_beside_it(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "results.json"
+    write_atomic(target, b"{}")
+    write_atomic(target, b'{"a": 1}')
+    assert target.read_bytes() == b'{"a": 1}'
+    assert [p.name for p in target.parent.iterdir()] == ["results.json"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~jsonfile._UMASK
+
+
+def test_a_folder_or_a_pipe_is_refused_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError) as refused:
+        write_atomic(folder, b"{}")
+    assert refused.value.filename == str(folder) and "is a folder" in str(refused.value.strerror)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(FileExistsError, match="not a regular file"):
+        write_atomic(pipe, b"{}")
+    assert stat.S_ISFIFO(pipe.stat().st_mode)  # not replaced by a file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pipe"]
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_the_old_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "results.json"
+    target.write_bytes(b"old")
+
+    def full(fd: int, mode: str) -> object:
+        os.close(fd)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(jsonfile.os, "fdopen", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_an_unwritable_folder_is_named_by_the_file_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(**kwargs: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".results.json.x.tmp"))
+
+    monkeypatch.setattr(jsonfile.tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as refused:
+        write_atomic(tmp_path / "results.json", b"{}")
+    assert refused.value.filename == str(tmp_path / "results.json")
