@@ -20,6 +20,7 @@ class Accepted:
     source: Path
     run: RunResult
     reason: str
+    warnings: tuple[str, ...] = ()  # failed cases; cases of the replaced baseline it drops
 
 
 def accept_baseline(settings: Settings, results: Path | None, reason: str, runner: str | None) -> Accepted:
@@ -27,8 +28,8 @@ def accept_baseline(settings: Settings, results: Path | None, reason: str, runne
     source = results or latest_results()
     loaded = load_results(source)
     name = settings.runner_class(runner, loaded.fingerprint)
-    path, run = update_baseline(source, reason, name, run=loaded)
-    return Accepted(path, source, run, reason.strip())
+    path, run, warnings = update_baseline(source, reason, name, run=loaded)
+    return Accepted(path, source, run, reason.strip(), tuple(warnings))
 
 
 def describe_baseline(settings: Settings, runner: str | None) -> dict[str, Any]:

@@ -175,6 +175,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     baseline = load_results(base_path) if base_path.exists() else None
     if baseline is not None:
         check_expected(None)  # ./perfci-expected.toml, which the comparison will apply: refused now when malformed
+        _require_common_before_measuring(baseline, base_path, choice.cases)
     decision = DecisionSettings(
         threshold=req.threshold,
         thresholds=dict(settings.cfg.thresholds),
@@ -186,6 +187,19 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
                       left_out=left_out, selection=selection_text(s.id for s in full_choice.cases))  # fmt: skip
     return replace(planned, resume_from=_resumable(planned)) if req.resume else planned
+
+
+def _require_common_before_measuring(baseline: RunResult, path: Path, cases: list[CaseSpec]) -> None:
+    """The comparison after the run would refuse a baseline with none of the run's cases (comparing nothing would
+    pass): said before measuring, not after."""
+    if not cases or any(baseline.case(s.id) is not None for s in cases):
+        return
+    raise UsageError(
+        f"nothing to compare: the baseline {path} has none of the {len(cases)} case(s) this run would measure "
+        f"(first ids: {baseline.cases[0].id if baseline.cases else '(no cases)'} and {cases[0].id}).",
+        hint="choose the workloads the baseline holds, compare with another --baseline, or make one of these cases "
+        "(perfci run --out DIR, then perfci baseline update DIR/results.json --reason ...)",
+    )
 
 
 @dataclass(frozen=True)

@@ -307,7 +307,7 @@ def print_ab(result: ABResult, fmt: OutputFormat) -> None:
 @baseline_app.command("update")
 def baseline_update(
     results: Annotated[Path | None, typer.Argument(help="Results file (default: the latest perfci run).")] = None,
-    reason: Annotated[str, typer.Option(help="Why these numbers are the new reference (recorded).")] = "",
+    reason: Annotated[str, typer.Option(help="Why these numbers are the new reference (recorded). Required.")] = "",
     runner: RunnerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -316,6 +316,8 @@ def baseline_update(
     def body() -> int:
         done = accept_baseline(project_settings(config), results, reason, runner)
         note(f"baseline {done.path} <- {done.source} ({len(done.run.cases)} cases): {done.reason}")
+        for warning in done.warnings:
+            note(f"warning: {warning}.")
         return 0
 
     guard(body)

@@ -53,6 +53,11 @@ def accept(
         raise UsageError(f"{source}: the run did not complete; it cannot become a baseline.")
     if all(c.status is CaseStatus.ERROR for c in run.cases):
         raise UsageError(f"{source}: every case failed; there is nothing to accept.")
+    if isinstance(shard := run.settings.get("shard"), str):  # its cases only: the other shards' would be `new`
+        raise UsageError(
+            f"{source}: holds shard {shard} of a run, not the whole run; it cannot become a baseline.",
+            hint="join the shards first (perfci merge SHARD_FILES --out merged), then accept merged/results.json",
+        )
     record = {
         "reason": reason.strip(),
         "accepted_at": now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -67,10 +72,33 @@ def accept(
 
 @dataclass(frozen=True)
 class Previous:
-    """What a baseline update records of the baseline it replaces."""
+    """What a baseline update records of the baseline it replaces (and its case ids, to say what is dropped)."""
 
     run_id: str
     git: GitInfo | None
+    case_ids: frozenset[str] = frozenset()
+
+
+def acceptance_warnings(run: RunResult, previous: Previous | None) -> list[str]:
+    """What a team should know before relying on a new baseline: its failed cases (no figure to compare with) and
+    the cases of the baseline it replaces that it drops (they will be `new` in the next comparison)."""
+    out = []
+    failed = [c.id for c in run.cases if c.status is not CaseStatus.OK]
+    if failed:
+        out.append(
+            f"{len(failed)} of the new baseline's {len(run.cases)} case(s) did not measure (e.g. {failed[0]}): it "
+            "has no figure for them, and comparisons name them `new`"
+        )
+    if previous is not None and previous.case_ids:
+        dropped = sorted(previous.case_ids - {c.id for c in run.cases})
+        if dropped:
+            whole = " (no case in common)" if len(dropped) == len(previous.case_ids) else ""
+            out.append(
+                f"the new baseline drops {len(dropped)} of the {len(previous.case_ids)} case(s) of the one it "
+                f"replaces{whole}, "
+                f"e.g. {dropped[0]}: they are no longer compared"
+            )
+    return out
 
 
 def previous_baseline(path: Path) -> Previous | None:
@@ -82,19 +110,19 @@ def previous_baseline(path: Path) -> Previous | None:
         run = load_results(path)
     except ResultsFormatError:
         return None
-    return Previous(run.run_id, run.git)
+    return Previous(run.run_id, run.git, frozenset(c.id for c in run.cases))
 
 
 def update_baseline(
     results: Path, reason: str, runner: str, folder: Path = BASELINE_DIR, run: RunResult | None = None
-) -> tuple[Path, RunResult]:
-    """`results` (already loaded as `run`, when given) as the baseline of `runner`."""
+) -> tuple[Path, RunResult, list[str]]:
+    """`results` (already loaded as `run`, when given) as the baseline of `runner`, with `acceptance_warnings`."""
     run = run if run is not None else load_results(results)
     path = baseline_path(runner, folder)
     previous = previous_baseline(path)
     accepted = accept(run, reason, str(results), runner, previous)
     dump_results(accepted, path)
-    return path, accepted
+    return path, accepted, acceptance_warnings(run, previous)
 
 
 def record(run: RunResult) -> dict[str, Any]:

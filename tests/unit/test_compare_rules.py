@@ -279,8 +279,8 @@ def test_baselines_accept_record_and_resolve(tmp_path: Path) -> None:
     results = tmp_path / "results.json"
     dump_results(run, results)
     folder = tmp_path / "baselines"
-    path, first = update_baseline(results, "first numbers", "cpu-x", folder)
-    _, second = update_baseline(results, "second", "cpu-x", folder)
+    path, first, _ = update_baseline(results, "first numbers", "cpu-x", folder)
+    _, second, _ = update_baseline(results, "second", "cpu-x", folder)
     assert path == folder / "cpu-x.json"
     assert load_baseline("cpu-x", folder).settings["baseline"]["reason"] == "second"
     assert second.settings["baseline"]["previous"]["run_id"] == first.run_id
@@ -291,6 +291,33 @@ def test_baselines_accept_record_and_resolve(tmp_path: Path) -> None:
     assert Settings().runner_class(None, {"cpu_model": "AMD EPYC", "cpu_logical_cores": 2}) == "cpu-amd-epyc-2c"
     with pytest.raises(UsageError):
         Settings().runner_class("../evil", {})
+
+
+def test_a_baseline_update_refuses_a_shard_and_warns_of_failed_and_dropped_cases(tmp_path: Path) -> None:
+    folder = tmp_path / "baselines"
+    whole = make_run([make_case("a", 1e-3), make_case("b", 1e-3), make_case("c", 1e-3)])
+    dump_results(whole, tmp_path / "whole.json")
+    _, _, warnings = update_baseline(tmp_path / "whole.json", "first", "cpu-x", folder)
+    assert warnings == []
+    shard = replace(make_run([make_case("a", 1e-3)]), settings={"complete": True, "shard": "1/2"})
+    dump_results(shard, tmp_path / "shard.json")
+    with pytest.raises(UsageError, match="holds shard 1/2 of a run, not the whole run") as refused:
+        update_baseline(tmp_path / "shard.json", "oops", "cpu-x", folder)
+    assert "perfci merge" in (refused.value.hint or "")
+    broken = replace(make_case("b", 1e-3), status=CaseStatus.ERROR, errors=(CaseError("crash", "SIGSEGV"),))
+    partial = make_run([make_case("a", 1e-3), broken, make_case("d", 1e-3)])
+    dump_results(partial, tmp_path / "partial.json")
+    _, _, warnings = update_baseline(tmp_path / "partial.json", "second", "cpu-x", folder)
+    assert warnings == [
+        "1 of the new baseline's 3 case(s) did not measure (e.g. t.b[n=8]@cpu): it has no figure for them, and "
+        "comparisons name them `new`",
+        "the new baseline drops 1 of the 3 case(s) of the one it replaces, e.g. t.c[n=8]@cpu: they are no longer "
+        "compared",
+    ]
+    other = make_run([make_case("z", 1e-3)])
+    dump_results(other, tmp_path / "other.json")
+    _, _, warnings = update_baseline(tmp_path / "other.json", "third", "cpu-x", folder)
+    assert "drops 3 of the 3 case(s) of the one it replaces (no case in common)" in warnings[0]
 
 
 def test_rounds_missing_a_value_are_skipped() -> None:

@@ -55,6 +55,20 @@ def test_a_device_perfci_cannot_run_on_is_refused(project: Path, command: str) -
     assert not (project / ".perfci" / "runs").exists()  # refused before anything ran
 
 
+def test_a_baseline_with_none_of_the_cases_is_refused_before_measuring(project: Path) -> None:
+    """The comparison after the run refused it (exit 2) once every case had been measured."""
+    from perfci.format.schema import dump_results
+    from tests.conftest import make_case, make_run
+
+    dump_results(make_run([make_case("other", 1e-3)]), project / "base.json")
+    result = runner.invoke(app, ["run", "--baseline", "base.json", "--out", "out"])
+    assert result.exit_code == 2, result.output
+    assert (
+        "nothing to compare: the baseline base.json has none of the 2 case(s) this run would measure" in result.output
+    )
+    assert not (project / "out").exists()
+
+
 def test_list_json_and_all(project: Path) -> None:
     rows = json.loads(runner.invoke(app, ["list", "--all", "--format", "json"]).stdout)
     assert [(r["id"], r["suite"], r["left_out"]) for r in rows][-1] == (

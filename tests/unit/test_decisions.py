@@ -212,6 +212,7 @@ def test_no_best_when_every_configuration_failed_to_run_says_so() -> None:
     crashed = [replace(c, status=CaseStatus.ERROR, errors=(CaseError("oom", "over the limit"),)) for c in run.cases]
     (table,) = decision_tables(replace(run, cases=tuple(crashed)))
     text = "\n".join(markdown_lines([table], code))
-    assert "best configuration: none (no configuration measured: oom)" in text and "tolerance" not in text.split(
-        "best configuration"
-    )[1].split("\n")[0]
+    assert (
+        "best configuration: none (no configuration measured: oom)" in text
+        and "tolerance" not in text.split("best configuration")[1].split("\n")[0]
+    )
