@@ -187,7 +187,7 @@ def test_configurations_whose_intervals_overlap_are_a_tie_not_a_best() -> None:
     (table,) = decision_tables(model_run(grid))
     first, second, slow = table.rows
     assert table.best == (first,) and table.ties_of(first) == (second,)
-    lo, hi = table.span_of(second)  # type: ignore[misc]
+    lo, _ = table.span_of(second)  # type: ignore[misc]
     assert lo <= table.span_of(first)[1] and table.span_of(slow)[0] > table.span_of(first)[1]  # type: ignore[index]
     text = "\n".join(markdown_lines([table], code))
     assert "a tie between eager, batch 8 (" in text and "and bf16, batch 8: their intervals overlap" in text
