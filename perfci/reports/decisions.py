@@ -410,6 +410,7 @@ def _fit(cells: list[str], widths: list[int]) -> str:
 SHORT = {"configuration": "config", "host memory": "host mem", "device memory": "dev mem",
          "accuracy (rel. L2)": "rel. L2 (tol)"}  # fmt: skip
 DROP_FIRST = ("calls/s", "items/s", "per call", "host memory")  # what a narrow terminal leaves out, in order
+FIRST_COLUMN = 32  # the configuration column's width before a longer one is printed on a line of its own
 
 
 def _without(seq: list[T], i: int) -> list[T]:
@@ -427,8 +428,10 @@ def text_lines(tables: list[DecisionTable], width: int = 80) -> list[str]:
         heads = [SHORT.get(c, c) for c in cols]
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
         dropped = []
+        # a configuration longer than FIRST_COLUMN goes on a line of its own: it does not push figures out
+        first_needs = max(len(heads[0]), min(widths[0], FIRST_COLUMN))
         for name in DROP_FIRST:
-            if 2 + sum(widths) + 2 * (len(cols) - 1) <= width or name not in cols or len(cols) <= 3:
+            if 2 + first_needs + sum(widths[1:]) + 2 * (len(cols) - 1) <= width or name not in cols or len(cols) <= 3:
                 continue
             i = cols.index(name)
             dropped.append(name)

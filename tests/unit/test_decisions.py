@@ -216,3 +216,17 @@ def test_no_best_when_every_configuration_failed_to_run_says_so() -> None:
         "best configuration: none (no configuration measured: oom)" in text
         and "tolerance" not in text.split("best configuration")[1].split("\n")[0]
     )
+
+
+def test_a_long_configuration_goes_on_its_own_line_and_pushes_no_column_out() -> None:
+    """A CI log's tables (120 columns) dropped calls/s for one parameter value 150 characters long."""
+    long = "v" * 150
+    grid = [(long, 8, 150e-6, 2_000_000, 0.0), ("eager", 8, 212e-6, 2_100_000, 0.0)]
+    LIMITS[long] = None
+    try:
+        lines = text_lines(decision_tables(model_run(grid)), width=120)
+    finally:
+        del LIMITS[long]
+    assert not any("not shown at this width" in line for line in lines)
+    assert any(line.strip() == long for line in lines)  # whole, on its own line
+    assert all(len(line) <= 120 for line in lines if long not in line)
