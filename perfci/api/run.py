@@ -38,6 +38,10 @@ from perfci.work_folder import WORK_FOLDER, mark_work_folder, remove_stale_outpu
 from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
+NO_COMMIT_REMEDY = (
+    "The baseline records no git commit, so --confirm cannot re-measure them; an A/B of two revisions settles them "
+    "(perfci ab BASE HEAD)."
+)
 
 
 def default_run_out() -> Path:
@@ -212,6 +216,12 @@ class RunOutcome:
 
     def exit_code(self) -> ExitCode:
         return gate(self.comparison, self.result)
+
+    @property
+    def unsettled_remedy(self) -> str:
+        """What settles the unsettled cases: --confirm where the baseline records its commit."""
+        has_commit = self.baseline is not None and self.baseline.git is not None and bool(self.baseline.git.commit)
+        return CONFIRM_REMEDY if has_commit else NO_COMMIT_REMEDY
 
     def results_document(self) -> dict[str, Any]:
         """What `--format json` prints: the run as its results.json document, plus `sweeps`, the best

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from perfci.api.run import CONFIRM_REMEDY, Planned, RunOutcome, RunRequest, finish_run, measure, plan_run
+from perfci.api.run import Planned, RunOutcome, RunRequest, finish_run, measure, plan_run
 from perfci.api.select import CaseChoice, case_row, nothing_selected, select_cases
 from perfci.api.shards import Shard, empty_shard_note, split, split_text
 from perfci.cli.app import (
@@ -171,7 +171,7 @@ def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = 
     print_decisions(result, decisions, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)
-        print_unsettled_hint(outcome.unsettled, CONFIRM_REMEDY)
+        print_unsettled_hint(outcome.unsettled, outcome.unsettled_remedy)
     else:
         note(verdict_line(None, result))
     note(f"results: {outcome.out_dir / 'results.json'}\nreport:  {outcome.out_dir / 'report.html'}")

@@ -457,3 +457,16 @@ def test_confidence_next_to_1_gives_infinite_bounds_not_an_overflow() -> None:
     decision = decision_settings(Settings(), DecisionOptions(confidence=0.9999999999999999))
     row = _rows(compare_runs(base, cand, decision))["k"]
     assert row.verdict is Verdict.INCONCLUSIVE and row.ratio_high is not None and row.ratio_high > 1e30
+
+
+def test_the_unsettled_note_offers_confirm_only_where_the_baseline_has_a_commit(tmp_path: Path) -> None:
+    from perfci.api.run import CONFIRM_REMEDY, NO_COMMIT_REMEDY, RunOutcome
+    from perfci.format.model import GitInfo
+
+    run = make_run([make_case("a", 1e-3)])
+    with_commit = replace(run, git=GitInfo("a" * 40, "main", False))
+    assert RunOutcome(run, None, with_commit, tmp_path).unsettled_remedy == CONFIRM_REMEDY
+    assert RunOutcome(run, None, replace(run, git=None), tmp_path).unsettled_remedy == NO_COMMIT_REMEDY
+    assert RunOutcome(run, None, replace(run, git=GitInfo(None, None, None)), tmp_path).unsettled_remedy == (
+        NO_COMMIT_REMEDY
+    )
