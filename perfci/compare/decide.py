@@ -302,7 +302,8 @@ def compare_runs(
     missing cases are allowed; default: what the candidate's file records) through coverage.settle_missing."""
     # Two files of the same run (same run id and start: e.g. a results file and an edited copy of it) hold the
     # same worker processes round by round: pair them, and no cross-job noise applies.
-    paired = paired or (baseline.run_id == candidate.run_id and baseline.started_at == candidate.started_at)
+    same_run = baseline.run_id == candidate.run_id and baseline.started_at == candidate.started_at
+    paired = paired or same_run
     moved = moved_test_ids((c.id for c in baseline.cases), (c.id for c in candidate.cases))
     require_common(baseline, candidate, labels, len(moved))
     by_candidate = {cand_id: base_id for base_id, cand_id in moved.items()}
@@ -321,6 +322,11 @@ def compare_runs(
     hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
     warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
+    if same_run:
+        warnings += (
+            f"both sides are the same run ({baseline.run_id}), compared with itself round by round: a check of the "
+            "files, not a measurement of any change",
+        )
     if moved:
         warnings += (
             f"{len(moved)} baseline case(s) matched under an earlier id of their pytest test (the file's path was "

@@ -479,3 +479,12 @@ def test_the_unsettled_note_offers_confirm_only_where_the_baseline_has_a_commit(
     assert RunOutcome(run, None, replace(run, git=GitInfo(None, None, None)), tmp_path).unsettled_remedy == (
         NO_COMMIT_REMEDY
     )
+
+
+def test_a_run_compared_with_itself_says_so() -> None:
+    run = make_run([make_case("a", 1e-3)])
+    comparison = compare_runs(run, run, STEADY)
+    assert comparison.mode == "paired"
+    assert any(w.startswith(f"both sides are the same run ({run.run_id})") for w in comparison.warnings)
+    other = replace(run, run_id="another")
+    assert not any("same run" in w for w in compare_runs(run, other, STEADY).warnings)
