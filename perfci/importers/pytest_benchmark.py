@@ -203,6 +203,14 @@ def import_pytest_benchmark(path: Path) -> RunResult:
             "imported_from": "pytest-benchmark",
             "machine_info": machine,
             "cpu_model": _text(cpu.get("brand_raw")) if isinstance(cpu, dict) else None,
+            # as perfci's own fingerprint names them (the report showed "OS ?" and "Python ?")
+            **(
+                {"os": " ".join(str(machine[k]) for k in ("system", "release") if machine.get(k))}
+                if machine.get("system")
+                else {}
+            ),
+            **({"machine": str(machine["machine"])} if machine.get("machine") else {}),
+            **({"python": str(machine["python_version"])} if machine.get("python_version") else {}),
             # the core count, as perfci's own fingerprint has it: the runner class (`cpu-amd-epyc-2c`) then matches
             # the runs perfci makes on the same machine (it read `cpu-amd-epyc-c`)
             **({"cpu_logical_cores": cores} if isinstance(cores, int) and not isinstance(cores, bool) else {}),

@@ -162,9 +162,12 @@ def test_two_sessions_imported_without_out_keep_both(tmp_path: Path, bench_json:
     stored = run("-m", "perfci", "history", "ingest", "a.json", "b.json", "a.json", "--db", db, cwd=tmp_path)
     assert stored.returncode == 0 and "ingested 2 run(s)" in stored.stderr, stored.stderr
     # the runner class has the core count, as perfci's own runs on the machine do
-    cores = json.loads(bench_json.read_text())["machine_info"]["cpu"].get("count")
+    machine = json.loads(bench_json.read_text())["machine_info"]
+    cores = machine["cpu"].get("count")
     if isinstance(cores, int):
         assert a.fingerprint["cpu_logical_cores"] == cores
+    # the OS and Python under perfci's own names (the report showed "OS ?" and "Python ?")
+    assert a.fingerprint["python"] == machine["python_version"] and a.fingerprint["os"].startswith(machine["system"])
 
 
 def test_out_naming_the_source_is_refused_and_the_source_kept(tmp_path: Path, bench_json: Path) -> None:

@@ -465,3 +465,30 @@ def test_sweep_charts_in_browser(browser: Any, tmp_path: Path) -> None:
             assert page.problems == []
         finally:
             page.close()
+
+
+def test_a_narrow_window_scrolls_wide_tables_not_the_page(browser: Any, tmp_path: Path) -> None:
+    """At 360-1280 px the whole page scrolled sideways (1229-1830 px wide): the tables now scroll in their own box,
+    and a long name breaks after its dots, never inside a word."""
+    from perfci.format.model import CaseSpec
+    from tests.conftest import make_case, make_run
+
+    specs = [CaseSpec("default.a_rather_long_workload_name_for_layout", {"n": 384, "dtype": "float32"}, "cpu"),
+             CaseSpec("tests/bench/test_module.py::test_a_long_test_name", {}, "cpu")]  # fmt: skip
+    base = make_run([with_spec(make_case(f"c{i}", 1e-3), s) for i, s in enumerate(specs)])
+    cand = make_run([with_spec(make_case(f"c{i}", 1e-3, seed=1, scale=1.2), s) for i, s in enumerate(specs)])
+    from perfci.compare.decide import compare_runs
+    from perfci.compare.policy import DecisionSettings
+
+    comparison = compare_runs(base, cand, DecisionSettings())
+    for name, run, comp, side in (("run", cand, None, None), ("compare", cand, comparison, base)):
+        page = Page(browser, _write(tmp_path, f"{name}.html", run, comp, side))
+        try:
+            for width in (360, 800, 1280):
+                page.page.set_viewport_size({"width": width, "height": 900})
+                page.page.wait_for_timeout(800)  # the charts follow a resize after plotly's debounce
+                page_width = page.page.evaluate("document.documentElement.scrollWidth")
+                assert page_width <= width, (name, width, page_width)
+            assert not page.problems, page.problems
+        finally:
+            page.close()

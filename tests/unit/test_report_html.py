@@ -174,18 +174,20 @@ def test_run_only_report_shows_the_speed_reference_column_only_when_measured() -
     assert "vs reference</th>" not in render_html(make_run([case]), None)
 
 
-def test_case_ids_break_only_at_brackets_commas_and_at() -> None:
+def test_case_ids_break_only_at_separators_never_inside_a_word() -> None:
     from perfci.reports.html import case_breaks
 
     short = str(case_breaks("default.matmul[n=384,dtype=float32]@cpu"))
-    assert short == 'default.matmul<wbr><span class="nw">[n=384,dtype=float32]</span><wbr>@cpu'
+    assert short == 'default.<wbr>matmul<wbr><span class="nw">[n=384,dtype=float32]</span><wbr>@cpu'
     long_params = ",".join(f"p{i}=value{i}" for i in range(6))
     assert (
         str(case_breaks(f"m.x[{long_params}]@cuda:0"))
-        == "m.x<wbr>[" + ",<wbr>".join(f"p{i}=value{i}" for i in range(6)) + "]<wbr>@cuda:0"
+        == "m.<wbr>x<wbr>[" + ",<wbr>".join(f"p{i}=value{i}" for i in range(6)) + "]<wbr>@cuda:0"
     )
+    node = str(case_breaks("tests/bench/test_x.py::test_sum[10]@cpu"))  # a pytest node id: after / . and ::
+    assert node.startswith("tests/<wbr>bench/<wbr>test_x.<wbr>py::<wbr>test_sum<wbr>")
     assert str(case_breaks("plain")) == "plain"
     hostile = str(case_breaks(f"a{HOSTILE}[x=<b>]@cpu"))
     assert "<script>" not in hostile and "<b>" not in hostile and "&lt;script&gt;" in hostile
     html = render_html(make_run([make_case("k", 1e-3)]), None)
-    assert '<td class="case">t.k<wbr><span class="nw">[n=8]</span><wbr>@cpu</td>' in html
+    assert '<td class="case">t.<wbr>k<wbr><span class="nw">[n=8]</span><wbr>@cpu</td>' in html
