@@ -372,6 +372,18 @@ def progress_bar(
     return bar, update
 
 
+def plain_value(value: object) -> str:
+    """A fingerprint or record value for a person: `-` for none, a mapping as `key value` pairs (a library that is
+    not installed: `triton -`), a list joined by commas; never Python's repr of None or a dict."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {plain_value(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_value(v) for v in value) or "-"
+    return str(value)
+
+
 def note(text: str) -> None:
     """One diagnostic line on stderr."""
     err = consoles()[1]

@@ -35,6 +35,7 @@ from perfci.cli.app import (
     emit,
     guard,
     note,
+    plain_value,
     print_decisions,
     print_json,
     print_json_text,
@@ -95,6 +96,7 @@ from perfci.options import (
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
+from perfci.reports.units import format_seconds
 
 if TYPE_CHECKING:
     from perfci.api.ab import ABResult
@@ -339,10 +341,10 @@ def baseline_show(
             return 0
         for key, value in info.items():
             if key != "cases":
-                out.print(f"{key}: {value}", highlight=False, markup=False)
+                out.print(f"{key}: {plain_value(value)}", highlight=False, markup=False)
         for c in info["cases"]:
             med = c[LATENCY]
-            shown = f"{med * 1e6:.2f} us" if isinstance(med, float) else c["status"]
+            shown = format_seconds(med) if isinstance(med, float) else c["status"]
             out.print(f"  {c['id']}: {shown}", highlight=False, markup=False)
         return 0
 

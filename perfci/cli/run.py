@@ -22,6 +22,7 @@ from perfci.cli.app import (
     emit,
     guard,
     note,
+    plain_value,
     print_comparison,
     print_decisions,
     progress_bar,
@@ -193,9 +194,9 @@ def env(fmt: FmtOpt = OutputFormat.table) -> None:
                 if not value:
                     out.print(f"gpus: none ({fp.get('gpu_note') or 'no NVIDIA GPU'})", highlight=False, markup=False)
                 for g in value:
-                    out.print(f"gpu {g['index']}: {g}", highlight=False, markup=False)
+                    out.print(f"gpu {g['index']}: {plain_value(g)}", highlight=False, markup=False)
             elif key != "gpu_note":
-                out.print(f"{key}: {value}", highlight=False, markup=False)
+                out.print(f"{key}: {plain_value(value)}", highlight=False, markup=False)
         return 0
 
     guard(body)

@@ -148,3 +148,17 @@ def test_builtin_suites_list_their_sweeps_by_device(tmp_path: Path, monkeypatch:
     assert models == [
         f"models.mlp[batch={b},runtime={r}]@cpu" for b in (1, 32) for r in ("eager", "autocast-bf16", "torch-int8")
     ]
+
+
+def test_env_and_baseline_show_print_values_for_people(project: Path) -> None:
+    """Python's reprs (`None`, `{'torch': ...}`) and fixed microseconds (`4220.36 us`) were printed."""
+    from perfci.format.schema import dump_results
+    from tests.conftest import make_case, make_run
+
+    env = runner.invoke(app, ["env"])
+    assert env.exit_code == 0 and "None" not in env.stdout and "{" not in env.stdout
+    dump_results(make_run([make_case("slow", 4.22e-3)]), project / "r.json")
+    assert runner.invoke(app, ["baseline", "update", "r.json", "--reason", "x", "--runner", "cpu-t"]).exit_code == 0
+    shown = runner.invoke(app, ["baseline", "show", "--runner", "cpu-t"])
+    assert shown.exit_code == 0 and "None" not in shown.stdout
+    assert " ms" in shown.stdout and " us" not in shown.stdout
