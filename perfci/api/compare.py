@@ -40,13 +40,18 @@ def unpaired_remedy(unsettled: Sequence[str]) -> str:
     return f"To settle them, measure both revisions on one machine: `perfci ab BASE_REV{pytest}`."
 
 
-def unsettled_note(unsettled: Sequence[str], remedy: str) -> str | None:
-    """The note for cases that results from separate jobs could not settle (cross-job noise), None for none."""
+def unsettled_note(unsettled: Sequence[str], remedy: str, comparison: Comparison | None = None) -> str | None:
+    """The note for cases that results from separate jobs could not settle (cross-job noise), None for none. With
+    the comparison, the regressions among them are counted apart (the headline already counts them as failing:
+    "4 not settled" beside "2 regressions" read as a contradiction)."""
     if not unsettled:
         return None
+    failing = {r.case_id for r in comparison.failing} if comparison is not None else set()
+    regressions = sum(1 for case in unsettled if case in failing)
+    which = f" ({regressions} of them regressions whose interval reaches below it)" if regressions > 0 else ""
     return (
-        f"note: {len(unsettled)} case(s) not settled at the practical threshold: results from separate jobs differ "
-        f"by more than that from job to job on this kind of runner (cross-job noise). {remedy}"
+        f"note: {len(unsettled)} case(s) not settled at the practical threshold{which}: results from separate jobs "
+        f"differ by more than that from job to job on this kind of runner (cross-job noise). {remedy}"
     )
 
 

@@ -141,9 +141,9 @@ ABResumeOpt = Annotated[
 LockClocksOpt = Annotated[bool, typer.Option("--lock-clocks", help=LOCK_CLOCKS.help_text())]
 
 
-def print_unsettled_hint(cases: list[str], remedy: str) -> None:
+def print_unsettled_hint(cases: list[str], remedy: str, comparison: Comparison | None = None) -> None:
     """One note on stderr when results from separate jobs could not settle some cases (cross-job noise)."""
-    if text := unsettled_note(cases, remedy):
+    if text := unsettled_note(cases, remedy, comparison):
         note(text)
 
 
@@ -220,7 +220,7 @@ def compare(
         view = settings.decisions(rank, max_memory)
         outcome = compare_files(settings, replace(req, outputs=replace(req.outputs, decisions=view)))
         print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, view)
-        print_unsettled_hint(outcome.unsettled, unpaired_remedy(outcome.unsettled))
+        print_unsettled_hint(outcome.unsettled, unpaired_remedy(outcome.unsettled), outcome.comparison)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)

@@ -172,7 +172,7 @@ def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = 
     print_decisions(result, decisions, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)
-        print_unsettled_hint(outcome.unsettled, outcome.unsettled_remedy)
+        print_unsettled_hint(outcome.unsettled, outcome.unsettled_remedy, comparison)
     else:
         note(verdict_line(None, result))
     note(f"results: {outcome.out_dir / 'results.json'}\nreport:  {outcome.out_dir / 'report.html'}")

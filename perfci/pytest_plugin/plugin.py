@@ -419,5 +419,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write(_table_text(comparison_table(state.outcome.comparison), width))
         failing = bool(state.outcome.comparison.failing)
         tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)
-        if text := unsettled_note(state.outcome.unsettled, unpaired_remedy(state.outcome.unsettled)):
+        if text := unsettled_note(
+            state.outcome.unsettled, unpaired_remedy(state.outcome.unsettled), state.outcome.comparison
+        ):
             tr.write_line(text)

@@ -488,3 +488,19 @@ def test_a_run_compared_with_itself_says_so() -> None:
     assert any(w.startswith(f"both sides are the same run ({run.run_id})") for w in comparison.warnings)
     other = replace(run, run_id="another")
     assert not any("same run" in w for w in compare_runs(run, other, STEADY).warnings)
+
+
+def test_the_unsettled_note_counts_the_regressions_among_them_apart() -> None:
+    from perfci.api.compare import unsettled_note
+
+    base = make_run([make_case(n, 1e-3) for n in ("a", "b", "c")])
+    cand = make_run([make_case("a", 1e-3, seed=1, scale=2.0), make_case("b", 1e-3, seed=1, scale=2.0),
+                     make_case("c", 1e-3, seed=1, scale=1.25)], run_id="head")  # fmt: skip
+    comparison = compare_runs(base, cand, DecisionSettings(threshold=0.3))
+    failing = sorted({r.case_id for r in comparison.failing})
+    assert len(failing) == 2
+    text = unsettled_note([*failing, "t.c[n=8]@cpu"], "Remedy.", comparison)
+    assert text is not None and text.startswith(
+        "note: 3 case(s) not settled at the practical threshold (2 of them regressions whose interval reaches below it)"
+    )
+    assert "regressions" not in (unsettled_note(["t.c[n=8]@cpu"], "Remedy.", comparison) or "")
