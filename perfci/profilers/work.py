@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -177,13 +178,28 @@ def resolve_work(
     if not nbytes:
         try:
             nbytes = derive_bytes(fn, torch)
-        except Exception:  # an operator the counting mode cannot pass through
+        except Exception as exc:  # an operator the counting mode cannot pass through
+            _raise_if_the_workloads_own(exc)
             nbytes = None
         sources["bytes"] = "derived" if nbytes else "unknown"
     if not flops:
         try:
             flops = derive_flops(fn, torch)
-        except Exception:  # the counter cannot trace every callable (e.g. ONNX Runtime sessions)
+        except Exception as exc:  # the counter cannot trace every callable (e.g. ONNX Runtime sessions)
+            _raise_if_the_workloads_own(exc)
             flops = None
         sources["flops"] = "derived" if flops else "unknown"
     return flops, nbytes, sources
+
+
+def _raise_if_the_workloads_own(exc: Exception) -> None:
+    """A counting call is a call of the workload: an exception raised by the workload's own code (its innermost
+    frame outside torch and this module) is the case's error, not a count that could not be made. Taken for the
+    counter's, a callable that failed on its second call was recorded `ok` (its later calls passed)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename if tb is not None else __file__
+    if where == __file__ or f"{os.sep}torch{os.sep}" in where:
+        return
+    raise exc

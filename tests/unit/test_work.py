@@ -125,3 +125,24 @@ def test_deriving_work_does_not_load_dynamo() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_an_exception_of_the_workloads_own_code_in_a_counting_call_is_its_error() -> None:
+    """A callable that failed on its second call (the counting call) was recorded `ok`: its later calls passed."""
+    import torch
+
+    calls = {"n": 0}
+
+    def fails_second() -> object:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("call 2 fails")
+        return torch.ones(4) + 1
+
+    with pytest.raises(RuntimeError, match="call 2 fails"):
+        resolve_work(fails_second, None, None, torch)
+
+    def torch_refuses() -> object:  # an operator that fails inside torch: not a count, the workload's calls decide
+        return torch.mm(torch.ones(2, 3), torch.ones(2, 3))
+
+    assert resolve_work(torch_refuses, None, None, torch)[:2] == (None, None)
