@@ -186,7 +186,11 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
     written = [out / "results.json", out / "report.html", out / "summary.md"]
     comparison = None
     if base is not None:
-        decision = DecisionSettings(threshold=req.threshold, thresholds=dict(settings.cfg.thresholds))
+        decision = DecisionSettings(
+            threshold=settings.threshold(req.threshold),  # `threshold` and `fail_on` as configured, as compare's
+            thresholds=dict(settings.cfg.thresholds),
+            fail_on=settings.fail_on(None),
+        )
         scope = Scope(allow_missing=req.allow_missing)
         comparison = compare_runs(base, merged, decision, (str(base_file), str(out)), scope=scope)
         comparison = with_expected(comparison, None)  # declared removals and expected changes, as `perfci run`

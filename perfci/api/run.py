@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from perfci.api.ab import Sources, confirm_flagged
-from perfci.api.compare import check_expected, noise_lookup, unsettled_cases, with_expected, with_noise_note
+from perfci.api.compare import (
+    check_expected,
+    checked_fraction,
+    noise_lookup,
+    unsettled_cases,
+    with_expected,
+    with_noise_note,
+)
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import SELECTION_KEY, Shard, selection_text
@@ -181,7 +188,7 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         check_expected(None)  # ./perfci-expected.toml, which the comparison will apply: refused now when malformed
         _require_common_before_measuring(baseline, base_path, choice.cases)
     decision = DecisionSettings(
-        threshold=req.threshold,
+        threshold=settings.threshold(checked_fraction("--threshold", req.threshold)),  # the configured one too
         thresholds=dict(settings.cfg.thresholds),
         job_noise_lookup=lookup,
         fail_on=settings.fail_on(req.fail_on),

@@ -162,3 +162,24 @@ def test_env_and_baseline_show_print_values_for_people(project: Path) -> None:
     shown = runner.invoke(app, ["baseline", "show", "--runner", "cpu-t"])
     assert shown.exit_code == 0 and "None" not in shown.stdout
     assert " ms" in shown.stdout and " us" not in shown.stdout
+
+
+def test_run_and_merge_decide_with_the_configured_threshold_and_fail_on(project: Path) -> None:
+    """`perfci run` and `perfci merge` took --threshold only: a configured `threshold = "1000%"` was ignored (compare
+    honoured it), and merge ignored `fail_on`."""
+    from perfci.api.merge import MergeRequest, merge
+    from perfci.api.run import RunRequest, plan_run
+    from perfci.cli.app import project_settings
+    from perfci.format.schema import dump_results
+    from tests.conftest import make_case, make_run
+
+    (project / "perfci.toml").write_text('paths = ["perf"]\nthreshold = "1000%"\nfail_on = "slower"\n')
+    settings = project_settings(None)
+    planned = plan_run(settings, RunRequest(out=project / "out"))
+    assert planned.decision.threshold == 10.0 and planned.decision.fail_on == "slower"
+    assert plan_run(settings, RunRequest(out=project / "out", threshold=0.05)).decision.threshold == 0.05  # flag wins
+    dump_results(make_run([make_case("a", 1e-3)]), project / "base.json")
+    dump_results(make_run([make_case("a", 1e-3, seed=1, scale=1.44)], run_id="head"), project / "head.json")
+    merged = merge(settings, MergeRequest([project / "head.json"], project / "m", baseline=project / "base.json"))
+    assert merged.comparison is not None
+    assert merged.comparison.settings["threshold"] == 10.0 and merged.comparison.settings["fail_on"] == "slower"
