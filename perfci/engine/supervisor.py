@@ -239,9 +239,19 @@ def _supervise(
     except _Killed as exc:
         killed = (exc.kind, exc.reason)
         _kill(proc)
-    ending = _ending(current, killed, proc.wait(), stderr_path, since)
+    ending = _ending(current, killed, _reap(proc), stderr_path, since)
     if ending is not None:
         on_event(ending)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the worker's exit, stop what it left running in its process group (a child a workload started
+    with Popen kept running after perfci had exited 0), then collect its exit status. The group is signalled
+    before the worker is reaped: until then its id cannot name another process group."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    _kill(proc)
+    return proc.wait()
 
 
 def _ending(

@@ -21,10 +21,11 @@ import gc
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import IO, TypeVar
+from typing import IO, NoReturn, TypeVar
 
 from perfci.engine.case_session import CaseSession, CheckFailed, Finishing, finish, finish_on_gpu, prepare
 from perfci.engine.preload import learned_imports, preload
@@ -267,6 +268,25 @@ def main() -> None:
     else:
         run_job(job, protocol)
         _emit(protocol, Done())
+    _exit(protocol)
+
+
+THREAD_GRACE_S = 1.0  # how long a finished worker waits for threads a workload left running
+
+
+def _exit(protocol: IO[str]) -> NoReturn:
+    """End the worker once its job is done: its output flushed, then the process, without waiting for threads a
+    workload started and left running (a non-daemon thread kept the interpreter, and the run, waiting for it: a
+    thread that loops kept `perfci run` from ever ending). Such threads get THREAD_GRACE_S to finish."""
+    protocol.close()
+    deadline = time.monotonic() + THREAD_GRACE_S
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

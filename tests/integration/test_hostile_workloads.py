@@ -86,3 +86,33 @@ def test_hostile_definitions_are_one_error_at_import(tmp_path: Path, source: str
     (tmp_path / "wl.py").write_text("import perfci\n" + source)
     proc = perfci("list", "wl.py", cwd=tmp_path)
     assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+LEFT_RUNNING = f"""import subprocess, sys, threading
+import perfci
+FAST = {FAST}
+stop = False
+@perfci.workload(timing=FAST)
+def thread_left_looping(ctx):
+    def spin():
+        while not stop:
+            sum(range(1000))
+    threading.Thread(target=spin, daemon=False).start()
+    return lambda: sum(range(100))
+@perfci.workload(timing=FAST)
+def child_left_running(ctx):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # perfci-leftover-marker"])
+    return lambda: None
+"""
+
+
+def test_threads_and_child_processes_a_workload_leaves_running_end_with_its_worker(tmp_path: Path) -> None:
+    """A non-daemon thread kept the worker, and `perfci run`, from ever ending (the interpreter waits for it); a
+    child started with Popen kept running after perfci exited 0."""
+    (tmp_path / "left.py").write_text(LEFT_RUNNING)
+    proc = perfci("run", "left.py", "--rounds", "2", "--out", "o", "--timeout", "20", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cases = json.loads((tmp_path / "o" / "results.json").read_text())["cases"]
+    assert [c["status"] for c in cases] == ["ok", "ok"]
+    left = subprocess.run(["pgrep", "-f", "perfci-leftover-marker"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a workload's child process outlived its worker"
