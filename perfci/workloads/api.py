@@ -87,6 +87,12 @@ class Workload:
         made = self.setup(ctx, **params)
         if not callable(made):  # else the first call failed in perfci's code: "'NoneType' object is not callable"
             raise LocatedFailure(f"{_defined_at(self.setup)}workload {self.name!r}: {_not_callable(made)}")
+        if inspect.iscoroutinefunction(made) or inspect.isasyncgenfunction(made):  # timed: making a coroutine
+            raise LocatedFailure(
+                f"{_defined_at(self.setup)}workload {self.name!r}: its set-up returned an async function; a call of "
+                "it only makes a coroutine, which would be timed instead of the work. Return a plain callable "
+                "(e.g. `return lambda: loop.run_until_complete(step())`)."
+            )
         return made
 
     def values(self, key: str, device: str) -> Sequence[ParamValue]:
@@ -183,7 +189,9 @@ def workload(
 
     def wrap(f: SetupFn) -> Workload:
         grid = dict(params or {})
-        _validate(f"workload {name or getattr(f, '__name__', f)!r}", f, grid, devices, timing or {})
+        who = f"workload {name or getattr(f, '__name__', f)!r}"
+        _validate_labels(who, name, suite, tags)
+        _validate(who, f, grid, devices, timing or {})
         return Workload(
             name=name or f.__name__,
             setup=f,
@@ -275,6 +283,26 @@ def _validate(
         )
     _validate_timing(who, grid, timing)
     _validate_signature(who, f, grid)
+
+
+_NAME_BREAKERS = re.compile(r"[\s@\[\],\x00-\x1f\x7f]")  # what would make the case id ambiguous
+
+
+def _validate_labels(who: str, name: object, suite: object, tags: object) -> None:
+    """`name`, `suite` and `tags` of the right types: `suite=3` measured every case, then the results file could not
+    be written and the whole run was lost; `tags="gemm"` became four one-letter tags; `name="x@cuda"` made an id
+    that `-k @cuda` matched."""
+    if name is not None and (not isinstance(name, str) or not name or _NAME_BREAKERS.search(name)):
+        raise WorkloadDefinitionError(
+            f"{who}: name={name!r:.60} is not a workload name: a non-empty text without spaces, '@', '[', ']' or ','."
+        )
+    if not isinstance(suite, str) or _NAME_BREAKERS.search(suite):
+        raise WorkloadDefinitionError(f"{who}: suite={suite!r:.60} is not a suite name: a text without spaces or '@'.")
+    if isinstance(tags, str) or not isinstance(tags, Sequence) or not all(isinstance(t, str) and t for t in tags):
+        raise WorkloadDefinitionError(
+            f"{who}: tags={tags!r:.60} is not a list of tags (non-empty texts).",
+            hint='write tags=["gemm"], not tags="gemm"' if isinstance(tags, str) else None,
+        )
 
 
 def _validate_devices(who: str, devices: Sequence[str]) -> None:

@@ -84,6 +84,13 @@ def test_skip_predicate_with_wrong_signature_is_a_definition_error() -> None:
         ({"timing": {"gpu_mode": 3}}, "gpu_mode must be a text"),
         ({"params": {"gpu_mode": ["hot", "tepid"]}, "devices": ["cuda"]}, "unknown GPU timing mode 'tepid'"),
         ({"params": {"gpu_mode": {"cuda": ["sustained", "x"]}}, "devices": ["cuda"]}, "unknown GPU timing mode 'x'"),
+        # an int suite measured every case, then the results file could not be written: the whole run lost
+        ({"suite": 3}, "suite=3 is not a suite name"),
+        ({"tags": [1]}, r"tags=\[1\] is not a list of tags"),
+        ({"tags": "gemm"}, "tags='gemm' is not a list of tags"),  # was four one-letter tags
+        ({"name": 3}, "name=3 is not a workload name"),
+        ({"name": "x@cuda"}, "name='x@cuda' is not a workload name"),  # an id `-k @cuda` matched
+        ({"name": ""}, "name='' is not a workload name"),
     ],
 )
 def test_invalid_declarations_are_rejected(kwargs: dict[str, object], message: str) -> None:
@@ -150,3 +157,18 @@ def test_assert_close_modes() -> None:
     assert_close([e, e], (e, e), Tolerance())
     with pytest.raises(AssertionError, match="2 outputs"):
         assert_close([e, e], e, Tolerance())
+
+
+def test_an_async_function_returned_for_timing_is_refused() -> None:
+    """Timed, it only made a coroutine (never awaited): 1.2 us a call, recorded ok."""
+    from perfci.workloads.api import LocatedFailure, WorkloadContext
+
+    @perfci.workload
+    def coro(ctx):  # type: ignore[no-untyped-def]
+        async def step() -> None:
+            pass
+
+        return step
+
+    with pytest.raises(LocatedFailure, match="returned an async function"):
+        coro(WorkloadContext(device="cpu", params={}, seed=0))
