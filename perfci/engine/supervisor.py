@@ -68,12 +68,34 @@ def _stderr_tail(path: Path, lines: int = 3, since: int = 0) -> str:
     STDERR_TAIL_BYTES (a worker that wrote a gigabyte made perfci read the whole log into memory, 2 GB)."""
     try:
         with path.open("rb") as f:
-            f.seek(max(since, f.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+            end = f.seek(0, os.SEEK_END)
+            since = since if since <= end else min(LOG_KEPT_BYTES, end)  # the log was cut (`_cap_log`) since then
+            f.seek(max(since, end - STDERR_TAIL_BYTES))
             text = f.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
     tail = " | ".join(line.strip() for line in text[-lines:] if line.strip())
     return f"; worker stderr: {tail[-400:]}" if tail else ""
+
+
+LOG_CAP_BYTES = 64 * 2**20  # a worker's log past this is cut back to its head (a chatty workload wrote 915 MB)
+LOG_KEPT_BYTES = 4 * 2**20
+
+
+def _cap_log(path: Path) -> None:
+    """Cut a worker's log that passed LOG_CAP_BYTES back to its first LOG_KEPT_BYTES, with a line that says so; the
+    worker goes on appending after it (the log is opened for appending), so its last words, a crash's traceback
+    included, are still there."""
+    size = _log_size(path)
+    if size <= LOG_CAP_BYTES:
+        return
+    with contextlib.suppress(OSError):
+        os.truncate(path, LOG_KEPT_BYTES)
+        with path.open("ab") as log:
+            log.write(
+                f"\n[perfci: this worker's output passed {LOG_CAP_BYTES >> 20} MiB; {(size - LOG_KEPT_BYTES) >> 20} "
+                f"MiB after its first {LOG_KEPT_BYTES >> 20} MiB were cut here]\n".encode()
+            )
 
 
 def _log_size(path: Path) -> int:
@@ -199,14 +221,23 @@ class _Killed(Exception):
 
 
 def _watched(
-    events: Iterator[WorkerEvent | None], ps: psutil.Process, limits: Limits, timeout_s: float, per_step: bool
+    events: Iterator[WorkerEvent | None],
+    ps: psutil.Process,
+    limits: Limits,
+    timeout_s: float,
+    per_step: bool,
+    log: Path | None = None,
 ) -> Iterator[WorkerEvent]:
     """The one supervision loop, for both ways of driving a worker: its events, while the time-out and the memory
     limit are checked at every poll. The time-out counts from the start, and again from every step of a case when
     `per_step` (a worker running its job; a lockstep command has its own time-out). Raises `_Killed`."""
     deadline = time.monotonic() + timeout_s
+    log_checked = 0.0
     try:
         for event in events:
+            if log is not None and (now := time.monotonic()) >= log_checked + POLL_S:  # events can come for minutes
+                _cap_log(log)
+                log_checked = now
             if event is not None:
                 if per_step and _resets_clock(event):
                     deadline = time.monotonic() + limits.case_timeout_s
@@ -231,7 +262,7 @@ def _supervise(
     since, owner = 0, ""  # where the output of `owner`, the last case to start a step, starts in the log
     killed: tuple[ErrorKind, str] | None = None
     try:
-        for event in _watched(_read_events(proc), ps, limits, limits.startup_timeout_s, per_step=True):
+        for event in _watched(_read_events(proc), ps, limits, limits.startup_timeout_s, True, stderr_path):
             current = _in_flight(event, current)
             if current is not None and current != owner:
                 since, owner = _log_size(stderr_path), current
@@ -320,7 +351,7 @@ class WorkerProcess:
         """Read events until one of type `kind`, which is returned, within `timeout_s`; with `per_step`, within
         `timeout_s` of the first step and the case time-out of every step of a case after it (a set-up)."""
         try:
-            for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step=per_step):
+            for event in _watched(self.events, self.ps, self.limits, timeout_s, per_step, self.stderr_path):
                 self.current = _in_flight(event, self.current)
                 if self.current is not None and self.current != self.owner:
                     self.since, self.owner = _log_size(self.stderr_path), self.current
