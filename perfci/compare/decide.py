@@ -20,6 +20,7 @@ Details, defaults and why: docs/compare.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 from perfci.compare.case_ids import moved_test_ids
@@ -322,6 +323,7 @@ def compare_runs(
     hardware, software = fingerprint_differences(baseline.fingerprint, candidate.fingerprint)
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
     warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
+    warnings += _settings_differences(baseline.settings, candidate.settings)
     if same_run:
         warnings += (
             f"both sides are the same run ({baseline.run_id}), compared with itself round by round: a check of the "
@@ -344,6 +346,34 @@ def compare_runs(
     )
     recorded = recorded_scope(candidate)
     return settle_missing(comparison, recorded.merged(scope) if scope is not None else recorded)
+
+
+# run settings that change what a call does or how it is timed: a difference is a change of the measurement that
+# the comparison would credit to the code (threads 1 -> 2 read as a speed-up of the candidate)
+_MEASUREMENT_SETTINGS = (
+    ("threads", ("threads",)),
+    ("seed", ("seed",)),
+    ("cpus", ("cpu_affinity",)),
+    ("GPU timing mode", ("timing", "gpu_mode")),
+    ("allocator tunables", ("malloc_tunables",)),
+)
+
+
+def _setting(settings: Mapping[str, object], path: tuple[str, ...]) -> object:
+    value: object = settings
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _settings_differences(base: Mapping[str, object], cand: Mapping[str, object]) -> tuple[str, ...]:
+    """One warning per measurement setting the two runs recorded differently (a file that records none: no word)."""
+    said = []
+    for name, path in _MEASUREMENT_SETTINGS:
+        a, b = _setting(base, path), _setting(cand, path)
+        if a is not None and b is not None and a != b:
+            said.append(f"settings differ: {name} {a} -> {b}; the comparison credits what that changes to the code")
+    return tuple(said)
 
 
 def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) -> tuple[str, ...]:

@@ -504,3 +504,16 @@ def test_the_unsettled_note_counts_the_regressions_among_them_apart() -> None:
         "note: 3 case(s) not settled at the practical threshold (2 of them regressions whose interval reaches below it)"
     )
     assert "regressions" not in (unsettled_note(["t.c[n=8]@cpu"], "Remedy.", comparison) or "")
+
+
+def test_runs_measured_with_other_settings_say_so() -> None:
+    """threads 1 -> 2 is a speed change the comparison would credit to the code; it said nothing."""
+    base = make_run([make_case("a", 1e-3)])
+    cand = replace(make_run([make_case("a", 1e-3, seed=1)]), run_id="other")
+    base = replace(base, settings={**base.settings, "threads": 1, "seed": 0, "timing": {"gpu_mode": "hot"}})
+    cand = replace(cand, settings={**cand.settings, "threads": 2, "seed": 0, "timing": {"gpu_mode": "sustained"}})
+    said = [w for w in compare_runs(base, cand, STEADY).warnings if w.startswith("settings differ")]
+    assert said == [
+        "settings differ: threads 1 -> 2; the comparison credits what that changes to the code",
+        "settings differ: GPU timing mode hot -> sustained; the comparison credits what that changes to the code",
+    ]
