@@ -87,7 +87,12 @@ def format_mdc(mdc: float | None) -> str:
     """A minimum detectable change as text ("1.1%"); "-" for a row without one."""
     if mdc is None or not math.isfinite(mdc):
         return "-"
+    if mdc > MDC_SHOWN:  # "10250779625%" (two rounds of a noisy case) says only that nothing practical is seen
+        return f">{MDC_SHOWN + 1:.0f}x"
     return f"{mdc * 100:.2g}%" if mdc < 0.1 else f"{mdc * 100:.0f}%"
+
+
+MDC_SHOWN = 9.0  # a minimum detectable change past +900% (tenfold) is shown as ">10x"
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,11 @@ class Sensitivity:
             if self.by_device
             else ""
         )
+        if self.mdc > MDC_SHOWN:
+            return (
+                f"{what} could detect no change smaller than tenfold in {n}{device}: too few rounds, or too much "
+                "noise, to see a practical change"
+            )
         return f"{what} could detect changes of {format_mdc(self.mdc)} or more in {n}{device}"
 
 

@@ -265,3 +265,19 @@ def test_changes_past_tenfold_read_as_multiples() -> None:
     assert format_ratio(1 / 3000) == "0.000333x"  # not "-100.0%"
     assert format_ratio(None) == "-" and format_ratio(float("inf")) == "-"
     assert format_change_interval(300.0, 540.0) == "300x .. 540x"
+
+
+def test_a_minimum_detectable_change_past_tenfold_says_nothing_practical_is_seen() -> None:
+    """Two rounds of a noisy case printed "could detect changes of 10250779625% or more"."""
+    from dataclasses import replace
+
+    from perfci.reports.verdicts import Sensitivity, format_mdc
+
+    assert (format_mdc(0.011), format_mdc(0.85), format_mdc(8.5), format_mdc(1.0e8)) == ("1.1%", "85%", "850%", ">10x")
+    row = MetricComparison("t.a@cpu", "latency.median", Verdict.INCONCLUSIVE, "s", 1e-3, 1e-3, mdc=1.0e8)
+    wide = Sensitivity(mdc=1.0e8, covered=1, timed=1, paired=False, least=row)
+    assert wide.sentence() == (
+        "this comparison could detect no change smaller than tenfold in 1 of 1 case: too few rounds, or too much "
+        "noise, to see a practical change"
+    )
+    assert "changes of 85% or more" in replace(wide, mdc=0.85).sentence()
