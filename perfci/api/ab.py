@@ -28,7 +28,6 @@ from perfci.api.compare import (
 from perfci.api.select import compile_patterns
 from perfci.api.settings import Settings
 from perfci.api.shards import Shard
-from perfci.api.sizes import memory_limit_bytes
 from perfci.compare.gate import ExitCode, gate
 from perfci.compare.policy import AB_DEFAULTS, DecisionSettings
 from perfci.engine.progress import ProgressFn
@@ -300,7 +299,7 @@ def ab_settings(settings: Settings, req: ABRequest) -> ABSettings:
         ),
     )
     if (limit := settings.memory_limit(req.memory_limit)) is not None:  # workers of a block hold theirs at once
-        run_settings = replace(run_settings, memory_limit_bytes=memory_limit_bytes(limit))
+        run_settings = replace(run_settings, memory_limit_bytes=limit)
     return ABSettings(
         pairs=req.pairs, extra=req.extra, looks=req.looks, budget_s=req.budget_s, seed=req.seed, run=run_settings,
         decision=decision, build_command=settings.build_command(req.build), resume=req.resume,

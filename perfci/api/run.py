@@ -21,7 +21,6 @@ from perfci.api.compare import (
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import SELECTION_KEY, Shard, selection_text
-from perfci.api.sizes import memory_limit_bytes
 from perfci.compare.baselines import baseline_path
 from perfci.compare.coverage import LEFT_OUT_KEY, Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
@@ -98,7 +97,7 @@ def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
         timing=timing,
     )
     limit = settings.memory_limit(req.memory_limit)
-    return replace(out, memory_limit_bytes=memory_limit_bytes(limit)) if limit else out
+    return replace(out, memory_limit_bytes=limit) if limit else out
 
 
 @dataclass(frozen=True)

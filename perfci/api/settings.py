@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from perfci.api.sizes import parse_size
+from perfci.api.sizes import memory_limit_bytes, parse_size
 from perfci.compare.baselines import check_runner_name
 from perfci.config import DEVICE_RE, Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
@@ -131,9 +131,13 @@ class Settings:
             raise UsageError(f"{url!r} is an in-memory database: it keeps nothing.", hint="e.g. sqlite:///history.db")
         return url
 
-    def memory_limit(self, flag: str | None) -> str | None:
-        """`--memory-limit` > $PERFCI_MEMORY_LIMIT (default: the engine's, half of RAM)."""
-        return flag if flag is not None else (self.env.get(ENV_MEMORY_LIMIT) or None)
+    def memory_limit(self, flag: str | None) -> int | None:
+        """`--memory-limit` > $PERFCI_MEMORY_LIMIT, in bytes (None: the engine's default, half of RAM); an error
+        names which of the two gave the value."""
+        if flag is not None:
+            return memory_limit_bytes(flag)
+        text = self.env.get(ENV_MEMORY_LIMIT) or None
+        return memory_limit_bytes(text, f"${ENV_MEMORY_LIMIT}") if text is not None else None
 
     def resolve(self, option: Option, flag: Any) -> Any:
         """`flag` > the option's environment variable > its configuration key > its default, held to the

@@ -36,11 +36,16 @@ def parse_size(text: str) -> int:
 MEMORY_LIMIT_RANGE = (64 * 2**20, 2**60)  # a worker's limit: what Python itself needs, to an exbibyte
 
 
-def memory_limit_bytes(text: str) -> int:
-    """`--memory-limit` / $PERFCI_MEMORY_LIMIT in bytes; UsageError outside MEMORY_LIMIT_RANGE (`0` or
-    `1B` made every case fail as out of memory, and 10^23 GiB was taken)."""
-    limit = parse_size(text)
+def memory_limit_bytes(text: str, where: str = "--memory-limit") -> int:
+    """`--memory-limit` / $PERFCI_MEMORY_LIMIT (`where`: which of them gave `text`, named in the error) in bytes;
+    UsageError outside MEMORY_LIMIT_RANGE (`0` or `1B` made every case fail as out of memory, and 10^23 GiB was
+    taken)."""
+    example = f"{where}=8GiB" if where.startswith("$") else f"{where} 8GiB"
+    try:
+        limit = parse_size(text)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=f"e.g. {example.lstrip('$')}") from None
     low, high = MEMORY_LIMIT_RANGE
     if not low <= limit <= high:
-        raise UsageError(f"memory limit {text!r} is not between 64 MiB and 1 EiB.", hint="e.g. --memory-limit 8GiB")
+        raise UsageError(f"{where}: {text!r} is not between 64 MiB and 1 EiB.", hint=f"e.g. {example.lstrip('$')}")
     return limit

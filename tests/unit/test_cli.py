@@ -165,12 +165,20 @@ def test_parse_size() -> None:
 
 def test_memory_limit_between_64_mib_and_1_eib() -> None:
     """Fuzzing: `PERFCI_MEMORY_LIMIT=0` (or `1B`) made every case fail as out of memory; 10^23 GiB was taken."""
-    from perfci.api.run import memory_limit_bytes
+    from perfci.api.settings import Settings
+    from perfci.api.sizes import memory_limit_bytes
 
     assert memory_limit_bytes("8GiB") == 8 * 2**30
     for bad in ("0", "1B", "0GiB", "99999999999999999999999GiB"):
         with pytest.raises(UsageError, match="is not between 64 MiB and 1 EiB"):
             memory_limit_bytes(bad)
+    # the error names where the value came from (it said "cannot read 'lots'" with a --memory-limit hint)
+    with pytest.raises(UsageError, match=r"^\$PERFCI_MEMORY_LIMIT: cannot read 'lots' as a memory size") as refused:
+        Settings({"PERFCI_MEMORY_LIMIT": "lots"}).memory_limit(None)
+    assert refused.value.hint == "e.g. PERFCI_MEMORY_LIMIT=8GiB"
+    with pytest.raises(UsageError, match=r"^--memory-limit: '10' is not between"):
+        Settings({"PERFCI_MEMORY_LIMIT": "8GiB"}).memory_limit("10")
+    assert Settings({"PERFCI_MEMORY_LIMIT": "1GiB"}).memory_limit(None) == 2**30
 
 
 def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sample_run: RunResult) -> None:
