@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,7 +52,7 @@ from perfci.profilers.timing import (
     warm_up,
 )
 from perfci.profilers.work import resolve_work
-from perfci.workloads.api import WorkloadContext
+from perfci.workloads.api import LocatedFailure, WorkloadContext
 from perfci.workloads.discovery import find_workload
 
 
@@ -388,6 +389,22 @@ def finish_on_gpu(s: CaseSession, last: bool = False) -> Finishing:
     return Finishing(telemetry, samples, taken, steps, t1 - t0, time.perf_counter() - t1)
 
 
+def _tear_down(teardown: object) -> None:
+    """The workload's `ctx.teardown`, whose failure is said as its own (a teardown that raised read as the
+    workload's error, with the round's samples gone and no word of why; `ctx.teardown = 5` as "'int' object is not
+    callable (at case_session.py)")."""
+    if not callable(teardown):
+        raise LocatedFailure(f"ctx.teardown = {teardown!r:.40} is not callable; set it to a function of no arguments.")
+    try:
+        teardown()
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise LocatedFailure(
+            f"its teardown raised {type(exc).__name__}: {exc} (at {os.path.basename(frame.filename)}:{frame.lineno});"
+            " the round's samples are not kept: a clean-up that failed may leave state the next case would carry"
+        ) from exc
+
+
 def finish(s: CaseSession, part: Finishing | None = None) -> Result:
     """The result event: the GPU part (`finish_on_gpu`, taken now unless given), then the slice read, memory,
     teardown."""
@@ -412,7 +429,7 @@ def finish(s: CaseSession, part: Finishing | None = None) -> Result:
         telemetry.update(reference=REFERENCE_NAME, reference_per_call_s=list(s.reference.per_call))
     peak_device = int(s.torch.cuda.max_memory_allocated()) if s.torch is not None else None
     if s.ctx.teardown is not None:
-        s.ctx.teardown()
+        _tear_down(s.ctx.teardown)
     measured = Round(
         index=0,
         pid=os.getpid(),

@@ -172,3 +172,19 @@ def test_an_async_function_returned_for_timing_is_refused() -> None:
 
     with pytest.raises(LocatedFailure, match="returned an async function"):
         coro(WorkloadContext(device="cpu", params={}, seed=0))
+
+
+def test_a_teardown_that_fails_says_it_was_the_teardown() -> None:
+    from perfci.engine.case_session import _tear_down
+    from perfci.workloads.api import LocatedFailure
+
+    def boom() -> None:
+        raise RuntimeError("td boom")
+
+    with pytest.raises(LocatedFailure, match=r"^its teardown raised RuntimeError: td boom \(at test_workloads_api.py:"):
+        _tear_down(boom)
+    with pytest.raises(LocatedFailure, match=r"^ctx.teardown = 5 is not callable"):
+        _tear_down(5)
+    done: list[int] = []
+    _tear_down(lambda: done.append(1))
+    assert done == [1]
