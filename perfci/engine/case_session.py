@@ -99,6 +99,20 @@ def set_threads(threads: int) -> int:
     return int(torch.get_num_threads())
 
 
+THREADS_NOTE = "threads"
+
+
+def _note_own_threads(ctx: WorkloadContext, wanted: int) -> None:
+    """A set-up that set torch's thread count itself is measured at `--threads` (the run's setting, recorded with
+    the results); the case's notes say so, rather than leaving it to be found."""
+    torch = sys.modules.get("torch")
+    if torch is None or wanted <= 0 or (own := int(torch.get_num_threads())) == wanted:
+        return
+    ctx.notes[THREADS_NOTE] = (
+        f"the set-up set {own} torch threads; measured with {wanted} (--threads; 0 leaves the library's default)"
+    )
+
+
 def _require_cuda() -> Any:
     import torch
 
@@ -166,10 +180,11 @@ def prepare(case: JobCase, job: Job) -> CaseSession:
     memory.reset_peak_rss()
     rss_before = memory.current_rss()
     fn: Callable[[], object] = wl(ctx, **ctx.params)
-    t1 = time.perf_counter()
+    _note_own_threads(ctx, job.threads)
+    threads = set_threads(job.threads)  # again, before the first call: the set-up may have imported torch only now,
+    t1 = time.perf_counter()  # or set its own count (its first call, the memory window, ran at that count)
     own.set_up()
     own.call(fn)  # the first call: its largest transient, before anything else allocates
-    threads = set_threads(job.threads)  # again: the set-up may have imported torch only now
     _run_check(ctx)
     torch = sys.modules.get("torch")
     flops, nbytes, sources = resolve_work(fn, ctx.flops, ctx.bytes, torch)

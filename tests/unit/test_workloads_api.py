@@ -188,3 +188,22 @@ def test_a_teardown_that_fails_says_it_was_the_teardown() -> None:
     done: list[int] = []
     _tear_down(lambda: done.append(1))
     assert done == [1]
+
+
+def test_a_set_up_that_sets_its_own_thread_count_is_noted() -> None:
+    torch = pytest.importorskip("torch")
+    from perfci.engine.case_session import THREADS_NOTE, _note_own_threads
+    from perfci.workloads.api import WorkloadContext
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        ctx = WorkloadContext(device="cpu", params={}, seed=0)
+        _note_own_threads(ctx, 1)
+        assert ctx.notes[THREADS_NOTE].startswith("the set-up set 2 torch threads; measured with 1")
+        quiet = WorkloadContext(device="cpu", params={}, seed=0)
+        _note_own_threads(quiet, 2)
+        _note_own_threads(quiet, 0)  # 0: the library's default, nothing overridden
+        assert THREADS_NOTE not in quiet.notes
+    finally:
+        torch.set_num_threads(before)
