@@ -33,6 +33,7 @@ from perfci.errors import UsageError
 from perfci.format.comparison import comparison_to_dict, dump_comparison
 from perfci.format.model import CaseSpec, Comparison, RunResult
 from perfci.format.schema import load_results, run_to_dict
+from perfci.options import SEED
 from perfci.patterns import pytest_expression_hint
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.timing import TimingSettings
@@ -90,7 +91,7 @@ def run_settings(settings: Settings, req: RunRequest) -> RunSettings:
     timing = replace(timing, gpu_mode=settings.gpu_mode(req.gpu_mode))
     out = RunSettings(
         rounds=settings.rounds(req.rounds),
-        seed=req.seed,
+        seed=settings.resolve(SEED, req.seed),  # held to the option's kind: a text seed failed every case in its worker
         threads=settings.threads(req.threads),
         cpu_affinity=settings.cpus(req.cpus),
         case_timeout_s=settings.case_timeout_s(req.timeout_s),

@@ -183,3 +183,15 @@ def test_run_and_merge_decide_with_the_configured_threshold_and_fail_on(project:
     merged = merge(settings, MergeRequest([project / "head.json"], project / "m", baseline=project / "base.json"))
     assert merged.comparison is not None
     assert merged.comparison.settings["threshold"] == 10.0 and merged.comparison.settings["fail_on"] == "slower"
+
+
+def test_the_library_request_is_held_to_the_options_kinds_before_measuring(project: Path) -> None:
+    """`RunRequest(seed="x")` was taken, and every case failed in its worker as an infrastructure error."""
+    from perfci.api.run import RunRequest, plan_run
+    from perfci.cli.app import project_settings
+    from perfci.errors import UsageError
+
+    with pytest.raises(UsageError, match="--seed: must be an integer, not 'x'"):
+        plan_run(project_settings(None), RunRequest(out=project / "out", seed="x"))  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="--threshold"):
+        plan_run(project_settings(None), RunRequest(out=project / "out", threshold=50.0))
