@@ -169,7 +169,8 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     if not choice.cases:
         listing = "see what would run with 'perfci list' (add --all for the cases left out)"
         hint = pytest_expression_hint(req.patterns) or listing
-        raise UsageError(f"no cases to run: {nothing_selected(req.patterns, req.suites, req.devices)}.", hint=hint)
+        why = nothing_selected(req.patterns, req.suites, req.devices, choice)
+        raise UsageError(f"no cases to run: {why}.", hint=hint)
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike
     full_choice = choice
     if req.shard is not None:

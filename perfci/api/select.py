@@ -120,10 +120,24 @@ def case_row(spec: CaseSpec, reason: str | None) -> dict[str, object]:
     }
 
 
-def nothing_selected(patterns: list[str] | None, suites: list[str] | None, devices: list[str] | None) -> str:
-    """Why nothing was selected, naming what was given: `-k 'x' matches no case`, or no workloads at all."""
+def nothing_selected(
+    patterns: list[str] | None,
+    suites: list[str] | None,
+    devices: list[str] | None,
+    choice: CaseChoice | None = None,
+) -> str:
+    """Why nothing was selected, naming what was given: `-k 'x' matches no case`; with nothing given, what left
+    every case out (CUDA-only workloads on a runner without a GPU read "no workloads found"), or no workloads at
+    all."""
     given = [f"-k {p!r}" for p in patterns or ()] + [f"--suite {s}" for s in suites or ()]
     given += [f"--device {d}" for d in devices or ()]
     if not given:
+        if choice is not None and choice.left_out:
+            devices_missing = choice.other_device_names()
+            skipped = [reason for _, reason in choice.left_out if not reason.startswith("device ")]
+            why = [f"{len(choice.left_out) - len(skipped)} for {', '.join(devices_missing)} (no such device on this "
+                   "runner)"] if devices_missing else []  # fmt: skip
+            why += [f"{len(skipped)} by their workloads' skip rules (e.g. {skipped[0]})"] if skipped else []
+            return f"every one of the {len(choice.left_out)} case(s) found was left out: {'; '.join(why)}"
         return "no workloads found"
     return f"{', '.join(given)} {'matches' if len(given) == 1 else 'match'} no case"

@@ -91,6 +91,13 @@ BUILTIN_DEFAULT_NOTE = (
 
 
 def note_other_devices(choice: CaseChoice) -> None:
+    skipped = [(spec, reason) for spec, reason in choice.left_out if not reason.startswith("device ")]
+    if skipped:  # fp16 variants of a model on a CPU vanished from every output without a word
+        spec, reason = skipped[0]
+        note(
+            f"note: {len(skipped)} case(s) left out by their workloads' skip rules (e.g. {spec.id}: {reason}); "
+            "'perfci list --all' lists them."
+        )
     if choice.other_devices:
         devices = choice.other_device_names()
         note(

@@ -62,8 +62,10 @@ def headline(comparison: Comparison | None, run: RunResult | None = None) -> str
     """One line: `FAIL: 2 regressions, 1 inconclusive, 40 unchanged` / `PASS: ...` / `ERROR: ...`."""
     errors = [c for c in run.cases if c.status is CaseStatus.ERROR] if run else []
     if comparison is None:
-        ok = len(run.cases) - len(errors) if run else 0
-        return f"measured {ok} case(s), {len(errors)} error(s); no baseline to compare with"
+        skipped = sum(1 for c in run.cases if c.status is CaseStatus.SKIPPED) if run else 0
+        ok = len(run.cases) - len(errors) - skipped if run else 0
+        left = f", {skipped} skipped" if skipped else ""  # 4 of 6 skipped read as "measured 6 case(s)"
+        return f"measured {ok} case(s), {len(errors)} error(s){left}; no baseline to compare with"
     counts = verdict_counts(comparison)
     expected = sum(1 for r in comparison.rows if r.verdict is Verdict.REGRESSION and expected_reason(r))
     if comparison.failing:  # regressions not expected; `slower` and `grew` rows too with fail_on = "slower"

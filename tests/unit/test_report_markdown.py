@@ -85,8 +85,11 @@ def test_run_only_summary_lists_errors() -> None:
     bad = make_case("broken", 1e-3)
     bad = type(bad).of(bad.spec, CaseStatus.ERROR, (), (), (CaseError("timeout", "no result after 120 s"),))
     md = render_markdown(make_run([ok, bad]), None)
-    assert "measured 1 case(s), 1 error(s)" in md
+    assert "measured 1 case(s), 1 error(s); no baseline" in md
     assert "`t.broken[n=8]@cpu`" in md and "`timeout`" in md
+    # skipped cases are not counted as measured (4 of 6 skipped read "measured 6 case(s)")
+    gone = type(ok).of(make_case("gone", 1e-3).spec, CaseStatus.SKIPPED, (), (), (CaseError("skipped", "fixed"),))
+    assert "measured 1 case(s), 1 error(s), 1 skipped; no baseline" in render_markdown(make_run([ok, bad, gone]), None)
 
 
 def test_run_summary_lists_each_case_with_median_interval_and_memory() -> None:

@@ -163,3 +163,18 @@ def test_a_file_reached_by_two_spellings_is_planned_once(tmp_path: Path, monkeyp
     (tmp_path / "sub" / "other.py").write_text("")
     sources = plan_sources([Path("sub/wl.py"), tmp_path / "sub" / "wl.py", Path("sub/../sub")], [])
     assert sources == ["sub/wl.py", "sub/../sub/other.py"]
+
+
+def test_nothing_to_run_says_what_left_every_case_out() -> None:
+    """CUDA-only workloads on a runner without a GPU read "no workloads found"."""
+    from perfci.api.select import CaseChoice, nothing_selected
+
+    gpu = [CaseSpec("w.m", {"batch": b}, "cuda") for b in (1, 2)]
+    half = CaseSpec("w.m", {"variant": "fp16"}, "cpu")
+    choice = CaseChoice([], [(s, "device cuda not selected") for s in gpu] + [(half, "fp16 is for GPUs")], 2)
+    assert nothing_selected(None, None, None, choice) == (
+        "every one of the 3 case(s) found was left out: 2 for cuda (no such device on this runner); 1 by their "
+        "workloads' skip rules (e.g. fp16 is for GPUs)"
+    )
+    assert nothing_selected(None, None, None, CaseChoice([], [], 0)) == "no workloads found"
+    assert nothing_selected(["x"], None, None, choice) == "-k 'x' matches no case"
