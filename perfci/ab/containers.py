@@ -17,6 +17,7 @@ its Python, the modules perfci's workers import, and the runner fingerprint as s
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -65,9 +66,18 @@ def find_runtime(named: str, which: Callable[[str], str | None] = shutil.which) 
     return Runtime(str(Path(path).absolute()), flavour_of(named))
 
 
+_DAEMON_DOWN = re.compile(
+    r"cannot connect to the docker daemon|is the docker daemon running|connection refused|no such file or directory.*"
+    r"\.sock|unable to connect to podman|error during connect",
+    re.IGNORECASE,
+)
+
+
 def check_image(runtime: Runtime, image: str, option: str) -> None:
     """`<runtime> image inspect IMAGE`: a UsageError when the image is not on this machine (nothing is pulled: a
     pull in the middle of an A/B would be timed by nobody, and a typo should not download anything)."""
+    if not image.strip() or image.startswith("-"):  # `--base-image=--help` was passed to the runtime as its option
+        raise UsageError(f"{option} {image!r}: not an image name.", hint="e.g. --base-image myproject:main")
     try:
         proc = subprocess.run(
             [runtime.command, "image", "inspect", image],
@@ -77,6 +87,12 @@ def check_image(runtime: Runtime, image: str, option: str) -> None:
         raise UsageError(f"{option} {image}: cannot run {runtime.command} ({exc}).") from None
     if proc.returncode != 0:
         said = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        name = Path(runtime.command).name
+        if _DAEMON_DOWN.search(proc.stderr):  # the image may well be there: pulling would fail the same way
+            raise UsageError(
+                f"{option} {image}: {name} cannot reach its daemon ({said})",
+                hint=f"start it (e.g. sudo systemctl start {name}) or point {name} at one, then run the A/B again",
+            )
         raise UsageError(
             f"{option} {image}: no such image on this machine ({Path(runtime.command).name} says: {said})",
             hint=f"pull or build it first: {Path(runtime.command).name} pull {shlex.quote(image)}",

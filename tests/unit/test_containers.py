@@ -144,3 +144,29 @@ def test_a_side_without_a_device_clock_says_so() -> None:
     assert said.startswith("head (image app:new) has no device clock for 1 CUDA case(s) (wl.b@cuda)")
     assert "compared on latency only" in said
     assert device_clock_warnings(_run(_gpu_case("wl.a", True)), "base (image app:old)") == []
+
+
+def test_a_daemon_that_is_down_is_not_blamed_on_the_image(tmp_path: Path) -> None:
+    """docker with its daemon down said "no such image ... pull it first"; `--base-image=--help` reached the runtime
+    as its own option and passed the image check."""
+    from perfci.ab.containers import Runtime, check_image
+
+    fake = tmp_path / "docker"
+    fake.write_text(
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon "
+        "running?' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    runtime = Runtime(str(fake), "docker")
+    with pytest.raises(UsageError, match="docker cannot reach its daemon") as down:
+        check_image(runtime, "python:3.11", "--base-image")
+    assert "pull" not in str(down.value) and "start it" in (down.value.hint or "")
+    missing = tmp_path / "podman"
+    missing.write_text("#!/bin/sh\necho 'Error: python:3.99: image not known' >&2\nexit 125\n")
+    missing.chmod(0o755)
+    with pytest.raises(UsageError, match="no such image on this machine") as gone:
+        check_image(Runtime(str(missing), "podman"), "python:3.99", "--head-image")
+    assert "podman pull python:3.99" in (gone.value.hint or "")
+    for odd in ("--help", "", "  "):
+        with pytest.raises(UsageError, match="not an image name"):
+            check_image(runtime, odd, "--base-image")
