@@ -14,6 +14,7 @@ One workload per file, its cases `variant` x `batch`:
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,11 +200,6 @@ def fixed_batch(specs: Sequence[InputSpec]) -> int | None:
     return leads[0] if isinstance(leads[0], int) else None
 
 
-def default_batch(path: Path) -> int:
-    """The model's fixed batch size, else 1 (a model exported at batch 8 runs at batch 8)."""
-    return fixed_batch(model_inputs(path)) or 1
-
-
 def symbolic_dims(shapes: Iterable[Sequence[object]]) -> list[str]:
     """The named symbolic dimensions of these input shapes, in order of appearance, each once."""
     return list(dict.fromkeys(d for shape in shapes for d in shape if isinstance(d, str) and d))
@@ -249,6 +245,8 @@ def onnx_workload(
     batch size; `batch` defaults to the model's fixed leading dimension, else 1 (`batch=8` is `batch=[8]`); `dims`
     may name only the model's symbolic dimensions; a tolerance given as a number is the largest relative L2 error
     allowed."""
+    if not isinstance(path, str | os.PathLike):  # onnx_workload(123): a TypeError at pathlib's line
+        raise WorkloadDefinitionError(f"onnx_workload: path={path!r:.60} is not the path of an ONNX file.")
     file = Path(path)
     if not file.is_absolute():
         caller = inspect.currentframe()
@@ -258,9 +256,17 @@ def onnx_workload(
         raise WorkloadDefinitionError(f"{file}: no such ONNX file.")
     who = f"onnx workload {name or WORKLOAD_NAME!r} ({file.name})"
     kinds = variant_names(who, variants, VARIANTS, "ONNX")
-    sizes: list[ParamValue] = list(batch_sizes(who, batch)) if batch is not None else [default_batch(file)]
-    shapes = [s.shape for s in model_inputs(file)] if dims is not None else []
-    named = checked_dims(who, dims, symbolic_dims(shapes), file.name)
+    try:  # a truncated file raised protobuf's DecodeError naming neither the file nor the workload
+        inputs = model_inputs(file)
+    except Exception as exc:
+        raise WorkloadDefinitionError(f"{file}: cannot be read as an ONNX model: {type(exc).__name__}: {exc}") from None
+    sizes: list[ParamValue] = list(batch_sizes(who, batch)) if batch is not None else [fixed_batch(inputs) or 1]
+    named = checked_dims(who, dims, symbolic_dims(s.shape for s in inputs), file.name)
+    for spec_in in inputs:  # a symbolic dimension without a value failed every case at run time (exit 3)
+        try:
+            fill_shape(spec_in, 1, named)
+        except WorkloadDefinitionError as exc:
+            raise WorkloadDefinitionError(f"{who}: {exc.message}", hint=exc.hint) from None
     spec = OnnxFile(file, named, {**TOLERANCES, **tolerances_by_variant(who, tolerances, VARIANTS, "ONNX")})
 
     def setup(ctx: WorkloadContext, variant: str, batch: int) -> Callable[[], object]:

@@ -154,6 +154,23 @@ def test_an_onnx_path_is_one_workload_and_a_broken_one_a_clear_error(tmp_path: P
         load_source(str(tmp_path / "bad.onnx"))
 
 
+def test_onnx_workload_refuses_at_definition_what_failed_every_case_at_run_time(tmp_path: Path) -> None:
+    """A symbolic dimension without a value failed each case (exit 3); a truncated file raised protobuf's
+    DecodeError naming neither file nor workload; onnx_workload(123) a TypeError at pathlib's line."""
+    seq = _write_model(tmp_path / "seq.onnx", extra_dim="seq")
+    with pytest.raises(WorkloadDefinitionError, match="input 'X': dimension 'seq' is symbolic and has no value"):
+        onnx_workload(seq)
+    assert onnx_workload(seq, dims={"seq": 16}).grid()[0] == {"variant": "fp32", "batch": 1}
+    with pytest.raises(WorkloadDefinitionError, match="seq.onnx: .*dimension 'seq' is symbolic"):
+        load_source(str(seq))  # named on the command line: one definition error at listing
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(_write_model(tmp_path / "whole.onnx").read_bytes()[:60])
+    with pytest.raises(WorkloadDefinitionError, match=r"cut.onnx: cannot be read as an ONNX model"):
+        onnx_workload(cut)
+    with pytest.raises(WorkloadDefinitionError, match="path=123 is not the path of an ONNX file"):
+        onnx_workload(123)  # type: ignore[arg-type]
+
+
 def test_variants_are_converted_once_into_the_cache(tmp_path: Path, cache: Path) -> None:
     path = _write_model(tmp_path / "m.onnx")
     specs = model_inputs(path)
