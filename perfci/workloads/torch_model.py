@@ -18,6 +18,7 @@ transformers model with random weights needs no network):
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -278,6 +279,20 @@ def _cpu_half(device: str, variant: str, **_: object) -> str | None:
     return None
 
 
+def _check_calls(who: str, fn: Callable[..., Any], args: int, what: str, how: str) -> None:
+    """`fn` can be called with `args` positional arguments (the factory with none, inputs with the batch): the two
+    swapped failed every case at run time, "missing 1 required positional argument" at perfci's line."""
+    try:
+        inspect.signature(fn).bind(*range(args))
+    except TypeError:
+        raise WorkloadDefinitionError(
+            f"{who}: its {what} cannot be called with {args} argument{'s' if args != 1 else ''} ({fn!r:.60}); the "
+            f"{what} {how}."
+        ) from None
+    except ValueError:  # no signature to read (a builtin): its calls will tell
+        return
+
+
 def model_workload(
     factory: Callable[[], Any],
     *,
@@ -299,6 +314,8 @@ def model_workload(
     if not callable(factory) or not callable(inputs):
         raise WorkloadDefinitionError(f"{who}: model_workload needs a callable factory and a callable inputs(batch).")
     _refuse_a_module(factory)
+    _check_calls(who, factory, 0, "factory", "builds the module: `lambda: MyNet()`")
+    _check_calls(who, inputs, 1, "inputs", "takes the batch size: `lambda batch: torch.randn(batch, 64)`")
     spec = TorchModel(
         factory, inputs, {**MODEL_TOLERANCES, **tolerances_by_variant(who, tolerances, MODEL_VARIANTS, "model")}
     )

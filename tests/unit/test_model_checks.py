@@ -76,3 +76,13 @@ class _Scaled(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         return self.lin(x) * s
+
+
+def test_a_factory_and_inputs_given_the_wrong_way_round_are_refused_at_definition() -> None:
+    import perfci
+
+    with pytest.raises(WorkloadDefinitionError, match="its factory cannot be called with 0 arguments"):
+        perfci.model_workload(lambda b: torch.randn(b, 8), inputs=lambda: torch.randn(2, 8))
+    with pytest.raises(WorkloadDefinitionError, match="its inputs cannot be called with 1 argument"):
+        perfci.model_workload(lambda: torch.nn.Linear(8, 4), inputs=lambda: torch.randn(2, 8))
+    assert perfci.model_workload(lambda: torch.nn.Linear(8, 4), inputs=lambda b, scale=1.0: torch.randn(b, 8))
