@@ -230,3 +230,37 @@ def test_setup_skips_a_batch_a_fixed_model_cannot_take(tmp_path: Path, cache: Pa
     w = onnx_workload(_write_model(tmp_path / "fixed.onnx", batch=8), batch=[1, 8])
     with pytest.raises(SkipCase, match="fixed leading dimension 8"):
         w(WorkloadContext(device="cpu", params={}, seed=0), variant="fp32", batch=1)
+
+
+def test_the_preload_runs_every_variant_once_and_keeps_the_fp32_session_for_the_checks(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first int8 case of a process read 23.7 MiB of host memory for a 7 KB model (the quantizer's imports, ORT's
+    int8 kernels, the fp32 session of its accuracy check), the next 58 KiB: the preload takes them before any case's
+    memory window, once per process and device kind."""
+    import torch
+
+    from perfci.workloads import onnx_file
+
+    monkeypatch.setattr(onnx_file, "_WARMED", set())
+    monkeypatch.setattr(onnx_file, "_REFERENCE_SESSIONS", {})
+    opened: list[str] = []
+    real_open = onnx_file.open_session
+
+    def counting(path: Path, providers: list[object], threads: int) -> object:
+        opened.append(path.name)
+        return real_open(path, providers, threads)
+
+    monkeypatch.setattr(onnx_file, "open_session", counting)
+    w = onnx_workload(_write_model(tmp_path / "m.onnx"), batch=[1, 3], variants=["fp32", "int8-dynamic"])
+    assert w.preload is not None
+    w.preload("cpu", {"variant": "int8-dynamic", "batch": 3})
+    assert opened == ["m.onnx", "int8-dynamic.onnx", "m.onnx"]  # each variant once (at batch 2), then the reference
+    assert list(onnx_file._REFERENCE_SESSIONS) == [(str(tmp_path / "m.onnx"), "cpu", torch.get_num_threads())]
+    w.preload("cpu", {"variant": "fp32", "batch": 1})
+    assert len(opened) == 3  # once per process and device kind
+    opened.clear()
+    ctx = WorkloadContext(device="cpu", params={"variant": "int8-dynamic", "batch": 3}, seed=0)
+    w(ctx, variant="int8-dynamic", batch=3)
+    assert opened == ["int8-dynamic.onnx"] and ctx.check is not None  # the check ran the kept fp32 session
+    ctx.check()
