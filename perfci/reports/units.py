@@ -20,8 +20,9 @@ def format_bytes(b: float | None) -> str:
     if b is None or not math.isfinite(b):
         return "-"
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(b) >= scale:
-            return f"{b / scale:.3g} {unit}"
+        if abs(b) >= scale:  # 1000-1023 of a unit in full: ".3g" wrote 1008 KiB as "1.01e+03 KiB"
+            x = b / scale
+            return f"{x:.0f} {unit}" if abs(x) >= 100 else f"{x:.3g} {unit}"
     return f"{b:.0f} B"
 
 

@@ -281,3 +281,10 @@ def test_a_minimum_detectable_change_past_tenfold_says_nothing_practical_is_seen
         "noise, to see a practical change"
     )
     assert "changes of 85% or more" in replace(wide, mdc=0.85).sentence()
+
+
+def test_bytes_between_1000_and_1023_of_a_unit_are_written_in_full() -> None:
+    from perfci.reports.units import format_bytes
+
+    assert format_bytes(1008 * 1024) == "1008 KiB"  # was "1.01e+03 KiB"
+    assert (format_bytes(1.5 * 2**20), format_bytes(123.4 * 1024), format_bytes(512)) == ("1.5 MiB", "123 KiB", "512 B")
