@@ -230,3 +230,13 @@ def test_a_long_configuration_goes_on_its_own_line_and_pushes_no_column_out() ->
     assert not any("not shown at this width" in line for line in lines)
     assert any(line.strip() == f"{long} *" for line in lines)  # whole (and starred: the best), on its own line
     assert all(len(line) <= 120 for line in lines if long not in line)
+
+
+def test_the_reference_configuration_reads_reference_not_an_exact_variant() -> None:
+    """eager, checked against a second run of itself ("eager fp32"), read "0 (≤ 1.3e-05)"."""
+    (table,) = decision_tables(model_run())
+    text = "\n".join(markdown_lines([table], code))
+    eager_rows = [line for line in text.splitlines() if line.startswith("| `eager")]
+    assert eager_rows and all(line.rstrip(" |").endswith("reference") for line in eager_rows)
+    bf16_rows = [line for line in text.splitlines() if line.startswith("| `bf16")]
+    assert bf16_rows and all("0.004 (≤ 0.05)" in line for line in bf16_rows)
