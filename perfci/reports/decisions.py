@@ -289,7 +289,7 @@ def _accuracy_cell(a: Accuracy | None, config: str = "") -> str:
 
 def _ranked_by(table: DecisionTable) -> str:
     if table.rank == "memory":
-        return "peak memory"
+        return "own peak memory"
     return "time per item" if table.batch_param else "time per call"
 
 
@@ -299,7 +299,8 @@ def _best_sentence(table: DecisionTable, b: Choice, where: str) -> str:
     cost = (
         f"{format_seconds(b.per_item)} per {item}, {_rate(b.items_per_s)} {item}s/s"
         if table.rank == "time"
-        else f"{format_bytes(table.memory_of(b))} peak memory, {format_seconds(b.per_item)} per {item}"
+        else f"{format_bytes(table.memory_of(b))} own peak memory (beyond the process's own), "
+        f"{format_seconds(b.per_item)} per {item}"
     )
     within = " within its accuracy tolerance" if b.accuracy is not None and b.accuracy.limit is not None else ""
     ties = table.ties_of(b)
