@@ -161,7 +161,7 @@ def test_onnx_workload_refuses_at_definition_what_failed_every_case_at_run_time(
     with pytest.raises(WorkloadDefinitionError, match="input 'X': dimension 'seq' is symbolic and has no value"):
         onnx_workload(seq)
     assert onnx_workload(seq, dims={"seq": 16}).grid()[0] == {"variant": "fp32", "batch": 1}
-    with pytest.raises(WorkloadDefinitionError, match="seq.onnx: .*dimension 'seq' is symbolic"):
+    with pytest.raises(WorkloadDefinitionError, match=r"seq\.onnx: .*dimension 'seq' is symbolic"):
         load_source(str(seq))  # named on the command line: one definition error at listing
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(_write_model(tmp_path / "whole.onnx").read_bytes()[:60])
