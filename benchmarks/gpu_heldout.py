@@ -24,6 +24,9 @@ after the baseline of the steady-clock work was re-run on the same card: a BLOOM
 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=qwen-mobilenet, a sixth, first measured on
 2026-12-06: a Qwen2 of about 150M parameters (transformers, from a config: 12 layers, width 768, grouped-query attention
 with 4 key-value heads, bf16, batch 8 x 128 tokens) and a MobileNetV3-Large (timm, random weights, bf16, batch 32).
+HELDOUT_MODELS=phi-densenet, a seventh, first measured after the seventh hostile-input pass (2026-12-06): a Phi of
+about 150M parameters (transformers, from a config: 12 layers, width 768, partial rotary attention, bf16, batch
+8 x 128 tokens) and a DenseNet-121 (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -138,6 +141,14 @@ QWEN2 = {
     "    )\n    model = Qwen2Model(config)",
 }
 QWEN_MOBILENET = _file(QWEN2, {"name": "mobilenetv3_large", "timm_name": "mobilenetv3_large_100", "batch": "32"})
+PHI = {
+    "name": "phi150m",
+    "imports": "PhiConfig, PhiModel",
+    "build": "    config = PhiConfig(\n"
+    "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=51200\n"
+    "    )\n    model = PhiModel(config)",
+}
+PHI_DENSENET = _file(PHI, {"name": "densenet121", "timm_name": "densenet121", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -145,6 +156,7 @@ MODEL_SETS = {
     "llama-effnet": (LLAMA_EFFNET, "llama160m"),
     "bloom-regnet": (BLOOM_REGNET, "bloom125m"),
     "qwen-mobilenet": (QWEN_MOBILENET, "qwen2_150m"),
+    "phi-densenet": (PHI_DENSENET, "phi150m"),
 }
 
 
