@@ -78,6 +78,9 @@ def format_ratio(r: float | None) -> str:
 # a byte metric's interval wider than this (as a ratio of the baseline) reads better in bytes: +409500% of a
 # 32 KiB peak says less than "+128 MiB"
 _BYTES_AS_DELTA = (0.5, 2.0)
+# and a byte metric of less than this reads better in bytes whatever its interval: memory comes in pages, so a 4 KiB
+# case's interval is "+0.0% .. +100.0%" for one page, or "-4 KiB .. 0 B" one comparison later
+_BYTES_AS_DELTA_BELOW = 2**20
 
 
 def format_change_interval(low: float | None, high: float | None, baseline: float | None = None, unit: str = "") -> str:
@@ -94,7 +97,7 @@ def byte_change_interval(low: float, high: float, baseline: float | None, unit: 
     doubling its baseline; None where a percentage reads better (any other metric, or a narrower interval)."""
     if unit != "B" or not baseline or not math.isfinite(baseline):
         return None
-    if _BYTES_AS_DELTA[0] <= low <= high <= _BYTES_AS_DELTA[1]:
+    if _BYTES_AS_DELTA[0] <= low <= high <= _BYTES_AS_DELTA[1] and baseline >= _BYTES_AS_DELTA_BELOW:
         return None
     return f"{_signed_bytes(baseline * (low - 1.0))} .. {_signed_bytes(baseline * (high - 1.0))}"
 

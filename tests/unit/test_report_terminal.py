@@ -288,3 +288,11 @@ def test_bytes_between_1000_and_1023_of_a_unit_are_written_in_full() -> None:
 
     assert format_bytes(1008 * 1024) == "1008 KiB"  # was "1.01e+03 KiB"
     assert (format_bytes(1.5 * 2**20), format_bytes(123.4 * 1024), format_bytes(512)) == ("1.5 MiB", "123 KiB", "512 B")
+
+
+def test_a_small_memory_figures_interval_reads_in_bytes() -> None:
+    """Memory comes in pages: a 4 KiB case read "+0.0% .. +100.0%" for one page."""
+    from perfci.reports.units import format_change_interval
+
+    assert format_change_interval(1.0, 2.0, 4096, "B") == "0 B .. +4 KiB"
+    assert format_change_interval(0.9, 1.1, 8 * 2**20, "B") == "-10.0% .. +10.0%"  # a larger figure: percent
