@@ -7,7 +7,7 @@ from pathlib import Path
 from perfci.errors import UsageError
 from perfci.format.model import RunResult
 from perfci.format.schema import dump_results
-from perfci.importers.pytest_benchmark import import_pytest_benchmark
+from perfci.importers.pytest_benchmark import import_pytest_benchmark, version_warning
 
 
 def import_pytest_benchmark_file(source: Path, out: Path) -> RunResult:
@@ -20,3 +20,8 @@ def import_pytest_benchmark_file(source: Path, out: Path) -> RunResult:
     run = import_pytest_benchmark(source)
     dump_results(run, out)
     return run
+
+
+def import_warnings(run: RunResult) -> list[str]:
+    """What to tell about an imported file before it is relied on (a format version perfci does not know)."""
+    return [w for w in (version_warning(run),) if w]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfci.api.imports import import_pytest_benchmark_file
+from perfci.api.imports import import_pytest_benchmark_file, import_warnings
 from perfci.cli.app import guard, import_app, note
 
 
@@ -28,6 +28,8 @@ def import_pytest_benchmark_cmd(
         target = out if out is not None else Path(f"{file.stem}.perfci.json")
         run = import_pytest_benchmark_file(file, target)
         note(f"imported {len(run.cases)} benchmark(s) into {target}")
+        for warning in import_warnings(run):
+            note(f"warning: {warning}.")
         return 0
 
     guard(body)

@@ -168,6 +168,25 @@ def _case(bench: object, source: str, index: int) -> CaseResult:
     return CaseResult.of(spec, CaseStatus.OK, rounds, case_metrics(rounds, None, None))
 
 
+KNOWN_MAJOR_VERSIONS = (3, 4, 5)  # the pytest-benchmark file formats perfci reads and was tested with
+
+
+def version_warning(run: RunResult) -> str | None:
+    """A warning for a file written by a pytest-benchmark version perfci does not know (its fields may mean other
+    things), None for a known one or a file that records none."""
+    text = run.settings.get("pytest_benchmark_version")
+    if not isinstance(text, str) or not text:
+        return None
+    major = text.split(".", 1)[0]
+    if major.isdigit() and int(major) in KNOWN_MAJOR_VERSIONS:
+        return None
+    known = ", ".join(f"{m}.x" for m in KNOWN_MAJOR_VERSIONS)
+    return (
+        f"written by pytest-benchmark {text[:20]!r}, a version perfci does not know (it reads {known}): check the "
+        "import"
+    )
+
+
 def import_pytest_benchmark(path: Path) -> RunResult:
     """The file as a perfci run; anything unreadable, malformed or non-finite is one ResultsFormatError."""
     try:

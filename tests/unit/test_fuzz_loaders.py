@@ -501,3 +501,25 @@ def test_import_refuses_a_bad_pytest_benchmark_file_naming_the_place(
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit) and says in result.output and "bench.json" in result.output
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_file_of_a_pytest_benchmark_version_perfci_does_not_know_is_imported_with_a_warning(tmp_path: Path) -> None:
+    doc = copy.deepcopy(VALID_PYTEST_BENCHMARK)
+    doc["version"] = "999.0"
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["import", "pytest-benchmark", str(bench), "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    assert "warning: written by pytest-benchmark '999.0', a version perfci does not know (it reads 3.x, 4.x, 5.x)" in (
+        result.stderr
+    )
+    known = CliRunner().invoke(
+        app, ["import", "pytest-benchmark", _bench_file(tmp_path), "--out", str(tmp_path / "k.json")]
+    )
+    assert known.exit_code == 0 and "warning" not in known.stderr
+
+
+def _bench_file(folder: Path) -> str:
+    path = folder / "known.json"
+    path.write_text(json.dumps(VALID_PYTEST_BENCHMARK))
+    return str(path)
