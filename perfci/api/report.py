@@ -65,6 +65,8 @@ def check_outputs(inputs: list[Path], out: Path, markdown: Path | None) -> None:
     for flag, path in (("--out", out), ("--markdown", markdown)):
         if path is not None and str(path) != "-" and path.resolve() in read:
             raise UsageError(f"{flag} {path} is one of the files read; write the report elsewhere.")
+        if path is not None and str(path) != "-" and path.is_dir():  # found after the HTML was written
+            raise UsageError(f"{flag} {path} is a folder; give the name of the file to write.")
 
 
 def load_inputs(paths: list[Path], threshold: float | None = None, settings: Settings | None = None) -> ReportInputs:

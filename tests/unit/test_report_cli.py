@@ -89,3 +89,14 @@ def test_report_writes_both_files_next_to_its_input(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["report", str(folder / "results.json"), "--out", str(tmp_path / "elsewhere")])
     assert res.exit_code == 0 and (tmp_path / "elsewhere" / "report.html").exists()
     assert (tmp_path / "elsewhere" / "summary.md").exists()
+
+
+def test_a_folder_given_for_the_summary_is_refused_before_anything_is_written(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The HTML report was written, then the summary failed on the folder (exit 2 with half the outputs)."""
+    folder = tmp_path / "rep"
+    folder.mkdir()
+    result = runner.invoke(app, ["report", str(files["cand"]), "-o", str(folder / "r.html"), "--markdown", str(folder)])
+    assert result.exit_code == 2 and "is a folder; give the name of the file to write" in result.stderr
+    assert list(folder.iterdir()) == []
