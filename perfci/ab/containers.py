@@ -144,6 +144,9 @@ class ImageSettings:
 def image_settings(base: str | None, head: str | None, runtime: str) -> ImageSettings | None:
     """What `--base-image`, `--head-image` and `--container-runtime` ask for: None when neither image is named (one
     image alone is refused by the API, which checks the pair)."""
+    for flag, image in (("--base-image", base), ("--head-image", head)):
+        if image is not None and not image.strip():  # given but empty: not "the other one is missing"
+            raise UsageError(f"{flag} is empty; give an image name.", hint="e.g. --base-image myproject:main")
     return None if base is None and head is None else ImageSettings(base or "", head or "", runtime)
 
 

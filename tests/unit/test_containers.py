@@ -170,3 +170,14 @@ def test_a_daemon_that_is_down_is_not_blamed_on_the_image(tmp_path: Path) -> Non
     for odd in ("--help", "", "  "):
         with pytest.raises(UsageError, match="not an image name"):
             check_image(runtime, odd, "--base-image")
+
+
+def test_an_empty_image_name_is_said_as_such() -> None:
+    """`--base-image "" --head-image b` said the two flags "go together", though both were given."""
+    from perfci.ab.containers import image_settings
+
+    with pytest.raises(UsageError, match="--base-image is empty"):
+        image_settings("", "b", "docker")
+    assert image_settings(None, None, "docker") is None
+    settings = image_settings("a", None, "docker")  # one alone: the API's pair check refuses it
+    assert settings is not None and (settings.base, settings.head) == ("a", "")
