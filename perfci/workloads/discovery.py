@@ -234,6 +234,8 @@ def expand_paths(paths: list[Path]) -> list[str]:
     for p in paths:
         if p.is_dir():
             files = [f for f in sorted(p.rglob("*.py")) if not f.name.startswith("_")]
+            if not files:  # else nothing found at all fell back to the built-in suite, measured without a word
+                raise WorkloadDefinitionError(f"{p}: no workload files (*.py) in this folder.")
         elif p.is_file():
             files = [p]
         else:

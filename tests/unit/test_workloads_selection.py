@@ -178,3 +178,14 @@ def test_nothing_to_run_says_what_left_every_case_out() -> None:
     )
     assert nothing_selected(None, None, None, CaseChoice([], [], 0)) == "no workloads found"
     assert nothing_selected(["x"], None, None, choice) == "-k 'x' matches no case"
+
+
+def test_an_empty_folder_named_is_refused_not_replaced_by_the_built_in_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`perfci run empty/` measured the built-in default suite, exit 0, without a word."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(WorkloadDefinitionError, match="empty: no workload files"):
+        plan_sources([Path("empty")], [])
+    assert plan_sources([], []) == [builtin_source("default")]  # nothing named: the built-in suite, said by the CLI
