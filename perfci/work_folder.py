@@ -4,6 +4,7 @@ cache), so that `git status` stays clean and no run is committed by a `git add -
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 WORK_FOLDER = ".perfci"
@@ -32,3 +33,13 @@ def remove_stale_outputs(out: Path, *names: str) -> None:
     read as this run's. Other files in the folder stay."""
     for name in names:
         (out / name).unlink(missing_ok=True)
+
+
+def cache_dir() -> Path:
+    """perfci's cache (measured peaks, learned imports, converted ONNX files): `$PERFCI_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/perfci`, else `~/.cache/perfci`. One folder for all of them: the peaks ignored the variable."""
+    if base := os.environ.get("PERFCI_CACHE_DIR"):
+        return Path(base)
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg) / "perfci"
+    return Path.home() / ".cache" / "perfci"

@@ -49,6 +49,7 @@ from perfci.profilers.device_time import STEADY_DEVICE, rests_on_device
 from perfci.profilers.fingerprint import fingerprint
 from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
+from perfci.work_folder import cache_dir
 
 
 def _default_memory_limit() -> int:
@@ -74,7 +75,7 @@ class RunSettings:
     slices: int = 3  # a round samples its cases in this many interleaved slices (see perfci/engine/worker.py)
     malloc_tunables: str | None = MALLOC_TUNABLES  # GLIBC_TUNABLES for the workers; None: leave malloc alone
     # where measured runner peaks are cached; None: do not measure peaks
-    peaks_cache: Path | None = field(default_factory=lambda: Path.home() / ".cache" / "perfci")
+    peaks_cache: Path | None = field(default_factory=cache_dir)
     # False: take the runner's peaks from the cache only, never measure them (`perfci ab`: they decide nothing)
     measure_peaks: bool = True
 

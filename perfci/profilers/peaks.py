@@ -16,8 +16,10 @@ never imports torch); it prints one JSON object.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -42,17 +44,28 @@ def cache_key(fp: dict[str, Any], device: str, threads: int) -> str:
 
 
 def load_cached(cache_dir: Path, key: str) -> dict[str, Any] | None:
+    """The cached peaks, or None where there are none or the file is damaged (`[1]` made every run fail with a
+    traceback until it was deleted by hand): they are measured again."""
     path = cache_dir / f"peaks-{key}.json"
     try:
-        loaded: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
-    return loaded
+    return loaded if isinstance(loaded, dict) else None
 
 
 def store_cached(cache_dir: Path, key: str, peaks: dict[str, Any]) -> None:
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    (cache_dir / f"peaks-{key}.json").write_text(json.dumps(peaks))
+    """Keep the measured peaks for the next run; a cache that cannot be written (a read-only or full home) only
+    costs the next run the measurement again (it stopped the run, blaming `--out`)."""
+    path = cache_dir / f"peaks-{key}.json"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(peaks))
+        tmp.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def _best_time(fn: Callable[[], object], sync: Callable[[], None], reps: int = 7) -> float:

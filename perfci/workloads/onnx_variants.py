@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from perfci.work_folder import cache_dir
 from perfci.workloads.checks import Tolerance
 from perfci.workloads.ort_session import open_session
 
@@ -46,8 +47,7 @@ Feeds = dict[str, np.ndarray[Any, Any]]
 
 
 def cache_root() -> Path:
-    base = os.environ.get("PERFCI_CACHE_DIR")
-    return Path(base) if base else Path.home() / ".cache" / "perfci"
+    return cache_dir()
 
 
 def file_digest(path: Path) -> str:
@@ -112,7 +112,11 @@ def variant_path(path: Path, variant: str, calibration: Callable[[], Iterator[Fe
     if variant not in VARIANTS:
         raise ValueError(f"unknown ONNX variant {variant!r} (known: {', '.join(VARIANTS)})")
     folder = cache_root() / "onnx" / model_digest(path)[:32]
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a cache that cannot be written (a read-only home): converted in the temporary folder instead
+        folder = Path(tempfile.gettempdir()) / f"perfci-{os.getuid()}" / "onnx" / model_digest(path)[:32]
+        folder.mkdir(parents=True, exist_ok=True)
     out = folder / (f"{variant}-{key}.onnx" if key and variant == "int8-static" else f"{variant}.onnx")
     if out.exists():
         return out
