@@ -10,6 +10,7 @@ imports neither the history store (SQLAlchemy) nor the engine or the workloads (
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -126,9 +127,21 @@ def collector_off_for(argv: Sequence[str]) -> None:
         gc.disable()
 
 
+def printable_streams() -> None:
+    """Output that an ASCII-only stdout or stderr cannot encode (`µs` under LC_ALL=C without UTF-8 mode) is written
+    with `?` in its place: it ended a run with a traceback and exit 1, the gate's "regression", after everything
+    had been measured."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="replace")
+
+
 def entrypoint() -> None:
     """The `perfci` command: interrupts handled from the first moment (cli/exits.py), then the command."""
     with exits.interrupts_handled():
+        printable_streams()
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         collector_off_for(sys.argv[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+import os
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,22 @@ def test_skipped_case_is_reported_and_does_not_fail_the_gate(tmp_path: Path, sam
     rows = {r["case_id"]: r for r in json.loads(result.stdout)["rows"] if r["metric"] == "latency.median"}
     assert rows[skipped.id]["verdict"] == "missing"
     assert "triton is not installed" in rows[skipped.id]["note"]
+
+
+def test_an_ascii_only_stdout_gets_question_marks_not_a_traceback(tmp_path: Path) -> None:
+    """`µs` under LC_ALL=C without UTF-8 mode ended a comparison that passed with a traceback and exit 1."""
+    import subprocess
+    import sys
+
+    from tests.conftest import make_case, make_run
+
+    base, head = make_run([make_case("a", 20e-6)]), make_run([make_case("a", 20e-6, seed=1)], run_id="head")
+    dump_results(base, tmp_path / "b.json")
+    dump_results(head, tmp_path / "h.json")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "COLUMNS": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "compare", "b.json", "h.json", "--exit-zero"],
+        cwd=tmp_path, env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode("ascii", "replace")
+    assert b"Traceback" not in proc.stderr and b"?s" in proc.stdout  # "20 ?s": the micro sign replaced
