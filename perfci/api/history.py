@@ -12,6 +12,7 @@ from typing import Any
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
 from perfci.errors import UsageError
+from perfci.format.jsonfile import write_text_atomic
 from perfci.metrics.registry import default_registry
 from perfci.patterns import CasePattern
 from perfci.reports.trend_counts import RecentSteps
@@ -181,8 +182,7 @@ class TrendView:
 
     def write_summary(self, path: Path, text: str) -> None:
         """`--markdown FILE`: the summary written (its folder made)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, "utf-8")
+        write_text_atomic(path, text)
 
     def worse_within(self, runs: int) -> list[tuple[Trend, Shift, str | None]]:
         """The trend gate: cases that got worse at a change point within their latest `runs` runs, each with the

@@ -13,7 +13,7 @@ from perfci.errors import ResultsFormatError, UsageError
 from perfci.format.codec import document_schema
 from perfci.format.comparison import SCHEMA_NAME as COMPARISON_SCHEMA
 from perfci.format.comparison import decode_comparison
-from perfci.format.jsonfile import read_bytes
+from perfci.format.jsonfile import read_bytes, write_text_atomic
 from perfci.format.model import Comparison, RunResult
 from perfci.format.schema import SCHEMA_NAME as RESULTS_SCHEMA
 from perfci.format.schema import decode_results
@@ -105,6 +105,5 @@ def render(inputs: ReportInputs, out: Path, markdown: Path | None, decisions: De
     text = render_markdown(inputs.candidate, inputs.comparison, inputs.baseline, report=out.name, decisions=decisions)
     if str(markdown) == "-":
         return text
-    markdown.parent.mkdir(parents=True, exist_ok=True)
-    markdown.write_text(text, "utf-8")
+    write_text_atomic(markdown, text)
     return None

@@ -30,6 +30,7 @@ from perfci.cli.app import (
     app,
     appendable_file,
     consoles,
+    file_error,
     guard,
     note,
     progress_bar,
@@ -149,11 +150,15 @@ def failure_published(settings: Settings, req: CIRequest) -> Iterator[None]:
     `::error` line, before the one error line on stderr."""
     try:
         yield
-    except PerfciError as exc:
+    except (PerfciError, OSError) as exc:  # a full disk or an unwritable cache stopped it too, and published nothing
+        error = exc if isinstance(exc, PerfciError) else file_error(exc)
         where = settings.ci_environment(req.base, req.step_summary, req.github_output)
-        consoles()[0].print(error_annotation(exc.message), highlight=False, markup=False, soft_wrap=True)
-        publish_failure(where, exc.message, exc.exit_code)
-        raise
+        consoles()[0].print(error_annotation(error.message), highlight=False, markup=False, soft_wrap=True)
+        with contextlib.suppress(OSError):  # the outputs may sit on the disk that is full
+            publish_failure(where, error.message, error.exit_code)
+        if error is exc:
+            raise
+        raise error from None
 
 
 def describe(mode: str, base_rev: str | None, ingest: bool, environments: bool = False) -> str:

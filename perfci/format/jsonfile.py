@@ -57,12 +57,14 @@ def parse_json_text(text: str, source: str, kind: str) -> Any:
 def write_atomic(path: Path, data: bytes) -> None:
     """`data` into `path` through a temporary file beside it, renamed over `path` once whole: a reader never sees half
     a file. The temporary file's name is unique (two writers of one path do not share one) and it is removed when
-    writing fails. `path` must be a regular file or absent: a folder, a device (`/dev/full`) or a pipe is refused
-    naming `path`, never replaced by a file."""
+    writing fails. A folder is refused naming `path`; a device or a pipe (`/dev/stdout`, `/dev/full`) is written
+    into, never replaced by a file (`--out /dev/full` run as root turned the device into a 741 KB file)."""
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder; give the name of a file to write", str(path))
     if path.exists() and not path.is_file():
-        raise FileExistsError(errno.EEXIST, "is not a regular file; perfci writes only regular files", str(path))
+        with path.open("wb") as device:
+            device.write(data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -205,3 +207,8 @@ def _first_place(doc: Any, found: Any, keys: bool = False) -> str | None:
         elif isinstance(node, list):
             stack.extend(reversed([(v, (*where, str(i))) for i, v in enumerate(node)]))
     return None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """`text` as UTF-8 through `write_atomic`: a report cut off by a full disk was left as the artifact."""
+    write_atomic(path, text.encode("utf-8"))

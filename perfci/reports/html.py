@@ -23,6 +23,7 @@ import jinja2
 import msgspec
 from markupsafe import Markup
 
+from perfci.format.jsonfile import write_text_atomic
 from perfci.format.model import Comparison, RunResult
 from perfci.reports.case_rows import (
     RUNTIME_PARAM,
@@ -200,8 +201,7 @@ def write_html(
     baseline: RunResult | None = None,
     decisions: DecisionView = BY_TIME,
 ) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run, comparison, baseline, decisions), "utf-8")
+    write_text_atomic(path, render_html(run, comparison, baseline, decisions))
 
 
 __all__ = ["VERDICT_ORDER", "ReportInput", "render_html", "render_report", "script_json", "write_html"]

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
+from perfci.format.jsonfile import write_text_atomic
 from perfci.format.model import Comparison, MetricComparison, Verdict
 from perfci.reports.units import byte_change_interval, format_threshold
 
@@ -99,5 +100,4 @@ def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
 
 
 def write_junit(path: Path, comparison: Comparison) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_junit(comparison), "utf-8")
+    write_text_atomic(path, render_junit(comparison))

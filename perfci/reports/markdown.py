@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfci.format.jsonfile import write_text_atomic
 from perfci.format.model import (
     BELOW_THRESHOLD_WORSE,
     CaseResult,
@@ -243,5 +244,4 @@ def write_markdown(
     baseline: RunResult | None = None,
     decisions: DecisionView = BY_TIME,
 ) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_markdown(run, comparison, baseline, decisions=decisions), "utf-8")
+    write_text_atomic(path, render_markdown(run, comparison, baseline, decisions=decisions))

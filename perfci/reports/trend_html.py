@@ -30,6 +30,7 @@ from typing import Any
 from markupsafe import Markup
 
 from perfci.compare.history_noise import NoiseEstimate
+from perfci.format.jsonfile import write_text_atomic
 from perfci.metrics.registry import FLOPS_PCT_PEAK, metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
@@ -241,5 +242,4 @@ def write_trend_html(
     fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
     peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None, recent: RecentSteps | None = None,
 ) -> None:  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_trend(items, noise, metric, source, fingerprints, window, peaks, recent), "utf-8")
+    write_text_atomic(path, render_trend(items, noise, metric, source, fingerprints, window, peaks, recent))

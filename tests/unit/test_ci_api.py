@@ -162,3 +162,24 @@ def test_publish_appends_the_summary_and_writes_the_outputs(tmp_path: Path) -> N
     lines = (tmp_path / "output").read_text().splitlines()
     assert "verdict=regression" in lines and "regressions=1" in lines and "exit-code=1" in lines
     assert f"report={tmp_path / 'out' / 'report.html'}" in lines
+
+
+def test_a_gate_stopped_by_a_full_disk_still_publishes_its_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An OSError (a full disk, an unwritable cache) left $GITHUB_OUTPUT and the step summary empty: no
+    `verdict=error`, no `::error` line."""
+    import errno
+
+    from perfci.api.ci import CIRequest
+    from perfci.cli.ci import failure_published
+    from perfci.errors import InfrastructureError
+
+    req = CIRequest(step_summary=tmp_path / "summary.md", github_output=tmp_path / "output.txt")
+    with pytest.raises(InfrastructureError, match="No space left on device"):
+        with failure_published(Settings({}), req):
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "report.html"))
+    outputs = (tmp_path / "output.txt").read_text().splitlines()
+    assert "verdict=error" in outputs and "exit-code=3" in outputs
+    assert "No space left on device" in (tmp_path / "summary.md").read_text()
+    assert any(line.startswith("::error title=perfci::") for line in capsys.readouterr().out.splitlines())

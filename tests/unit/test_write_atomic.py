@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def test_written_whole_with_the_usual_permissions_and_nothing_beside_it(tmp_path
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~jsonfile._UMASK
 
 
-def test_a_folder_or_a_pipe_is_refused_naming_it(tmp_path: Path) -> None:
+def test_a_folder_is_refused_naming_it_and_a_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     folder.mkdir()
     with pytest.raises(IsADirectoryError) as refused:
@@ -30,10 +31,17 @@ def test_a_folder_or_a_pipe_is_refused_naming_it(tmp_path: Path) -> None:
     assert refused.value.filename == str(folder) and "is a folder" in str(refused.value.strerror)
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
-    with pytest.raises(FileExistsError, match="not a regular file"):
-        write_atomic(pipe, b"{}")
-    assert stat.S_ISFIFO(pipe.stat().st_mode)  # not replaced by a file
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()))
+    reader.start()
+    write_atomic(pipe, b"{}")  # `--out /dev/stdout`: written into
+    reader.join(10)
+    assert got == [b"{}"] and stat.S_ISFIFO(pipe.stat().st_mode)  # not replaced by a file
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pipe"]
+    if Path("/dev/full").exists():  # a full device: its error, and the device left as it is
+        with pytest.raises(OSError, match="No space left"):
+            write_atomic(Path("/dev/full"), b"{}")
+        assert stat.S_ISCHR(Path("/dev/full").stat().st_mode)
 
 
 def test_a_failed_write_leaves_no_temporary_file_and_the_old_file_as_it_was(
