@@ -176,9 +176,9 @@ def test_a_gate_stopped_by_a_full_disk_still_publishes_its_error(
     from perfci.errors import InfrastructureError
 
     req = CIRequest(step_summary=tmp_path / "summary.md", github_output=tmp_path / "output.txt")
-    with pytest.raises(InfrastructureError, match="No space left on device"):
-        with failure_published(Settings({}), req):
-            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "report.html"))
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "report.html"))
+    with pytest.raises(InfrastructureError, match="No space left on device"), failure_published(Settings({}), req):
+        raise full
     outputs = (tmp_path / "output.txt").read_text().splitlines()
     assert "verdict=error" in outputs and "exit-code=3" in outputs
     assert "No space left on device" in (tmp_path / "summary.md").read_text()
