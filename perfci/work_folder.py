@@ -4,8 +4,14 @@ cache), so that `git status` stays clean and no run is committed by a `git add -
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+
+from perfci.errors import UsageError
 
 WORK_FOLDER = ".perfci"
 IGNORE_TEXT = "# made by perfci: runs, A/Bs and the history store are outputs, not sources\n*\n"
@@ -43,3 +49,39 @@ def cache_dir() -> Path:
     if xdg := os.environ.get("XDG_CACHE_HOME"):
         return Path(xdg) / "perfci"
     return Path.home() / ".cache" / "perfci"
+
+
+def new_output_folder(kind: str) -> Path:
+    """`.perfci/<kind>/<UTC time to the second>`, made now, this command's alone: two commands started in the same
+    second were given one folder, and one's results replaced the other's (both printed the same path). A name that
+    is taken gets `-2`, `-3`, ... The work folder gets its `.gitignore` first."""
+    base = Path(WORK_FOLDER) / kind / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    mark_work_folder(base)
+    for n in range(1, 10_000):
+        folder = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            folder.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return folder
+    raise UsageError(f"{base}: no free output folder name; give one with --out.")
+
+
+@contextlib.contextmanager
+def output_folder_lock(folder: Path) -> Iterator[None]:
+    """Hold `folder` for this command while it writes there: a second `perfci run` or `ab` given the same `--out`
+    is refused at once (two runs into one folder left one's results, while both said they were written there).
+    An advisory lock on the folder itself, released when the command ends, however it ends."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"--out {folder}: another perfci command is writing there now.",
+                hint="give each concurrent run or A/B its own --out (or none: each gets its own folder)",
+            ) from None
+        yield
+    finally:
+        os.close(fd)

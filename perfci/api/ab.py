@@ -7,7 +7,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from perfci.ab.confirm import merge_confirmation
@@ -38,14 +37,14 @@ from perfci.metrics.registry import ENERGY
 from perfci.options import AB_BUDGET, CPU_FIRST_LOOK, EXTRA, LOOKS, PAIRS, PAIRS_AT_ONCE
 from perfci.patterns import matches_any, pytest_expression_hint
 from perfci.profilers.timing import TimingSettings
-from perfci.work_folder import WORK_FOLDER, mark_work_folder
+from perfci.work_folder import mark_work_folder, new_output_folder, output_folder_lock
 from perfci.workloads.conventional import conventional_sources
 from perfci.workloads.discovery import builtin_source, expand_paths
 from perfci.workloads.pytest_cases import pytest_source
 
 
 def default_ab_out() -> Path:
-    return Path(WORK_FOLDER) / "ab" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return new_output_folder("ab")
 
 
 @dataclass(frozen=True)
@@ -336,6 +335,23 @@ def ab(
         return {cid for cid in held if not patterns or matches_any(patterns, cid)}
 
     pythons = (req.base_python, req.head_python)
+    with output_folder_lock(out_dir):
+        return _measured_ab(settings, req, env, progress, notify, out_dir, abs_, chosen, keep, pythons)
+
+
+def _measured_ab(
+    settings: Settings,
+    req: ABRequest,
+    env: Mapping[str, str],
+    progress: ProgressFn | None,
+    notify: Callable[[str], None],
+    out_dir: Path,
+    abs_: ABSettings,
+    chosen: Chosen,
+    keep: Callable[[list[str]], set[str]],
+    pythons: tuple[Path | None, Path | None],
+) -> ABResult:
+    """`ab`'s measuring and writing, with its output folder held (`output_folder_lock`)."""
     try:
         outcome = run_revisions(
             settings, req.base_rev, req.head_rev, chosen, abs_, out_dir, env, keep, progress, pythons, notify,

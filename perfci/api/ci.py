@@ -35,6 +35,7 @@ from perfci.errors import UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 from perfci.options import PAIRS_AT_ONCE
 from perfci.reports.units import format_change_interval
+from perfci.work_folder import output_folder_lock
 from perfci.workloads.conventional import conventional_sources
 
 MODES = ("auto", "ab", "baseline")
@@ -195,8 +196,9 @@ def run_ci(
         check_out_dir(planned.out_dir)
     if planned.baseline is None:  # said before measuring: which file was looked for, and the ones that exist
         notify(no_baseline_note(planned.baseline_path, planned.runner))
-    measured = measure(planned, planned.choice.cases, progress)
-    outcome = finish_run(settings, run_req, planned, measured, env)
+    with output_folder_lock(planned.out_dir):
+        measured = measure(planned, planned.choice.cases, progress)
+        outcome = finish_run(settings, run_req, planned, measured, env)
     done = CIOutcome(plan, outcome.comparison, outcome.result, req.out, outcome.exit_code())
     # a shard is not a whole run: the history keeps the merged file (`perfci merge`, then `perfci history ingest`)
     whole = outcome.result.settings.get("complete") is not False and not outcome.result.settings.get("shard")

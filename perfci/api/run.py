@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
-from perfci.work_folder import WORK_FOLDER, mark_work_folder, remove_stale_outputs
+from perfci.work_folder import mark_work_folder, new_output_folder, output_folder_lock, remove_stale_outputs
 from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
@@ -52,7 +51,7 @@ NO_COMMIT_REMEDY = (
 
 
 def default_run_out() -> Path:
-    return Path(WORK_FOLDER) / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return new_output_folder("runs")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,5 +283,6 @@ def finish_run(
 def run(settings: Settings, req: RunRequest, env: Mapping[str, str], progress: ProgressFn | None = None) -> RunOutcome:
     """The whole `perfci run` for a Python caller (no printing): plan, measure, compare, write."""
     planned = plan_run(settings, req)
-    result = measure(planned, planned.choice.cases, progress)
-    return finish_run(settings, req, planned, result, env)
+    with output_folder_lock(planned.out_dir):
+        result = measure(planned, planned.choice.cases, progress)
+        return finish_run(settings, req, planned, result, env)

@@ -66,6 +66,7 @@ from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import locked_sm_clocks
 from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import run_table, verdict_line
+from perfci.work_folder import output_folder_lock
 
 Paths = Annotated[list[Path] | None, typer.Argument(help="Workload files or folders.")]
 OutOpt = Annotated[Path | None, typer.Option(help="Output folder (default .perfci/runs/<timestamp>).")]
@@ -143,9 +144,10 @@ def run(
         writable_folder(planned.out_dir, "--out")  # after the inputs are checked, before measuring
         if resume:
             note_resume(planned)
-        with locked_sm_clocks(lock_clocks, note):
-            result = measure_with_progress(planned)
-        outcome = finish_run(settings, req, planned, result, settings.env, note)
+        with output_folder_lock(planned.out_dir):
+            with locked_sm_clocks(lock_clocks, note):
+                result = measure_with_progress(planned)
+            outcome = finish_run(settings, req, planned, result, settings.env, note)
         print_run(outcome, fmt, req.decisions)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
