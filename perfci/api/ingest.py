@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import signal
 from collections import deque
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from perfci.api.settings import Settings
 from perfci.cpus import usable_cpus
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.format.schema import load_results
+from perfci.parent_death import die_with_parent
 from perfci.store.rows import PreparedRun, prepare_run
 
 PRELOAD_FILES = 4  # read before the store is opened
@@ -63,9 +65,12 @@ def _load(path: Path) -> Loaded | _Refused:
 
 def _worker_signals() -> None:
     """In a worker: Ctrl-C is for the writing process, which stops the workers (no traceback from each of
-    them); SIGTERM ends the worker (not the CLI's handler, inherited by fork)."""
+    them); SIGTERM ends the worker (not the CLI's handler, inherited by fork); the writing process's death,
+    SIGKILL included, ends it too (loaders outlived it, blocked for good, holding the caller's stdout)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not die_with_parent(os.getppid()):
+        os._exit(1)
 
 
 def _workers(files: int) -> int:

@@ -15,11 +15,9 @@ other. Messages (perfci/engine/protocol.py): `Start(case)` whenever a case is in
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import gc
 import os
-import signal
 import sys
 import threading
 import time
@@ -47,6 +45,7 @@ from perfci.engine.protocol import (
     decode_event,
     decode_job,
 )
+from perfci.parent_death import die_with_parent
 from perfci.workloads.api import LocatedFailure, SkipCase
 
 T = TypeVar("T")
@@ -216,20 +215,6 @@ def _pin(job: Job) -> None:
 CONTAINER_VAR = "PERFCI_CONTAINER"
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGKILL this worker when the process that spawned it dies, even by SIGKILL (a CI runner
-    killing the job), so that no worker keeps spinning in a workload call with nobody to time it out. If the
-    parent is already gone (it died before the request), exit now."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if parent_pid and os.getppid() != parent_pid:
-        os._exit(1)
-
-
 _heap_pad: list[bytearray] = []  # held for the worker's life
 
 
@@ -256,8 +241,9 @@ def main() -> None:
     job = decode_job(sys.stdin.readline())
     # a spare whose job came before its imports were done kept its pair waiting (waited_for_job near 0)
     started = {"preload": t1 - t0, "waited_for_job": time.perf_counter() - t1}
-    if not os.environ.get(CONTAINER_VAR):  # in a container its parent is the runtime's (see CONTAINER_VAR)
-        _die_with_parent(job.parent_pid)
+    # in a container its parent is the runtime's (see CONTAINER_VAR); elsewhere a parent gone already: exit now
+    if not os.environ.get(CONTAINER_VAR) and not die_with_parent(job.parent_pid):
+        os._exit(1)
     if not job.lockstep:
         _pin(job)
     _emit(protocol, Ready())
