@@ -126,6 +126,8 @@ def _read_events(proc: subprocess.Popen[bytes]) -> Iterator[WorkerEvent | None]:
     try:
         while True:
             if not sel.select(timeout=POLL_S):
+                if proc.poll() is not None:  # the worker is gone; a child it forked may hold the pipe open for
+                    return  # good (a multiprocessing.Process kept each round waiting for the case time-out)
                 yield None
                 continue
             chunk = os.read(fd, 65536)

@@ -4,6 +4,7 @@ case's error, or one definition error at import, and the other workloads' result
 from __future__ import annotations
 
 import json
+from datetime import datetime
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,15 @@ def thread_left_looping(ctx):
 def child_left_running(ctx):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # perfci-leftover-marker"])
     return lambda: None
+def _forever():
+    import time
+    while True:
+        time.sleep(0.1)
+@perfci.workload(timing=FAST)
+def forked_left_running(ctx):
+    import multiprocessing
+    multiprocessing.get_context("fork").Process(target=_forever).start()  # holds the worker's pipes
+    return lambda: None
 """
 
 
@@ -110,9 +120,12 @@ def test_threads_and_child_processes_a_workload_leaves_running_end_with_its_work
     """A non-daemon thread kept the worker, and `perfci run`, from ever ending (the interpreter waits for it); a
     child started with Popen kept running after perfci exited 0."""
     (tmp_path / "left.py").write_text(LEFT_RUNNING)
-    proc = perfci("run", "left.py", "--rounds", "2", "--out", "o", "--timeout", "20", cwd=tmp_path)
+    proc = perfci("run", "left.py", "--rounds", "2", "--out", "o", "--timeout", "60", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    cases = json.loads((tmp_path / "o" / "results.json").read_text())["cases"]
-    assert [c["status"] for c in cases] == ["ok", "ok"]
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [c["status"] for c in doc["cases"]] == ["ok", "ok", "ok"]
+    # a forked child holding the worker's pipes kept each round waiting for the case time-out (2 x 60 s here)
+    took = datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])
+    assert took.total_seconds() < 60, took
     left = subprocess.run(["pgrep", "-f", "perfci-leftover-marker"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a workload's child process outlived its worker"
