@@ -4,9 +4,9 @@ case's error, or one definition error at import, and the other workloads' result
 from __future__ import annotations
 
 import json
-from datetime import datetime
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
