@@ -179,7 +179,7 @@ def accuracy_of(case: CaseResult) -> Accuracy | None:
 def explanations(case: CaseResult) -> list[str]:
     """The sentences a workload recorded to explain a surprising figure of this case."""
     said = _notes(case).get(EXPLAIN_NOTE)
-    return [str(s) for s in said] if isinstance(said, list) else []
+    return [printable(str(s)) for s in said] if isinstance(said, list) else []
 
 
 def _config(case: CaseResult, batch: str | None, swept: tuple[str, ...]) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from perfci.format.jsonfile import write_text_atomic
-from perfci.format.model import Comparison, MetricComparison, Verdict
+from perfci.format.model import Comparison, MetricComparison, Verdict, printable
 from perfci.reports.units import byte_change_interval, format_threshold
 
 
@@ -54,17 +54,17 @@ def _testcase(suite: ET.Element, case_id: str, rows: list[MetricComparison], gat
     outcome = "passed"
     if failing:
         kind = "regression" if any(r.verdict is Verdict.REGRESSION for r in failing) else failing[0].verdict.value
-        el = ET.SubElement(tc, "failure", type=kind, message="; ".join(_line(r) for r in failing))
-        el.text = "\n".join(_line(r) for r in failing)
+        el = ET.SubElement(tc, "failure", type=kind, message=_xml("; ".join(_line(r) for r in failing)))
+        el.text = _xml("\n".join(_line(r) for r in failing))
         outcome = "failure"
     elif errors:
-        el = ET.SubElement(tc, "error", type="error", message=errors[0].note or "the case failed")
-        el.text = "\n".join(r.note for r in errors)
+        el = ET.SubElement(tc, "error", type="error", message=_xml(errors[0].note or "the case failed"))
+        el.text = _xml("\n".join(r.note for r in errors))
         outcome = "error"
     elif skipped:
-        ET.SubElement(tc, "skipped", message="; ".join(_line(r) for r in skipped))
+        ET.SubElement(tc, "skipped", message=_xml("; ".join(_line(r) for r in skipped)))
         outcome = "skipped"
-    ET.SubElement(tc, "system-out").text = "\n".join(_line(r) for r in rows)
+    ET.SubElement(tc, "system-out").text = _xml("\n".join(_line(r) for r in rows))
     return outcome
 
 
@@ -101,3 +101,9 @@ def render_junit(comparison: Comparison, suite_name: str = "perfci") -> str:
 
 def write_junit(path: Path, comparison: Comparison) -> None:
     write_text_atomic(path, render_junit(comparison))
+
+
+def _xml(text: str) -> str:
+    """Text XML 1.0 can hold: control characters other than newline and tab written as escapes (an error message
+    holding ESC made junit.xml not well-formed, and a CI's test report then read nothing)."""
+    return printable(text, lines=True)

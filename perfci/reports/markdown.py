@@ -24,6 +24,7 @@ from perfci.format.model import (
     MetricComparison,
     RunResult,
     Verdict,
+    printable,
 )
 from perfci.metrics.definition import MetricDef
 from perfci.metrics.registry import BANDWIDTH, FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
@@ -47,7 +48,7 @@ _RUN_HEAD = "| case | median | interval | memory (host) | memory (device) |\n| -
 
 def code(text: object, limit: int = 200) -> str:
     """`text` as an inline code span that is safe in a table cell (one line, pipes escaped, length bounded)."""
-    s = " ".join(str(text).split())
+    s = printable(" ".join(str(text).split()))  # ESC sequences from a message reached the PR comment raw
     if len(s) > limit:
         s = s[: limit - 1] + "…"
     s = s.replace("|", "\\|")

@@ -296,3 +296,17 @@ def test_a_small_memory_figures_interval_reads_in_bytes() -> None:
 
     assert format_change_interval(1.0, 2.0, 4096, "B") == "0 B .. +4 KiB"
     assert format_change_interval(0.9, 1.1, 8 * 2**20, "B") == "-10.0% .. +10.0%"  # a larger figure: percent
+
+
+def test_control_characters_in_messages_reach_no_report_raw() -> None:
+    """An error message holding ESC made junit.xml not well-formed and reached summary.md raw."""
+    import xml.etree.ElementTree as ET
+
+    from perfci.reports.markdown import code
+
+    bad = "bad \x1b[2J\x1b[31mRED\nsecond\rline"
+    row = MetricComparison("t.a@cpu", "latency.median", Verdict.ERROR, "s", 1e-3, None, note=bad)
+    comparison = Comparison("b", "c", (row,), ())
+    ET.fromstring(render_junit(comparison).split("\n", 1)[1])  # well-formed
+    assert "\\x1b[2J" in render_junit(comparison) and "\x1b" not in render_junit(comparison)
+    assert code(bad) == "`bad \\x1b[2J\\x1b[31mRED second line`"
