@@ -142,6 +142,9 @@ class OnnxFile:
         )
         if variant != "fp32":
             self._check_against_fp32(ctx, variant, sess, feeds, providers, threads)
+        else:  # the reference checked against a second run of itself: NaN in it failed every other variant only
+            first = sess.run(None, feeds)
+            ctx.check_close(lambda: sess.run(None, feeds), first, FP32_REPEAT, what="fp32 output vs a second run")
         on_cpu = not ctx.device.startswith("cuda")
         if variant == "fp16" and on_cpu and onnx_variants.runs_fp16_as_fp32(path, providers, threads):
             surprises.explain(ctx.notes, FP16_ON_CPU)
@@ -197,6 +200,8 @@ class OnnxFile:
         actual = sess.run(None, feeds)
         check_against(ctx, actual, reference, self.tolerances[variant], "fp32", what=f"{variant} output vs fp32")
 
+
+FP32_REPEAT = Tolerance(max_rel_l2=1e-5)  # the reference against itself: equal but for a GPU's reduction order
 
 FP16_ON_CPU = (
     "the CPU execution provider has no fp16 kernels for most operators: ONNX Runtime runs them in fp32 through "
@@ -308,6 +313,12 @@ def onnx_workload(
         raise WorkloadDefinitionError(f"{file}: cannot be read as an ONNX model: {type(exc).__name__}: {exc}") from None
     sizes: list[ParamValue] = list(batch_sizes(who, batch)) if batch is not None else [fixed_batch(inputs) or 1]
     named = checked_dims(who, dims, symbolic_dims(s.shape for s in inputs), file.name)
+    leading = sorted({str(s.shape[0]) for s in inputs if s.shape and isinstance(s.shape[0], str)} & set(named))
+    if leading:  # it overrode `batch`: every case fed the same size, and per-item figures divided by the wrong one
+        raise WorkloadDefinitionError(
+            f"{who}: dims names {leading[0]!r}, the inputs' leading (batch) dimension, which `batch` sets.",
+            hint=f"give its sizes with batch=[...] and leave {leading[0]!r} out of dims",
+        )
     for spec_in in inputs:  # a symbolic dimension without a value failed every case at run time (exit 3)
         try:
             fill_shape(spec_in, 1, named)

@@ -221,7 +221,36 @@ def test_setup_check_fails_beyond_the_tolerance_and_fp32_has_no_accuracy_entry(t
         ctx.check()
     plain = WorkloadContext(device="cpu", params={}, seed=0)
     perfci.onnx_workload(path)(plain, variant="fp32", batch=1)
-    assert "accuracy" not in plain.notes and plain.check is None
+    assert "accuracy" not in plain.notes and plain.check is not None  # the reference: no accuracy figure
+    plain.check()  # checked against a second run of itself
+
+
+def test_an_fp32_reference_with_non_finite_outputs_fails_its_own_check(tmp_path: Path) -> None:
+    """log(x) of normal inputs: fp32 was `ok` and named the best while every other variant failed against it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Log", ["X"], ["Y"])],
+        "log",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(tmp_path / "log.onnx"))
+    ctx = WorkloadContext(device="cpu", params={}, seed=0)
+    onnx_workload(tmp_path / "log.onnx", variants=["fp32"])(ctx, variant="fp32", batch=2)
+    assert ctx.check is not None
+    with pytest.raises(AssertionError, match="the reference has .* non-finite values"):
+        ctx.check()
+
+
+def test_dims_naming_the_batch_dimension_are_refused(tmp_path: Path) -> None:
+    """`dims={"N": 3}` on an input [N, seq, 8] overrode `batch`: every case fed 3 rows, per item divided by 1 or 4."""
+    seq = _write_model(tmp_path / "seq.onnx", extra_dim="seq")
+    with pytest.raises(WorkloadDefinitionError, match="dims names 'N', the inputs' leading \\(batch\\) dimension"):
+        onnx_workload(seq, dims={"N": 3, "seq": 2}, batch=[1, 4])
 
 
 def test_setup_skips_a_batch_a_fixed_model_cannot_take(tmp_path: Path, cache: Path) -> None:
