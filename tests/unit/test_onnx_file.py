@@ -242,7 +242,7 @@ def test_an_fp32_reference_with_non_finite_outputs_fails_its_own_check(tmp_path:
     ctx = WorkloadContext(device="cpu", params={}, seed=0)
     onnx_workload(tmp_path / "log.onnx", variants=["fp32"])(ctx, variant="fp32", batch=2)
     assert ctx.check is not None
-    with pytest.raises(AssertionError, match="the reference has .* non-finite values"):
+    with pytest.raises(AssertionError, match=r"the reference has .* non-finite values"):
         ctx.check()
 
 
