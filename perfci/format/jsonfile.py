@@ -59,13 +59,21 @@ def write_atomic(path: Path, data: bytes) -> None:
     a file. The temporary file's name is unique (two writers of one path do not share one) and it is removed when
     writing fails. A folder is refused naming `path`; a device or a pipe (`/dev/stdout`, `/dev/full`) is written
     into, never replaced by a file (`--out /dev/full` run as root turned the device into a 741 KB file)."""
+    if path.is_symlink():  # the file it points to is written (the link was replaced by a file)
+        path = Path(os.path.realpath(path))
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder; give the name of a file to write", str(path))
     if path.exists() and not path.is_file():
-        with path.open("wb") as device:
-            device.write(data)
+        try:
+            with path.open("wb") as device:
+                device.write(data)
+        except OSError as exc:  # a write's error names no file: named here
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # `--out afile/x.json`: "afile: File exists."
+        raise NotADirectoryError(errno.ENOTDIR, "a file is in the way of the folder to write in", str(path)) from None
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:  # named by the file asked for, not the temporary one

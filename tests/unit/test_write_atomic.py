@@ -68,3 +68,22 @@ def test_an_unwritable_folder_is_named_by_the_file_asked_for(tmp_path: Path, mon
     with pytest.raises(PermissionError) as refused:
         write_atomic(tmp_path / "results.json", b"{}")
     assert refused.value.filename == str(tmp_path / "results.json")
+
+
+def test_a_link_writes_the_file_it_points_to_and_a_file_in_the_way_is_named(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, b"new")
+    assert link.is_symlink() and real.read_bytes() == b"new"  # the link was replaced by a file
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(NotADirectoryError) as refused:
+        write_atomic(tmp_path / "afile" / "x.json", b"{}")
+    assert refused.value.filename == str(tmp_path / "afile" / "x.json")
+    if Path("/dev/full").exists():
+        full = tmp_path / "full.json"
+        full.symlink_to("/dev/full")
+        with pytest.raises(OSError) as no_space:
+            write_atomic(full, b"{}")
+        assert no_space.value.filename == "/dev/full"
