@@ -32,7 +32,8 @@ ParamValue = str | int | float | bool
 # Bounds of the format. A timed sample lies between a picosecond and 10^7 s (116 days): outside, the file is
 # corrupt, and the ratio of two runs' times could overflow a float.
 MIN_SECONDS = 1e-12
-Seconds = Annotated[float, Meta(ge=MIN_SECONDS, le=1e7, description="A timed sample, in seconds.")]
+MAX_SECONDS = 1e7  # a timed sample of at most 116 days
+Seconds = Annotated[float, Meta(ge=MIN_SECONDS, le=MAX_SECONDS, description="A timed sample, in seconds.")]
 Count = Annotated[int, Meta(ge=0)]
 NonNegative = Annotated[float, Meta(ge=0)]
 Fraction = Annotated[float, Meta(ge=0, le=1)]

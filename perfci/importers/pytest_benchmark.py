@@ -27,7 +27,17 @@ from typing import Any
 
 from perfci.errors import ResultsFormatError
 from perfci.format.jsonfile import parse_json_text
-from perfci.format.model import MIN_SECONDS, CaseResult, CaseSpec, CaseStatus, GitInfo, ParamValue, Round, RunResult
+from perfci.format.model import (
+    MAX_SECONDS,
+    MIN_SECONDS,
+    CaseResult,
+    CaseSpec,
+    CaseStatus,
+    GitInfo,
+    ParamValue,
+    Round,
+    RunResult,
+)
 from perfci.format.schema import RESULTS
 from perfci.metrics import case_metrics
 from perfci.workloads.pytest_cases import GROUP_TAG, PYTEST_SUITE
@@ -95,6 +105,11 @@ def _samples(stats: dict[str, Any], source: str, where: str, fullname: str) -> t
             times = f" s x {iterations} iterations" if number and math.isfinite(float(d)) and iterations > 1 else ""
             raise ResultsFormatError(
                 f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r}{times} is not a finite time > 0."
+            )
+        if value > MAX_SECONDS:  # named here, not as "the results document to write"
+            raise ResultsFormatError(
+                f"{source}: invalid pytest-benchmark file at {where}/data/{j}: {d!r} s x {iterations} iteration(s) is "
+                f"more than perfci's largest sample, {MAX_SECONDS:g} s."
             )
         if value < MIN_SECONDS:
             raise ResultsFormatError(

@@ -484,6 +484,8 @@ BENCH_MUTATIONS = [
     ("a timing below 1 ps", lambda d: d["benchmarks"][0]["stats"]["data"].__setitem__(0, 1e-320), "resolution"),
     ("a timing that overflows", lambda d: d["benchmarks"][0]["stats"]["data"].__setitem__(0, 1e308), "x 2 iterations"),
     ("one name twice", lambda d: d["benchmarks"].append(copy.deepcopy(d["benchmarks"][0])), "benchmarks 0 and 1"),
+    ("a timing past 1e7 s", lambda d: d["benchmarks"][0]["stats"]["data"].__setitem__(0, 2e7), "largest sample"),
+    ("too many iterations", lambda d: d["benchmarks"][0]["stats"].__setitem__("iterations", 10**12), "largest sample"),
 ]
 
 
