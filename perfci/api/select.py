@@ -131,10 +131,15 @@ def nothing_selected(
     all."""
     given = [f"-k {p!r}" for p in patterns or ()] + [f"--suite {s}" for s in suites or ()]
     given += [f"--device {d}" for d in devices or ()]
+    skipped = [reason for _, reason in choice.left_out if not reason.startswith("device ")] if choice else []
+    if given and skipped:  # `-k fp16` on a CPU: the case exists, its workload's skip rule left it out
+        return (
+            f"{', '.join(given)} {'matches' if len(given) == 1 else 'match'} no case that runs here; "
+            f"{len(skipped)} case(s) were left out by their workloads' skip rules (e.g. {skipped[0]})"
+        )
     if not given:
         if choice is not None and choice.left_out:
             devices_missing = choice.other_device_names()
-            skipped = [reason for _, reason in choice.left_out if not reason.startswith("device ")]
             why = [f"{len(choice.left_out) - len(skipped)} for {', '.join(devices_missing)} (no such device on this "
                    "runner)"] if devices_missing else []  # fmt: skip
             why += [f"{len(skipped)} by their workloads' skip rules (e.g. {skipped[0]})"] if skipped else []

@@ -177,7 +177,11 @@ def test_nothing_to_run_says_what_left_every_case_out() -> None:
         "workloads' skip rules (e.g. fp16 is for GPUs)"
     )
     assert nothing_selected(None, None, None, CaseChoice([], [], 0)) == "no workloads found"
-    assert nothing_selected(["x"], None, None, choice) == "-k 'x' matches no case"
+    assert nothing_selected(["x"], None, None, CaseChoice([], [], 0)) == "-k 'x' matches no case"
+    assert nothing_selected(["fp16"], None, ["cpu"], choice) == (  # it exists: its skip rule left it out
+        "-k 'fp16', --device cpu match no case that runs here; 1 case(s) were left out by their workloads' skip "
+        "rules (e.g. fp16 is for GPUs)"
+    )
 
 
 def test_an_empty_folder_named_is_refused_not_replaced_by_the_built_in_suite(
