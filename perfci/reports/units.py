@@ -71,7 +71,7 @@ def format_ratio(r: float | None) -> str:
     if r is None or not math.isfinite(r):
         return "-"
     if r > 0 and not _AS_MULTIPLE[0] <= r <= _AS_MULTIPLE[1]:
-        return f"{r:.3g}x"
+        return f"{r:,.0f}x" if r >= 1000 else f"{r:.3g}x"  # ".3g" wrote 2050 as "2.05e+03x"
     return f"{(r - 1.0) * 100:+.1f}%"
 
 

@@ -118,10 +118,11 @@ class Sensitivity:
             if self.by_device
             else ""
         )
-        if self.mdc > MDC_SHOWN:
+        if self.mdc > MDC_SHOWN:  # the quoted row (the 90th percentile) sees nothing: say so, not "in 2 of 2"
             return (
-                f"{what} could detect no change smaller than tenfold in {n}{device}: too few rounds, or too much "
-                "noise, to see a practical change"
+                f"{what} could detect no change smaller than tenfold in "
+                f"{'its case' if self.timed == 1 else f'at least one of its {self.timed:,} cases'}"
+                f"{device}: too few rounds, or too much noise, to see a practical change"
             )
         return f"{what} could detect changes of {format_mdc(self.mdc)} or more in {n}{device}"
 

@@ -262,6 +262,7 @@ def test_changes_past_tenfold_read_as_multiples() -> None:
     assert format_ratio(0.5) == "-50.0%"
     assert format_ratio(10.0) == "+900.0%"  # tenfold still a percentage
     assert format_ratio(420.0) == "420x"
+    assert format_ratio(2050.0) == "2,050x"  # not "2.05e+03x"
     assert format_ratio(1 / 3000) == "0.000333x"  # not "-100.0%"
     assert format_ratio(None) == "-" and format_ratio(float("inf")) == "-"
     assert format_change_interval(300.0, 540.0) == "300x .. 540x"
@@ -277,10 +278,11 @@ def test_a_minimum_detectable_change_past_tenfold_says_nothing_practical_is_seen
     row = MetricComparison("t.a@cpu", "latency.median", Verdict.INCONCLUSIVE, "s", 1e-3, 1e-3, mdc=1.0e8)
     wide = Sensitivity(mdc=1.0e8, covered=1, timed=1, paired=False, least=row)
     assert wide.sentence() == (
-        "this comparison could detect no change smaller than tenfold in 1 of 1 case: too few rounds, or too much "
-        "noise, to see a practical change"
+        "this comparison could detect no change smaller than tenfold in its case: too few rounds, or too much noise, "
+        "to see a practical change"
     )
     assert "changes of 85% or more" in replace(wide, mdc=0.85).sentence()
+    assert "in at least one of its 2 cases:" in replace(wide, timed=2, covered=2).sentence()
 
 
 def test_bytes_between_1000_and_1023_of_a_unit_are_written_in_full() -> None:
