@@ -207,7 +207,8 @@ def _require_common_before_measuring(baseline: RunResult, path: Path, cases: lis
         return
     raise UsageError(
         f"nothing to compare: the baseline {path} has none of the {len(cases)} case(s) this run would measure "
-        f"(first ids: {baseline.cases[0].id if baseline.cases else '(no cases)'} and {cases[0].id}).",
+        f"(the baseline's first: {baseline.cases[0].id if baseline.cases else 'none'}; this run's first: "
+        f"{cases[0].id}).",
         hint="choose the workloads the baseline holds, compare with another --baseline, or make one of these cases "
         "(perfci run --out DIR, then perfci baseline update DIR/results.json --reason ...)",
     )
