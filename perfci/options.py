@@ -159,7 +159,7 @@ THREADS = Option(name="threads", title="Threads per worker (torch/ORT intra-op; 
 CPUS = Option(name="cpus", title="CPUs the workers are pinned to", help="Pin the workers to these CPUs, e.g. 3 or "
               "2-3 or 0,4-7", flag="--cpus", default_text="not pinned", config="cpus")
 SEED = Option(name="seed", title="Seed for inputs, round order and pair order", help="Seed for inputs and round "
-              "order", kind="int", flag="--seed", default=0)
+              "order", kind="int", flag="--seed", default=0, low=0, high=2**63 - 1)
 CASE_TIMEOUT = Option(name="case_timeout_s", title="Per-case time-out (s)", help="Per-case time-out in seconds",
                       kind="float", flag="--timeout", default=120.0, low=0, low_open=True, unit="s",
                       config="case_timeout_s")
