@@ -89,8 +89,8 @@ class Option:
             return "a non-empty string"
         what = "an integer" if self.kind == "int" else "a number"
         parts = [] if self.low is None else [f"{'>' if self.low_open else '>='} {self.low:g}"]
-        if self.high is not None:
-            parts.append(f"at most {self.high:g}")
+        if self.high is not None:  # an integer bound in full: 2^63 - 1 read "9.22337e+18"
+            parts.append(f"at most {self.high}" if self.kind == "int" else f"at most {self.high:g}")
         unit = " (seconds)" if self.unit == "s" else ""
         return f"{what} {' and '.join(parts)}{unit}".rstrip()
 

@@ -191,7 +191,7 @@ def test_the_library_request_is_held_to_the_options_kinds_before_measuring(proje
     from perfci.cli.app import project_settings
     from perfci.errors import UsageError
 
-    with pytest.raises(UsageError, match="--seed: must be an integer, not 'x'"):
+    with pytest.raises(UsageError, match=r"--seed: must be an integer .*, not 'x'"):
         plan_run(project_settings(None), RunRequest(out=project / "out", seed="x"))  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="--threshold"):
         plan_run(project_settings(None), RunRequest(out=project / "out", threshold=50.0))
