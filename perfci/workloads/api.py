@@ -87,10 +87,16 @@ class Workload:
         made = self.setup(ctx, **params)
         if not callable(made):  # else the first call failed in perfci's code: "'NoneType' object is not callable"
             raise LocatedFailure(f"{_defined_at(self.setup)}workload {self.name!r}: {_not_callable(made)}")
-        if inspect.iscoroutinefunction(made) or inspect.isasyncgenfunction(made):  # timed: making a coroutine
+        if (
+            inspect.iscoroutinefunction(made)
+            or inspect.isasyncgenfunction(made)
+            or inspect.isgeneratorfunction(made)
+            or inspect.iscoroutinefunction(type(made).__call__)  # an object with `async def __call__`
+        ):  # timed: making a coroutine or a generator, never running it
             raise LocatedFailure(
-                f"{_defined_at(self.setup)}workload {self.name!r}: its set-up returned an async function; a call of "
-                "it only makes a coroutine, which would be timed instead of the work. Return a plain callable "
+                f"{_defined_at(self.setup)}workload {self.name!r}: its set-up returned an async or generator function; "
+                "a call of it only makes a coroutine or generator, which would be timed instead of the work. Return "
+                "a plain callable "
                 "(e.g. `return lambda: loop.run_until_complete(step())`)."
             )
         return made
@@ -190,6 +196,11 @@ def workload(
     def wrap(f: SetupFn) -> Workload:
         grid = dict(params or {})
         who = f"workload {name or getattr(f, '__name__', f)!r}"
+        if inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f):  # every case failed at run time
+            raise WorkloadDefinitionError(
+                f"{who}: its set-up is an async function; perfci calls it as a plain one. Make the set-up a plain "
+                "function that returns the callable to time."
+            )
         _validate_labels(who, name, suite, tags)
         _validate(who, f, grid, devices, timing or {})
         return Workload(

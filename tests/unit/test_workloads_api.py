@@ -170,8 +170,25 @@ def test_an_async_function_returned_for_timing_is_refused() -> None:
 
         return step
 
-    with pytest.raises(LocatedFailure, match="returned an async function"):
+    with pytest.raises(LocatedFailure, match="returned an async or generator function"):
         coro(WorkloadContext(device="cpu", params={}, seed=0))
+
+    class AsyncCall:
+        async def __call__(self) -> None:
+            pass
+
+    def counting() -> object:
+        yield 1
+
+    for made in (AsyncCall(), counting):
+        returned = perfci.workload(name="w")(lambda ctx, made=made: made)
+        with pytest.raises(LocatedFailure, match="returned an async or generator function"):
+            returned(WorkloadContext(device="cpu", params={}, seed=0))
+    with pytest.raises(WorkloadDefinitionError, match="its set-up is an async function"):
+
+        @perfci.workload
+        async def async_set_up(ctx):  # type: ignore[no-untyped-def]
+            return lambda: None
 
 
 def test_a_teardown_that_fails_says_it_was_the_teardown() -> None:
