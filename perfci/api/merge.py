@@ -43,6 +43,7 @@ class MergeRequest:
     baseline: Path | None = None  # compare with this results file instead
     threshold: float | None = None
     allow_missing: bool = False  # baseline cases no shard measured pass (compare/coverage.py)
+    fail_on: str | None = None  # --fail-on, else the configuration's
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def merge(settings: Settings, req: MergeRequest) -> MergeOutcome:
         decision = DecisionSettings(
             threshold=settings.threshold(req.threshold),  # `threshold` and `fail_on` as configured, as compare's
             thresholds=dict(settings.cfg.thresholds),
-            fail_on=settings.fail_on(None),
+            fail_on=settings.fail_on(req.fail_on),
         )
         scope = Scope(allow_missing=req.allow_missing)
         comparison = compare_runs(base, merged, decision, (str(base_file), str(out)), scope=scope)

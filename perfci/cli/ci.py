@@ -46,6 +46,7 @@ from perfci.cli.options import (
     DbOpt,
     ExitZeroOpt,
     ExtraOpt,
+    FailOnOpt,
     HeadPythonOpt,
     LooksOpt,
     PairsAtOnceOpt,
@@ -197,9 +198,10 @@ def merge_command(
     exit_zero: ExitZeroOpt = False,
     config: ConfigOpt = None,
     allow_missing: AllowMissing = False,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Join the results of a sharded run (perfci run --shard I/N) into one results.json, report and summary."""
-    req = MergeRequest(files, out, runner, baseline, threshold, allow_missing=allow_missing)
+    req = MergeRequest(files, out, runner, baseline, threshold, allow_missing=allow_missing, fail_on=fail_on)
 
     def body() -> int:
         writable_folder(out, "--out")
@@ -207,6 +209,8 @@ def merge_command(
         note(f"merged {len(files)} file(s): {len(outcome.result.cases)} cases")
         if outcome.comparison is not None:  # the verdicts, as `run --baseline` shows them (only the headline was)
             consoles()[0].print(comparison_table(outcome.comparison))
+            for w in outcome.comparison.warnings:  # other settings, hardware: said by compare, not by merge
+                note(f"warning: {w}")
         note(verdict_line(outcome.comparison, outcome.result))
         note(f"results: {out / 'results.json'}\nreport:  {out / 'report.html'}")
         return ExitCode.OK if exit_zero else outcome.exit_code()

@@ -183,6 +183,9 @@ def test_run_and_merge_decide_with_the_configured_threshold_and_fail_on(project:
     merged = merge(settings, MergeRequest([project / "head.json"], project / "m", baseline=project / "base.json"))
     assert merged.comparison is not None
     assert merged.comparison.settings["threshold"] == 10.0 and merged.comparison.settings["fail_on"] == "slower"
+    flagged = merge(settings, MergeRequest([project / "head.json"], project / "m2", baseline=project / "base.json",
+                                           fail_on="regression"))  # fmt: skip
+    assert flagged.comparison is not None and flagged.comparison.settings["fail_on"] == "regression"  # flag wins
 
 
 def test_the_library_request_is_held_to_the_options_kinds_before_measuring(project: Path) -> None:
