@@ -59,9 +59,20 @@ class Side:
 
 
 def repo_root(start: Path) -> Path:
+    """The repository's top folder; a UsageError that says why there is none: no git on PATH, a repository git
+    will not use (another user's: "dubious ownership"), or none at all (all three read "not inside a git
+    repository")."""
     try:
         return Path(git(start, "rev-parse", "--show-toplevel"))
-    except InfrastructureError:
+    except InfrastructureError as exc:
+        said = str(exc)
+        if "No such file or directory" in said and "'git'" in said:
+            raise UsageError("git is not on PATH; perfci ab and ci need it.", hint="install git") from None
+        if "dubious ownership" in said or "safe.directory" in said:
+            raise UsageError(
+                f"{start}: git refuses this repository, owned by another user ({said.split(': ', 1)[-1]}).",
+                hint=f"git config --global --add safe.directory {start}",
+            ) from None
         raise UsageError(f"{start}: not inside a git repository.", hint="run `perfci ab` in a git checkout") from None
 
 
