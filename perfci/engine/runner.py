@@ -51,6 +51,8 @@ from perfci.profilers.peaks import cache_key, load_cached, store_cached
 from perfci.profilers.timing import TimingSettings
 from perfci.work_folder import cache_dir
 
+WORKER_RETRIES = 1  # a worker that dies between cases is replaced this many times a round
+
 
 def _default_memory_limit() -> int:
     return int(psutil.virtual_memory().total * 0.5)
@@ -205,6 +207,7 @@ class Runner:
     learned: tuple[str, ...] = ()  # the library modules the first lockstep pair's set-ups imported (preload.py)
     _cached: tuple[str, ...] | None = None  # those a previous run of the same workloads learned (read once)
     started_ahead: int = 0  # lockstep workers that were started ahead (`prestart`) and used
+    _worker_failed: str | None = None  # why the last worker of a round died between cases (None: it did not)
 
     def run(self, specs: list[CaseSpec], resume_from: RunResult | None = None) -> RunResult:
         """The whole run; with `resume_from` (an interrupted run of the same cases and settings, checked by
@@ -368,14 +371,23 @@ class Runner:
     def run_round(self, index: int, only: list[str] | None = None) -> None:
         """One round: the still-healthy cases (or those in `only`), in an order shuffled per round."""
         todo = self.todo(index, only)
-        attempt = 0
+        attempt = failures = 0
         while todo:
             finished: list[str] = []
             handler = functools.partial(self._on_event, index=index, remaining=todo, finished=finished)
             log = self.out_dir / "logs" / f"{WORKER_LOG_PREFIX}r{index}-{attempt}.log"
             env = self._env(pad_key=f"{index}:{attempt}:{self.out_dir.name}")
+            self._worker_failed = None
             run_worker(self._job(todo, index), self._limits(), log, handler, env=env, python=self.worker_python)
             todo = [s for s in todo if s.id not in finished]
+            if not finished and self._worker_failed is None:  # never loop on a worker that ends doing nothing
+                self._worker_failed = "the worker ended without measuring any case"
+            if self._worker_failed is not None:  # it died between cases: no case's fault, so a new worker tries
+                failures += 1  # (one killed as it started failed every case of the run); twice is no hiccup
+                if failures > WORKER_RETRIES:
+                    for s in todo:
+                        self.states[s.id].errors.append(CaseError("infrastructure", self._worker_failed, index))
+                    todo = []
             attempt += 1
         self._write(final=False)
 
@@ -413,11 +425,8 @@ class Runner:
             self._record(event, index)
             finished.append(event.case)
             self.done += 1
-        elif isinstance(event, WorkerFailed):
-            for s in remaining:
-                if s.id not in finished:
-                    self.states[s.id].errors.append(CaseError("infrastructure", event.message, index))
-                    finished.append(s.id)
+        elif isinstance(event, WorkerFailed):  # `run_round` retries the cases left, then gives up on them
+            self._worker_failed = event.message
 
     def _env(self, pad_key: str | None = None) -> dict[str, str]:
         """The worker's environment. With `pad_key`, a variable of pseudo-random length (0-4095, seeded by the
