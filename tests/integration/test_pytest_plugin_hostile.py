@@ -92,12 +92,11 @@ def test_out_that_is_not_a_folder_is_refused(pytester: pytest.Pytester, out: str
 
 
 def test_an_unwritable_out_is_one_line_and_exit_2(pytester: pytest.Pytester) -> None:
-    """What the configure-time checks cannot see (here results.json a link to a device, which perfci does not
-    write through; in life a full disk or a missing permission) is one line in the summary and perfci's exit 2,
-    not a traceback."""
+    """What the configure-time checks cannot see (here results.json a link to a full device; in life a full disk
+    or a missing permission) is one line in the summary and perfci's exit 2, not a traceback."""
     pytester.makepyfile(test_speed=MARKED)
     (pytester.path / "out").mkdir()
-    (pytester.path / "out" / "results.json").symlink_to("/dev/null")
+    (pytester.path / "out" / "results.json").symlink_to("/dev/full")  # written into: "No space left on device"
     result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out")
     result.assert_outcomes(passed=1)
     assert result.ret == 2
