@@ -51,14 +51,21 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "perfci"
 
 
-def new_output_folder(kind: str) -> Path:
-    """`.perfci/<kind>/<UTC time to the second>`, made now, this command's alone: two commands started in the same
-    second were given one folder, and one's results replaced the other's (both printed the same path). A name that
-    is taken gets `-2`, `-3`, ... The work folder gets its `.gitignore` first."""
+def new_output_folder(kind: str, make: bool = True) -> Path:
+    """`.perfci/<kind>/<UTC time to the second>`, this command's alone: two commands started in the same second
+    were given one folder, and one's results replaced the other's (both printed the same path). A name that is
+    taken gets `-2`, `-3`, ... With `make`, the folder is made now (its name then cannot be taken by another), the
+    work folder with its `.gitignore` first; without, it is only named (a command that may still be refused makes
+    it later, under `output_folder_lock`, which refuses a second command in it)."""
     base = Path(WORK_FOLDER) / kind / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    mark_work_folder(base)
+    if make:
+        mark_work_folder(base)
     for n in range(1, 10_000):
         folder = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        if not make:
+            if not folder.exists():
+                return folder
+            continue
         try:
             folder.mkdir(parents=True)
         except FileExistsError:

@@ -44,7 +44,7 @@ from perfci.workloads.pytest_cases import pytest_source
 
 
 def default_ab_out() -> Path:
-    return new_output_folder("ab")
+    return new_output_folder("ab", make=False)  # made when measuring starts: a refused A/B leaves no `.perfci/`
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,8 @@ def run_revisions(
                 folders = [repo, Path.cwd(), *source_folders(both[0] + both[1])]
                 a, b = sides_in_images((a, b), images, work, folders, ab_settings.run.memory_limit_bytes)
             mark_work_folder(out_dir)  # the default, or any --out in .perfci/: ignored by git (once measuring)
-            return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
+            with output_folder_lock(out_dir):  # a second A/B in the same folder is refused while this one measures
+                return run_ab(a, b, both, ab_settings, out_dir, select=keep, progress=progress)
 
 
 def with_environment(side: Side, python: Path | None, option: str) -> Side:
@@ -323,35 +324,20 @@ def ab(
             hint="perfci ab BASE [HEAD], or perfci ab --base-python PATH --head-python PATH",
         )
     patterns = compile_patterns(req.sources.patterns)
-    out_dir = req.out or default_ab_out()
-    if check_out_dir is not None:
-        check_out_dir(out_dir)
+    if req.out is not None and check_out_dir is not None:
+        check_out_dir(req.out)
     abs_ = ab_settings(settings, req)
     chosen = choose_sources(settings, req.sources)
     check_expected(req.expected)
+    out_dir = req.out or default_ab_out()
+    if req.out is None and check_out_dir is not None:
+        check_out_dir(out_dir)
 
     def keep(case_ids: list[str]) -> set[str]:
         held = set(case_ids) if req.shard is None else req.shard.pick(case_ids)
         return {cid for cid in held if not patterns or matches_any(patterns, cid)}
 
     pythons = (req.base_python, req.head_python)
-    with output_folder_lock(out_dir):
-        return _measured_ab(settings, req, env, progress, notify, out_dir, abs_, chosen, keep, pythons)
-
-
-def _measured_ab(
-    settings: Settings,
-    req: ABRequest,
-    env: Mapping[str, str],
-    progress: ProgressFn | None,
-    notify: Callable[[str], None],
-    out_dir: Path,
-    abs_: ABSettings,
-    chosen: Chosen,
-    keep: Callable[[list[str]], set[str]],
-    pythons: tuple[Path | None, Path | None],
-) -> ABResult:
-    """`ab`'s measuring and writing, with its output folder held (`output_folder_lock`)."""
     try:
         outcome = run_revisions(
             settings, req.base_rev, req.head_rev, chosen, abs_, out_dir, env, keep, progress, pythons, notify,

@@ -33,7 +33,8 @@ def test_report_outputs_under_a_file_are_one_line(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
     dump_results(make_run([make_case("alpha", 1e-3)]), results)
     res = CliRunner().invoke(app, ["report", str(results), "-o", str(blocker / "r.html")])
-    assert res.exit_code == 2 and "File exists" in res.stderr and "Traceback" not in res.output
+    said = f"{blocker / 'r.html'}: a file is in the way of the folder to write in."
+    assert res.exit_code == 2 and said in res.stderr and "Traceback" not in res.output
     db = f"sqlite:///{tmp_path / 'h.db'}"
     files = []
     for run in history_runs(4):
@@ -42,7 +43,7 @@ def test_report_outputs_under_a_file_are_one_line(tmp_path: Path) -> None:
         files.append(str(path))
     assert CliRunner().invoke(app, ["history", "ingest", *files, "--db", db]).exit_code == 0
     trend = CliRunner().invoke(app, ["trend", "--db", db, "--html", str(blocker / "t.html")])
-    assert trend.exit_code == 2 and f"{blocker}: File exists." in trend.stderr
+    assert trend.exit_code == 2 and f"{blocker / 't.html'}: a file is in the way of the folder" in trend.stderr
 
 
 def test_a_corrupt_store_file_is_a_clear_error(tmp_path: Path) -> None:

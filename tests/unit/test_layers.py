@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     "cli": 9, "pytest_plugin": 9,
 }
 # fmt: on
-CORE_MODULES = {"errors", "config", "patterns", "cpus", "fractions", "options", "work_folder"}
+CORE_MODULES = {"errors", "config", "patterns", "cpus", "fractions", "options", "work_folder", "parent_death"}
 ENGINE_MODULES = {"runner", "worker", "supervisor", "case_session", "lockstep"}
 
 

@@ -49,8 +49,10 @@ def test_default_outputs_and_the_default_store_leave_git_status_clean(
     dump_results(make_run([make_case("a", 1e-3)]), results)
     assert CliRunner().invoke(app, ["history", "ingest", str(results)]).exit_code == 0
     assert (tmp_path / ".perfci" / "history.db").is_file()
-    assert default_run_out().parts[0] == ".perfci" and default_ab_out().parts[0] == ".perfci"
-    (tmp_path / default_run_out()).mkdir(parents=True)  # what `perfci run` writes with no --out
+    assert default_run_out().parts[0] == ".perfci" and (tmp_path / default_run_out()).is_dir()  # made by `run`
+    ab_out = default_ab_out()  # named: `ab` makes it once it measures, under its lock
+    assert ab_out.parts[0] == ".perfci" and not ab_out.exists()
+    (tmp_path / ab_out).mkdir(parents=True)
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True,
                             check=True)  # fmt: skip
     assert status.stdout == "", status.stdout
