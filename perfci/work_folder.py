@@ -60,17 +60,13 @@ def new_output_folder(kind: str, make: bool = True) -> Path:
     base = Path(WORK_FOLDER) / kind / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     if make:
         mark_work_folder(base)
-    for n in range(1, 10_000):
-        folder = base if n == 1 else base.with_name(f"{base.name}-{n}")
-        if not make:
-            if not folder.exists():
+    for folder in (base, *(base.with_name(f"{base.name}-{n}") for n in range(2, 10_000))):
+        if not make and not folder.exists():
+            return folder
+        if make:
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(parents=True)  # made, or taken by another command: the next name
                 return folder
-            continue
-        try:
-            folder.mkdir(parents=True)
-        except FileExistsError:
-            continue
-        return folder
     raise UsageError(f"{base}: no free output folder name; give one with --out.")
 
 

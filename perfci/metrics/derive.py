@@ -109,13 +109,24 @@ def work_metrics(
     return mark_implausible_flops(out, peaks.get("flops"), any(w.get("flops") == "declared" for w in sources))
 
 
+def _past_peak(metrics: list[Metric], name: str, peak: float | None) -> Metric | None:
+    """The metric `name` where it is above the runner's measured `peak` by more than PEAK_TOLERANCE, else None."""
+    m = next((x for x in metrics if x.name == name), None)
+    return m if m is not None and peak and m.value > float(peak) * (1.0 + PEAK_TOLERANCE) else None
+
+
+def _noted(metrics: list[Metric], names: tuple[str, ...], note: str) -> list[Metric]:
+    """`note` on the metrics `names` (an implausible figure and its % of peak): comparisons leave them out."""
+    return [replace(m, note=note) if m.name in names else m for m in metrics]
+
+
 def mark_implausible(metrics: list[Metric], peak_gbps: float | None, declared: bool = False) -> list[Metric]:
     """Bandwidth above the measured copy peak (beyond PEAK_TOLERANCE) cannot be memory traffic: both bandwidth
     metrics get a note saying so, and comparisons leave them out (`registry.implausible`). With bytes the
     workload declared, the likely reason is data that stay in cache (the peak is measured on buffers larger than
     the caches); with derived bytes, traffic counted that the call does not make."""
-    bw = next((m for m in metrics if m.name == reg.BANDWIDTH), None)
-    if bw is None or not peak_gbps or bw.value <= float(peak_gbps) * (1.0 + PEAK_TOLERANCE):
+    bw = _past_peak(metrics, reg.BANDWIDTH, peak_gbps)
+    if bw is None or not peak_gbps:
         return metrics
     why = (
         "so the declared bytes mostly stay in cache and this is not memory bandwidth"
@@ -126,18 +137,16 @@ def mark_implausible(metrics: list[Metric], peak_gbps: float | None, declared: b
         f"implausible: {bw.value:.4g} GB/s is {bw.value / float(peak_gbps):.3g}x this runner's measured copy peak "
         f"({float(peak_gbps):.4g} GB/s), {why}. Not compared."
     )
-    names = (reg.BANDWIDTH, reg.BANDWIDTH_PCT_PEAK)
-    return [replace(m, note=note) if m.name in names else m for m in metrics]
+    return _noted(metrics, (reg.BANDWIDTH, reg.BANDWIDTH_PCT_PEAK), note)
 
 
 def mark_implausible_flops(metrics: list[Metric], peak: float | None, declared: bool = False) -> list[Metric]:
-    """FLOP/s above the measured matmul peak (beyond PEAK_TOLERANCE): "112% of peak" would be printed as an
-    achievement. The FLOPs per call count work the call does not do (derived: a count of operations the kernels
-    skip or fuse; declared: a formula that is off), or the call runs in a faster number format than the peak's
-    matmul (fp32 on a CPU, bf16 on a GPU). Both FLOP/s metrics get the note and comparisons leave them out, as
-    for bandwidth; latency, which they are derived from, is still compared."""
-    fl = next((m for m in metrics if m.name == reg.FLOPS), None)
-    if fl is None or not peak or fl.value <= float(peak) * (1.0 + PEAK_TOLERANCE):
+    """FLOP/s above the measured matmul peak, the same way: "112% of peak" would be printed as an achievement. The
+    FLOPs per call count work the call does not do (derived: operations the kernels skip or fuse; declared: a
+    formula that is off), or the call runs in a faster number format than the peak's matmul (fp32 on a CPU, bf16
+    on a GPU). Latency, which FLOP/s is derived from, is still compared."""
+    fl = _past_peak(metrics, reg.FLOPS, peak)
+    if fl is None or not peak:
         return metrics
     count = "the declared ctx.flops" if declared else "the FLOPs counted per call"
     note = (
@@ -145,8 +154,7 @@ def mark_implausible_flops(metrics: list[Metric], peak: float | None, declared: 
         f"peak ({float(peak) / 1e9:.4g} GFLOP/s), so {count} exceed the work the call does, or it runs in a faster "
         "number format than the peak's matmul. Not compared."
     )
-    names = (reg.FLOPS, reg.FLOPS_PCT_PEAK)
-    return [replace(m, note=note) if m.name in names else m for m in metrics]
+    return _noted(metrics, (reg.FLOPS, reg.FLOPS_PCT_PEAK), note)
 
 
 def from_rounds(rounds: tuple[Round, ...], definition: MetricDef) -> list[Metric]:
