@@ -91,7 +91,7 @@ def test_ab_working_tree_head_and_project_code_per_side(repo: Path) -> None:
     # uncommitted edit in the working tree: the project module is 3x bigger on the head side only
     (repo / "helper.py").write_text("K = 9000\n")
     out = repo / "out2"
-    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--pairs", "3", "--looks", "1", "--out", str(out))
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--pairs", "4", "--looks", "1", "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = json.loads((out / "comparison.json").read_text())["rows"]
     same = next(r for r in rows if r["case_id"] == "wl.loop[which=same]@cpu" and r["metric"] == "latency.median")

@@ -47,7 +47,7 @@ def test_measured_by_perf(perf):
 def test_not_a_benchmark():
     assert True
 """
-FAST = ("--pairs", "3", "--looks", "1", "--round-time", "0.05")
+FAST = ("--pairs", "4", "--looks", "1", "--round-time", "0.05")
 WORKLOAD = """
 import perfci
 
@@ -90,7 +90,7 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     ids = "bench/test_b.py::test_{}@cpu"
     changed, same = rows[ids.format("changed")], rows[ids.format("same")]
     assert changed["verdict"] == "regression" and 2.0 < changed["ratio"] < 4.5, changed
-    assert changed["method"] == "paired" and changed["n_baseline"] == 3
+    assert changed["method"] == "paired" and changed["n_baseline"] == 4
     # measured and compared; its verdict is not asserted: 3 pairs at 0.05 s of a file that differs at head (the
     # other tests changed) put it anywhere from -4% to +3% here, and the A/A tests hold the no-false-alarm line
     assert same["verdict"] != "error" and 0.85 < same["ratio"] < 1.15, same
@@ -100,7 +100,7 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     assert "(at pytest_capture.py" not in broken["note"]  # where the test failed, not where perfci noticed it
     base_cases = {c["id"]: c for c in json.loads((out / "base" / "results.json").read_text())["cases"]}
     healthy = base_cases[ids.format("measured_by_perf")]  # sampled alone: its partner failed in set-up
-    assert healthy["status"] == "ok" and len(healthy["rounds"]) == 3, healthy.get("errors")
+    assert healthy["status"] == "ok" and len(healthy["rounds"]) == 4, healthy.get("errors")
     assert ids.format("not_a_benchmark") not in rows  # no benchmark or perf fixture: not a case
     unimportable = rows["bench/test_other.py::test_other@cpu"]  # its test read from the file's text
     assert unimportable["verdict"] == "error" and "no_such_module" in unimportable["note"], unimportable
