@@ -26,7 +26,10 @@ after the baseline of the steady-clock work was re-run on the same card: a BLOOM
 with 4 key-value heads, bf16, batch 8 x 128 tokens) and a MobileNetV3-Large (timm, random weights, bf16, batch 32).
 HELDOUT_MODELS=phi-densenet, a seventh, first measured after the seventh hostile-input pass (2026-12-06): a Phi of
 about 150M parameters (transformers, from a config: 12 layers, width 768, partial rotary attention, bf16, batch
-8 x 128 tokens) and a DenseNet-121 (timm, random weights, bf16, batch 32).
+8 x 128 tokens) and a DenseNet-121 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=mistral-mixer, an eighth,
+first measured on 2026-12-06 after the eighth audit: a Mistral of about 150M parameters (transformers, from a config:
+12 layers, width 768, grouped-query attention with 4 key-value heads, a 64-token sliding window, bf16, batch
+8 x 128 tokens) and an MLP-Mixer-B/16 (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -149,6 +152,15 @@ PHI = {
     "    )\n    model = PhiModel(config)",
 }
 PHI_DENSENET = _file(PHI, {"name": "densenet121", "timm_name": "densenet121", "batch": "32"})
+MISTRAL = {
+    "name": "mistral150m",
+    "imports": "MistralConfig, MistralModel",
+    "build": "    config = MistralConfig(\n"
+    "        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,\n"
+    "        intermediate_size=2048, vocab_size=50304, sliding_window=64,\n"
+    "    )\n    model = MistralModel(config)",
+}
+MISTRAL_MIXER = _file(MISTRAL, {"name": "mixer_b16", "timm_name": "mixer_b16_224", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -157,6 +169,7 @@ MODEL_SETS = {
     "bloom-regnet": (BLOOM_REGNET, "bloom125m"),
     "qwen-mobilenet": (QWEN_MOBILENET, "qwen2_150m"),
     "phi-densenet": (PHI_DENSENET, "phi150m"),
+    "mistral-mixer": (MISTRAL_MIXER, "mistral150m"),
 }
 
 
