@@ -309,12 +309,17 @@ def next_look_pairs(comparison: Comparison, decision: DecisionSettings, pairs: i
 def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str | None:
     """After the last look: a warning naming the cases that are `unchanged`/`slower`/`faster` on a timed metric
     while their interval still allows a change past the practical threshold (too noisy for the pairs the budget
-    allowed)."""
+    allowed). The host rows of a case with a device clock are not counted: an A/B does not decide them
+    (`_unsettled_rows`), and the summary says so."""
+    with_device = {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
     cases = sorted(
         {
             r.case_id
             for r in comparison.rows
-            if r.verdict in SETTLED_IF_BOUNDED and metric_def(r.metric).timed and unsettled(r, _theta(decision, r))
+            if r.verdict in SETTLED_IF_BOUNDED
+            and metric_def(r.metric).timed
+            and not (r.case_id in with_device and r.metric in HOST_CLOCK)
+            and unsettled(r, _theta(decision, r))
         }
     )
     if not cases:
