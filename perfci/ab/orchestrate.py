@@ -425,8 +425,8 @@ def run_ab(
     try:
         while True:
             n = max(0, first - resumed) if looks == 0 else extra
-            paired.pairs(n, only, last_look=looks + 1 >= settings.looks)
-            sizes.append(n)
+            ran = paired.pairs(n, only, last_look=looks + 1 >= settings.looks, deadline=start + settings.budget_s)
+            sizes.append(ran)
             looks += 1
             t0 = clock()
             run_a, run_b = _with_git(runner_a.finish(), base), _with_git(runner_b.finish(), head)
@@ -439,6 +439,10 @@ def run_ab(
             analysis += clock() - t0
             if progress is not None:
                 progress(LookDone(looks, len(specs_b) - len(only), len(specs_b)))
+            if ran < n:  # the budget ran out within the look
+                cut = f"time budget reached: {ran} of the look's {n} pairs ran, no further look"
+                comparison = replace(comparison, warnings=(*comparison.warnings, cut))
+                break
             if not only or looks >= settings.looks:
                 break
             per_pair = (clock() - measure_start) / max(1, paired.next_index)

@@ -21,7 +21,9 @@ from perfci.errors import PerfciError, UsageError
 from perfci.format.comparison import decode_comparison
 from perfci.format.model import CaseResult, CaseSpec, RunResult
 from perfci.format.schema import load_results
-from perfci.options import PAIRS_AT_ONCE
+from perfci.options import PAIRS, PAIRS_AT_ONCE
+
+MIN_PAIRS = int(PAIRS.least())  # the fewest pairs an A/B stops at when its time budget runs out
 
 
 @dataclass
@@ -71,12 +73,15 @@ class PairedRunner:
         host, device = max(host_a or 0, host_b or 0) or None, max(dev_a or 0, dev_b or 0) or None
         return psutil.virtual_memory().available, host, total_a or total_b, device
 
-    def pairs(self, n: int, only: list[str] | None, last_look: bool = False) -> None:
+    def pairs(self, n: int, only: list[str] | None, last_look: bool = False, deadline: float | None = None) -> int:
         """`n` more pairs, in blocks whose workers start together (`block_size`); each block starts the next
         block's workers as it finishes (`prestart`), except the last block of the `last_look`, which no pair can
-        follow."""
+        follow. Past `deadline` (on `clock`) no further pair or block starts once the A/B holds `MIN_PAIRS`
+        pairs (an interval needs two). Returns the pairs run."""
         k = 0
         while k < n:
+            if deadline is not None and self.next_index >= MIN_PAIRS and self.clock() >= deadline:
+                break
             i = self.next_index
             if not self.lockstep:
                 first, second = (self.base, self.head) if self.rng.random() < 0.5 else (self.head, self.base)
@@ -90,6 +95,8 @@ class PairedRunner:
                 self._done()
                 continue
             size = self.block_size(n - k)
+            if deadline is not None and self.clock() >= deadline:  # past it: only the pairs still short of two
+                size = min(size, MIN_PAIRS - self.next_index)
             after = n - k - size  # pairs of this look after the block
             ahead = None
             if after or not last_look:
@@ -102,6 +109,7 @@ class PairedRunner:
             self.next_index += size
             k += size
             self._done()
+        return k
 
     def _done(self) -> None:
         if self.progress is not None:

@@ -99,6 +99,19 @@ def test_ab_working_tree_head_and_project_code_per_side(repo: Path) -> None:
     assert "working tree" in proc.stdout
 
 
+def test_ab_budget_bounds_the_first_look(repo: Path) -> None:
+    """Before: the first look's pairs always ran (a 10 s budget took 31 s). Now, past the budget, no further pair
+    starts once two are in, and the comparison says how many of the look's pairs ran."""
+    out = repo / "out"
+    proc = perfci(repo, "ab", "HEAD", "--path", "perf", "--pairs", "12", "--budget", "1", "--out", str(out))
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    doc = json.loads((out / "comparison.json").read_text())
+    ab = doc["settings"]["ab"]
+    assert 2 <= ab["pairs_run"] < 12 and ab["look_pairs"] == [ab["pairs_run"]] and ab["looks_run"] == 1, ab
+    assert f"time budget reached: {ab['pairs_run']} of the look's 12 pairs ran, no further look" in doc["warnings"]
+    assert "time budget reached" in proc.stderr + proc.stdout
+
+
 def test_ab_bad_revision_is_a_usage_error(repo: Path) -> None:
     proc = perfci(repo, "ab", "no-such-branch", "--path", "perf")
     assert proc.returncode == 2

@@ -97,6 +97,26 @@ def test_large_workers_keep_blocks_small(monkeypatch: pytest.MonkeyPatch) -> Non
     assert blocks == [([0], (1, 3)), ([1], (2, 1)), ([2], (3, 1)), ([3], None)]
 
 
+def test_past_the_deadline_no_further_block_starts_once_two_pairs_are_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ab --budget` bounds the first look too (a 10 s budget took 31 s): past the deadline a look stops starting
+    blocks, once the A/B holds the two pairs an interval needs; short of them, only the missing pairs run."""
+    paired, blocks = _paired(monkeypatch, at_once=0)  # 16 CPUs: blocks of 4 after the first pair
+    now = [0.0]
+    paired.clock = lambda: now[0]
+
+    def timed_block(*args: Any) -> None:
+        now[0] += 10.0  # every block takes 10 s
+        record(*args)
+
+    record = pairs.run_lockstep_block
+    monkeypatch.setattr(pairs, "run_lockstep_block", timed_block)
+    assert paired.pairs(8, None, deadline=5.0) == 2  # pair 0 (past 5 s), then pair 1 alone: two pairs
+    assert [b[0] for b in blocks] == [[0], [1]] and now[0] == 20.0
+    assert paired.pairs(6, None, deadline=5.0) == 0  # a later look past the deadline runs none
+    assert paired.pairs(4, None, deadline=100.0) == 4 and paired.next_index == 6  # before it, as asked
+    assert paired.pairs(4, None) == 4  # no deadline: every pair
+
+
 def test_a_workers_footprint_comes_from_its_rounds_and_the_fingerprint(tmp_path: Any) -> None:
     """Host: the largest peak resident set of a round; GPU: NVML's figure for the process where a round has it,
     else torch's peak allocation; the GPU's memory from the runner's fingerprint."""
