@@ -24,7 +24,7 @@ from pathlib import Path
 
 from perfci.api.ab import ABRequest, Sources, ab, choose_sources, nothing_to_measure
 from perfci.api.compare import DecisionOptions
-from perfci.api.ingest import ingest
+from perfci.api.ingest import Ingested, ingest
 from perfci.api.run import RunRequest, finish_run, measure, plan_run
 from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard
@@ -90,7 +90,7 @@ class CIOutcome:
     run: RunResult  # the candidate (A/B: the head side)
     out_dir: Path
     code: ExitCode  # the gate's code (before --report-only)
-    ingested: tuple[int, int] | None = None  # (added, skipped) when ingested
+    ingested: Ingested | None = None  # when added to the history store
 
     @property
     def verdict(self) -> str:

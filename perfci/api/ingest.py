@@ -118,16 +118,30 @@ def _loaded_in_order(paths: list[Path]) -> Iterator[Iterator[Loaded | _Refused]]
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def ingest(settings: Settings, results: list[Path], db: str | None, runner: str | None) -> tuple[int, int]:
-    """Add results files to the store; (added, skipped). Files are read as the store takes them (bounded
-    memory; in worker processes where there are several CPUs), all in one transaction: a file that is not a
-    complete, valid results file stores nothing. The first files are read before the store is opened, so a bad
-    one among them leaves no store behind. Files are taken in order: the first bad one is the one reported."""
+@dataclass(frozen=True)
+class Ingested:
+    """What `ingest` did: runs added, runs skipped (already stored), and the ids of the runs read that record no
+    commit (measured outside a git checkout, or where git could not be run): the history shows them by date
+    only, and a trend report cannot name the commit of a change point among them."""
+
+    added: int
+    skipped: int
+    without_commit: tuple[str, ...] = ()
+
+
+def ingest(settings: Settings, results: list[Path], db: str | None, runner: str | None) -> Ingested:
+    """Add results files to the store. Files are read as the store takes them (bounded memory; in worker
+    processes where there are several CPUs), all in one transaction: a file that is not a complete, valid
+    results file stores nothing. The first files are read before the store is opened, so a bad one among them
+    leaves no store behind. Files are taken in order: the first bad one is the one reported."""
+    without_commit: list[str] = []
 
     def item(loaded: Loaded | _Refused) -> tuple[PreparedRun, str]:
         if isinstance(loaded, _Refused):
             loaded.raise_it()
         prepared, fingerprint = loaded
+        if prepared.commit is None:
+            without_commit.append(prepared.run_id)
         return prepared, settings.runner_class(runner, fingerprint)
 
     with _loaded_in_order(results) as loaded:
@@ -135,4 +149,16 @@ def ingest(settings: Settings, results: list[Path], db: str | None, runner: str 
 
         first = [item(x) for x in itertools.islice(loaded, PRELOAD_FILES)]
         rest = (item(x) for x in loaded)
-        return HistoryStore(settings.store_url(db), True).ingest_many(itertools.chain(first, rest))
+        added, skipped = HistoryStore(settings.store_url(db), True).ingest_many(itertools.chain(first, rest))
+    return Ingested(added, skipped, tuple(without_commit))
+
+
+def no_commit_warning(run_ids: tuple[str, ...]) -> str:
+    """The line `history ingest` prints for runs that record no commit."""
+    first = run_ids[0]
+    more = f" and {len(run_ids) - 1} more" if len(run_ids) > 1 else ""
+    return (
+        f"{len(run_ids)} run(s) record no commit ({first}{more}): measured outside a git checkout, or "
+        "where git could not be run; the history shows them by date only, and trend reports cannot name their "
+        "commits"
+    )

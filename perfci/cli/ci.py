@@ -22,6 +22,7 @@ from perfci.api.ci import (
     run_ci,
     workflow_annotations,
 )
+from perfci.api.ingest import no_commit_warning
 from perfci.api.merge import MergeRequest, merge
 from perfci.api.settings import Settings
 from perfci.cli.app import (
@@ -183,7 +184,9 @@ def print_ci(outcome: CIOutcome, report_only: bool) -> None:
         for w in outcome.comparison.warnings:
             note(f"warning: {w}")
     if outcome.ingested is not None:
-        note(f"history store: {outcome.ingested[0]} run(s) added, {outcome.ingested[1]} already there")
+        note(f"history store: {outcome.ingested.added} run(s) added, {outcome.ingested.skipped} already there")
+        if outcome.ingested.without_commit:
+            note(f"warning: {no_commit_warning(outcome.ingested.without_commit)}")
     note(verdict_line(outcome.comparison, outcome.run))
     note(f"report: {outcome.out_dir / 'report.html'}\nsummary: {outcome.out_dir / 'summary.md'}")
 

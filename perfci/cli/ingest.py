@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from perfci.api.ingest import ingest
+from perfci.api.ingest import ingest, no_commit_warning
 from perfci.cli.app import guard, history_app, note, project_settings
 from perfci.cli.options import DbOpt
 
@@ -24,8 +24,10 @@ def history_ingest(
     """Add results files to the history store (a run already stored is skipped)."""
 
     def body() -> int:
-        added, skipped = ingest(project_settings(), results, db, runner)
-        note(f"ingested {added} run(s), skipped {skipped} already stored")
+        done = ingest(project_settings(), results, db, runner)
+        note(f"ingested {done.added} run(s), skipped {done.skipped} already stored")
+        if done.without_commit:
+            note(f"warning: {no_commit_warning(done.without_commit)}")
         return 0
 
     guard(body)

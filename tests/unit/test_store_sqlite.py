@@ -82,6 +82,21 @@ def test_ingest_rejects_a_corrupt_file_without_writing(tmp_path: Path) -> None:
     assert not db.exists()  # nothing written: every file is validated first
 
 
+def test_ingest_warns_of_runs_that_record_no_commit(tmp_path: Path) -> None:
+    """A run measured outside a git checkout records no commit; the history then shows it by date only. Before,
+    `history ingest` stored it without a word."""
+    with_commit, without = history_runs(2)
+    paths = tmp_path / "a.json", tmp_path / "b.json"
+    dump_results(with_commit, paths[0])
+    dump_results(replace(without, git=None), paths[1])
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    res = CliRunner().invoke(app, ["history", "ingest", str(paths[0]), "--db", db])
+    assert res.exit_code == 0 and "no commit" not in res.stderr, res.stderr
+    res = CliRunner().invoke(app, ["history", "ingest", str(paths[1]), "--db", db])
+    assert res.exit_code == 0, res.stderr
+    assert f"warning: 1 run(s) record no commit ({without.run_id}): measured outside a git checkout" in res.stderr
+
+
 def test_ingest_refuses_an_interrupted_run(tmp_path: Path) -> None:
     whole, cut = history_runs(2)
     good, partial = tmp_path / "whole.json", tmp_path / "partial.json"
