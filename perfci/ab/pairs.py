@@ -80,7 +80,8 @@ class PairedRunner:
         pairs (an interval needs two). Returns the pairs run."""
         k = 0
         while k < n:
-            if deadline is not None and self.next_index >= MIN_PAIRS and self.clock() >= deadline:
+            past = deadline is not None and self.clock() >= deadline  # read once: the checks below must agree
+            if past and self.next_index >= MIN_PAIRS:
                 break
             i = self.next_index
             if not self.lockstep:
@@ -95,11 +96,11 @@ class PairedRunner:
                 self._done()
                 continue
             size = self.block_size(n - k)
-            if deadline is not None and self.clock() >= deadline:  # past it: only the pairs still short of two
+            if past:  # only the pairs still short of MIN_PAIRS, and no spares for a block that cannot follow
                 size = min(size, MIN_PAIRS - self.next_index)
             after = n - k - size  # pairs of this look after the block
             ahead = None
-            if after or not last_look:
+            if not past and (after or not last_look):
                 count = self.block_size(after if after else self.extra, ahead=True)
                 ahead = functools.partial(self.prestart, i + size, count)
             run_lockstep_block(self.base, self.head, list(range(i, i + size)), only, self.rng, self.phases,

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from perfci.api.history import (
         trend_view as trend_view,
     )
+    from perfci.api.ingest import Ingested as Ingested
     from perfci.api.ingest import ingest as ingest
     from perfci.api.run import RunOutcome as RunOutcome
     from perfci.api.run import RunRequest as RunRequest
@@ -66,7 +67,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "perfci.api.baseline": ("accept_baseline", "describe_baseline"),
     "perfci.api.compare": ("CompareOutcome", "CompareRequest", "DecisionOptions", "Outputs", "compare_files"),
     "perfci.api.history": ("TrendQuery", "noise_estimates", "trend_view"),
-    "perfci.api.ingest": ("ingest",),
+    "perfci.api.ingest": ("Ingested", "ingest"),
     "perfci.api.run": ("RunOutcome", "RunRequest", "run"),
     "perfci.api.select": ("CaseChoice", "select_cases"),
     "perfci.api.settings": ("Settings", "load_project_config"),

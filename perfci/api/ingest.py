@@ -158,7 +158,7 @@ def no_commit_warning(run_ids: tuple[str, ...]) -> str:
     first = run_ids[0]
     more = f" and {len(run_ids) - 1} more" if len(run_ids) > 1 else ""
     return (
-        f"{len(run_ids)} run(s) record no commit ({first}{more}): measured outside a git checkout, or "
+        f"{len(run_ids)} of the runs read record no commit ({first}{more}): measured outside a git checkout, or "
         "where git could not be run; the history shows them by date only, and trend reports cannot name their "
         "commits"
     )

@@ -115,6 +115,18 @@ def test_past_the_deadline_no_further_block_starts_once_two_pairs_are_in(monkeyp
     assert paired.pairs(6, None, deadline=5.0) == 0  # a later look past the deadline runs none
     assert paired.pairs(4, None, deadline=100.0) == 4 and paired.next_index == 6  # before it, as asked
     assert paired.pairs(4, None) == 4  # no deadline: every pair
+    assert blocks[1][1] is None  # the block that made up the second pair past the deadline started no spares
+
+
+def test_the_deadline_passing_while_a_block_is_sized_runs_that_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock is read once a block: read twice, a deadline passing between the reads cut a block to
+    MIN_PAIRS - next_index pairs, a negative count (found in review: `pairs` returned -2, blocks [1, 3, -2])."""
+    paired, blocks = _paired(monkeypatch, at_once=0)
+    paired.pairs(4, None)  # pairs 0-3, no deadline
+    readings = iter([99.0, 101.0, 200.0, 300.0])
+    paired.clock = lambda: next(readings)
+    assert paired.pairs(6, None, deadline=100.0) == 4  # the block sized at 99 runs; at 101 none starts
+    assert paired.blocks == [1, 3, 4] and paired.next_index == 8 and all(len(b[0]) > 0 for b in blocks)
 
 
 def test_a_workers_footprint_comes_from_its_rounds_and_the_fingerprint(tmp_path: Any) -> None:
