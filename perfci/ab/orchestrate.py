@@ -247,6 +247,16 @@ def _theta(decision: DecisionSettings, row: MetricComparison) -> float:
 HOST_CLOCK = (*LATENCY_FAMILY, HOST_OVERHEAD)  # what follows the host in a CUDA case
 
 
+def _device_clock_cases(comparison: Comparison) -> set[str]:
+    """The cases with a `device.time` estimate: settled on that clock alone."""
+    return {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
+
+
+def _undecided_host_row(row: MetricComparison, with_device: set[str]) -> bool:
+    """Whether `row` is a host-side row of a case settled on its device clock: an A/B does not decide it."""
+    return row.case_id in with_device and row.metric in HOST_CLOCK
+
+
 def _unsettled_rows(comparison: Comparison, decision: DecisionSettings) -> list[MetricComparison]:
     """The rows that ask for more pairs, counting only each case's steady clock.
 
@@ -257,10 +267,10 @@ def _unsettled_rows(comparison: Comparison, decision: DecisionSettings) -> list[
     settle them; they are decided on the pairs the device clock needed, and a row still unsettled then is
     `inconclusive` (exit 0, as any inconclusive row). Other cases are settled on all their timed rows
     (`needs_more`)."""
-    with_device = {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
+    with_device = _device_clock_cases(comparison)
     out = []
     for r in comparison.rows:
-        if r.case_id in with_device and r.metric in HOST_CLOCK:
+        if _undecided_host_row(r, with_device):
             continue
         steady = r.case_id in with_device and r.metric == DEVICE_TIME
         theta = _theta(decision, r)
@@ -311,14 +321,14 @@ def unsettled_warning(comparison: Comparison, decision: DecisionSettings) -> str
     while their interval still allows a change past the practical threshold (too noisy for the pairs the budget
     allowed). The host rows of a case with a device clock are not counted: an A/B does not decide them
     (`_unsettled_rows`), and the summary says so."""
-    with_device = {r.case_id for r in comparison.rows if r.metric == DEVICE_TIME and r.ratio is not None}
+    with_device = _device_clock_cases(comparison)
     cases = sorted(
         {
             r.case_id
             for r in comparison.rows
             if r.verdict in SETTLED_IF_BOUNDED
             and metric_def(r.metric).timed
-            and not (r.case_id in with_device and r.metric in HOST_CLOCK)
+            and not _undecided_host_row(r, with_device)
             and unsettled(r, _theta(decision, r))
         }
     )
