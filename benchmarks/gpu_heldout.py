@@ -29,7 +29,10 @@ about 150M parameters (transformers, from a config: 12 layers, width 768, partia
 8 x 128 tokens) and a DenseNet-121 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=mistral-mixer, an eighth,
 first measured on 2026-12-06 after the eighth audit: a Mistral of about 150M parameters (transformers, from a config:
 12 layers, width 768, grouped-query attention with 4 key-value heads, a 64-token sliding window, bf16, batch
-8 x 128 tokens) and an MLP-Mixer-B/16 (timm, random weights, bf16, batch 32).
+8 x 128 tokens) and an MLP-Mixer-B/16 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bigcode-inception, a
+ninth, first measured on 2026-12-06 in the session after: a GPTBigCode of about 125M parameters (transformers, from a
+config: 12 layers, width 768, multi-query attention, bf16, batch 8 x 128 tokens) and an Inception-v3 (timm, random
+weights, bf16, batch 32 at 224x224).
 """
 
 from __future__ import annotations
@@ -161,6 +164,14 @@ MISTRAL = {
     "    )\n    model = MistralModel(config)",
 }
 MISTRAL_MIXER = _file(MISTRAL, {"name": "mixer_b16", "timm_name": "mixer_b16_224", "batch": "32"})
+BIGCODE = {
+    "name": "bigcode125m",
+    "imports": "GPTBigCodeConfig, GPTBigCodeModel",
+    "build": "    config = GPTBigCodeConfig(\n"
+    "        n_embd=768, n_layer=12, n_head=12, n_inner=3072, vocab_size=50304, multi_query=True\n"
+    "    )\n    model = GPTBigCodeModel(config)",
+}
+BIGCODE_INCEPTION = _file(BIGCODE, {"name": "inception_v3", "timm_name": "inception_v3", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -170,6 +181,7 @@ MODEL_SETS = {
     "qwen-mobilenet": (QWEN_MOBILENET, "qwen2_150m"),
     "phi-densenet": (PHI_DENSENET, "phi150m"),
     "mistral-mixer": (MISTRAL_MIXER, "mistral150m"),
+    "bigcode-inception": (BIGCODE_INCEPTION, "bigcode125m"),
 }
 
 
