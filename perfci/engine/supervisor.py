@@ -302,6 +302,12 @@ def _ending(
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's process group, and first every live descendant of the worker: a child a workload started
+    in a session of its own (`start_new_session=True`) is outside the group and outlived the worker."""
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
 

@@ -272,7 +272,19 @@ def _exit(protocol: IO[str]) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    _end_children()
     os._exit(0)
+
+
+def _end_children() -> None:
+    """Kill the processes a workload started and left running. The runner kills the worker's process group, but a
+    child in a session of its own (`start_new_session=True`) is outside it, and once the worker has exited it is
+    nobody's child the runner can find."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
 if __name__ == "__main__":

@@ -25,9 +25,25 @@ FLOAT_MAX = 1.7976931348623157e308
 UNPARSABLE = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
 
 
+MAX_STREAM_BYTES = 2 * 1024**3  # what perfci reads from a pipe or a device (`/dev/zero` filled the memory)
+
+
 def read_bytes(path: Path, kind: str) -> bytes:
+    """A file's bytes; from a pipe or a device (process substitution, `/dev/stdin`) at most MAX_STREAM_BYTES."""
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as f:
+            if os.path.isfile(path):
+                return f.read()
+            chunks, size = [], 0
+            while chunk := f.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_STREAM_BYTES:
+                    raise ResultsFormatError(
+                        f"{path}: {kind} file is not a regular file and gave more than {MAX_STREAM_BYTES:,} bytes; "
+                        "perfci stopped reading it."
+                    )
+                chunks.append(chunk)
+            return b"".join(chunks)
     except FileNotFoundError:
         raise ResultsFormatError(f"{path}: {kind} file not found.") from None
     except OSError as exc:

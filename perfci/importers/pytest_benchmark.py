@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ResultsFormatError
-from perfci.format.jsonfile import parse_json_text
+from perfci.format.jsonfile import parse_json_text, read_bytes
 from perfci.format.model import (
     MAX_SECONDS,
     MIN_SECONDS,
@@ -205,8 +205,8 @@ def version_warning(run: RunResult) -> str | None:
 def import_pytest_benchmark(path: Path) -> RunResult:
     """The file as a perfci run; anything unreadable, malformed or non-finite is one ResultsFormatError."""
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bytes(path, "pytest-benchmark").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ResultsFormatError(f"{path}: cannot read ({exc}).") from None
     doc = parse_json_text(text, str(path), "pytest-benchmark")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):

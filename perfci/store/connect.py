@@ -79,6 +79,9 @@ def sqlite_folder(url: str, create: bool) -> None:
         raise UsageError(
             f"no history store at {path}.", hint="runs are added with: perfci history ingest RESULTS --db URL"
         )
+    if plain and path.exists() and not path.is_file():  # a folder, /dev/null: SQLite's words were an I/O error
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise UsageError(f"{path}: {kind}, not a SQLite history store.", hint="point --db at a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     mark_work_folder(path)
 

@@ -68,6 +68,9 @@ class WorkloadContext:
         self.check = lambda: assert_close(produce(), expected, tolerance, what)
 
 
+MAX_GRID = 10_000  # a workload's parameter combinations on one device
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -111,6 +114,12 @@ class Workload:
         """The Cartesian product of the parameters' values (on `device`, for per-device values)."""
         keys = list(self.params)
         dev = device or self.devices[0]
+        if (size := math.prod(len(self.values(k, dev)) for k in keys)) > MAX_GRID:  # a million took 80 s to list
+            raise WorkloadDefinitionError(
+                f"workload {self.name!r}: its parameter grid has {size:,} combinations on {dev}, more than the "
+                f"{MAX_GRID:,} a workload may have.",
+                hint="narrow the values, or split the grid into several workloads",
+            )
         combos = itertools.product(*(self.values(k, dev) for k in keys))
         return [dict(zip(keys, values, strict=True)) for values in combos]
 

@@ -104,6 +104,11 @@ def thread_left_looping(ctx):
 def child_left_running(ctx):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # perfci-leftover-marker"])
     return lambda: None
+@perfci.workload(timing=FAST)
+def child_in_its_own_session(ctx):
+    code = "import time; time.sleep(300)  # perfci-leftover-marker"
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    return lambda: None
 def _forever():
     import time
     while True:
@@ -123,9 +128,30 @@ def test_threads_and_child_processes_a_workload_leaves_running_end_with_its_work
     proc = perfci("run", "left.py", "--rounds", "2", "--out", "o", "--timeout", "60", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert [c["status"] for c in doc["cases"]] == ["ok", "ok", "ok"]
+    assert [c["status"] for c in doc["cases"]] == ["ok", "ok", "ok", "ok"]
     # a forked child holding the worker's pipes kept each round waiting for the case time-out (2 x 60 s here)
     took = datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])
     assert took.total_seconds() < 60, took
     left = subprocess.run(["pgrep", "-f", "perfci-leftover-marker"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a workload's child process outlived its worker"
+
+
+HANGS_WITH_A_CHILD = """
+import subprocess, sys, time
+import perfci
+@perfci.workload
+def hangs_with_a_child(ctx):
+    code = "import time; time.sleep(300)  # perfci-hung-marker"
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    return lambda: time.sleep(600)
+"""
+
+
+def test_a_timed_out_workers_children_in_their_own_session_are_killed_with_it(tmp_path: Path) -> None:
+    """A worker killed at its time-out took its process group along, but not a child in a session of its own."""
+    (tmp_path / "hang.py").write_text(HANGS_WITH_A_CHILD)
+    proc = perfci("run", "hang.py", "--rounds", "2", "--out", "o", "--timeout", "3", cwd=tmp_path)
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [[e["kind"] for e in c["errors"]] for c in doc["cases"]] == [["timeout"]], proc.stderr[-2000:]
+    left = subprocess.run(["pgrep", "-f", "perfci-hung-marker"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a timed-out workload's child process outlived its worker"

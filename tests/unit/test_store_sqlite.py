@@ -70,6 +70,18 @@ def test_commands_that_only_read_refuse_a_missing_store_and_make_nothing(tmp_pat
     assert not (tmp_path / "typo").exists()
 
 
+def test_a_store_path_that_is_a_folder_or_a_device_is_bad_input(tmp_path: Path) -> None:
+    """A folder or /dev/null as --db was exit 3 (infrastructure: "unable to open database file", "disk I/O error"),
+    as if the machine had failed, for a mistyped path."""
+    (tmp_path / "folder").mkdir()
+    dump_results(history_runs(1)[0], tmp_path / "run.json")
+    for path, words in ((tmp_path / "folder", "a folder"), (Path("/dev/null"), "not a regular file")):
+        for args in (["history", "list"], ["trend"], ["history", "ingest", str(tmp_path / "run.json")]):
+            res = CliRunner().invoke(app, [*args, "--db", f"sqlite:///{path}"])
+            assert res.exit_code == 2, (path, args, res.stderr)
+            assert f"{path}: {words}, not a SQLite history store" in res.stderr, (path, args, res.stderr)
+
+
 def test_ingest_rejects_a_corrupt_file_without_writing(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     dump_results(history_runs(1)[0], good)

@@ -7,7 +7,7 @@ import pytest
 
 import perfci
 from perfci.errors import WorkloadDefinitionError
-from perfci.workloads.api import SkipCase, Workload, WorkloadContext
+from perfci.workloads.api import MAX_GRID, SkipCase, Workload, WorkloadContext
 from perfci.workloads.checks import Tolerance, assert_close
 
 
@@ -27,6 +27,18 @@ def test_grid_is_the_cartesian_product_in_declaration_order() -> None:
         "file._setup[n=1,dtype=f32]@cpu",
         "file._setup[n=1,dtype=bf16]@cpu",
     ]
+
+
+def test_a_grid_past_the_limit_is_refused_before_it_is_made() -> None:
+    """A grid of a million combinations took 80 s to list; the limit is per device, and the limit itself is allowed."""
+    at_limit = perfci.workload(params={"a": list(range(100)), "b": list(range(100))})(_setup)
+    assert len(at_limit.grid()) == MAX_GRID == 10_000
+    w = perfci.workload(
+        params={"a": {"cpu": [1], "cuda": list(range(101))}, "b": list(range(100))}, devices=["cpu", "cuda"]
+    )(_setup)
+    assert len(w.grid("cpu")) == 100
+    with pytest.raises(WorkloadDefinitionError, match=r"'_setup': its parameter grid has 10,100 combinations on cuda"):
+        w.cases("f", "src")
 
 
 def test_per_device_values_and_device_major_order() -> None:
