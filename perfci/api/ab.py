@@ -194,6 +194,9 @@ def run_revisions(
             for p in chosen.pytest:  # named in the working tree; it need only exist at one of the revisions
                 if not any(map_path(p, repo, side.root).exists() for side in (a, b)):
                     raise missing_pytest_path(p, " at either revision")
+            for p in chosen.paths:  # likewise; a typo was dropped without a word and the A/B passed
+                if not any(map_path(p, repo, side.root).exists() for side in (a, b)):
+                    raise UsageError(f"{p}: no such workload file or folder at either revision.")
             both = (side_sources(chosen, repo, a.root), side_sources(chosen, repo, b.root))
             if images is not None:
                 folders = [repo, Path.cwd(), *source_folders(both[0] + both[1])]

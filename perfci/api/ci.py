@@ -28,6 +28,7 @@ from perfci.api.ingest import Ingested, ingest
 from perfci.api.run import RunRequest, finish_run, measure, plan_run
 from perfci.api.settings import PULL_REQUEST_EVENTS, CIEnvironment, Settings
 from perfci.api.shards import Shard
+from perfci.compare.baselines import no_baseline_note
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.progress import ProgressFn
@@ -195,7 +196,10 @@ def run_ci(
     if check_out_dir is not None:
         check_out_dir(planned.out_dir)
     if planned.baseline is None:  # said before measuring: which file was looked for, and the ones that exist
-        notify(no_baseline_note(planned.baseline_path, planned.runner))
+        notify(
+            f"{no_baseline_note(planned.baseline_path, planned.runner)}: this run is measured, and nothing is "
+            "compared; `perfci baseline update` stores one"
+        )
     with output_folder_lock(planned.out_dir):
         measured = measure(planned, planned.choice.cases, progress)
         outcome = finish_run(settings, run_req, planned, measured, env)
@@ -205,18 +209,6 @@ def run_ci(
     if plan.ingest and whole:
         done = replace(done, ingested=ingest(settings, [req.out / "results.json"], req.db, req.runner))
     return done
-
-
-def no_baseline_note(path: Path, runner: str) -> str:
-    """There is no stored baseline of this runner class: the run is measured, and nothing is compared (a first run
-    on a new runner). Names the file looked for and the baselines there are (a `cpu.json` beside a runner class
-    of `cpu-amd-epyc-2c` passed in silence)."""
-    others = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
-    there = f"; stored baselines: {', '.join(others)} (choose one with --runner NAME)" if others else ""
-    return (
-        f"no baseline of runner class {runner!r} ({path} does not exist){there}: this run is measured, and nothing "
-        "is compared; `perfci baseline update` stores one"
-    )
 
 
 def run_sources(

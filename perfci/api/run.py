@@ -20,7 +20,7 @@ from perfci.api.compare import (
 from perfci.api.select import CaseChoice, compile_patterns, nothing_selected, present_devices, select_cases
 from perfci.api.settings import Settings
 from perfci.api.shards import SELECTION_KEY, Shard, selection_text
-from perfci.compare.baselines import baseline_path
+from perfci.compare.baselines import baseline_path, no_baseline_note
 from perfci.compare.coverage import LEFT_OUT_KEY, Scope
 from perfci.compare.decide import DecisionSettings, compare_runs
 from perfci.compare.gate import ExitCode, gate
@@ -184,6 +184,11 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
     if req.baseline is not None and not base_path.exists():
         raise UsageError(f"{req.baseline}: baseline file not found.")
     baseline = load_results(base_path) if base_path.exists() else None
+    if req.confirm and baseline is None:  # the gate was asked for: measuring, comparing nothing, passed
+        raise UsageError(
+            f"--confirm: {no_baseline_note(base_path, runner)}, so there is nothing to confirm.",
+            hint="pass --baseline FILE or --runner NAME, or store a baseline (perfci baseline update)",
+        )
     if baseline is not None:
         check_expected(None)  # ./perfci-expected.toml, which the comparison will apply: refused now when malformed
         _require_common_before_measuring(baseline, base_path, choice.cases)

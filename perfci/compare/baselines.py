@@ -36,6 +36,14 @@ def baseline_path(runner: str, folder: Path = BASELINE_DIR) -> Path:
     return folder / f"{runner}.json"
 
 
+def no_baseline_note(path: Path, runner: str) -> str:
+    """There is no stored baseline of this runner class (a first run on a new runner): the file looked for and the
+    baselines there are (a `cpu.json` beside a runner class of `cpu-amd-epyc-2c` passed in silence)."""
+    others = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+    there = f"; stored baselines: {', '.join(others)} (choose one with --runner NAME)" if others else ""
+    return f"no baseline of runner class {runner!r} ({path} does not exist){there}"
+
+
 def latest_results(runs_dir: Path = Path(WORK_FOLDER) / "runs") -> Path:
     found = sorted(runs_dir.glob("*/results.json"), key=lambda p: p.stat().st_mtime)
     if not found:

@@ -12,6 +12,8 @@ with no case in common. `perfci compare`, `perfci run` (and its `--confirm`), `p
     reason, and passes;
   * the expected-changes file lists the removal (`removed = true`, expected.py): likewise.
 - A candidate case with no baseline is `new`: listed, never failed.
+- A comparison none of whose rows compares anything (every row `new`, or `missing` on purpose; or no row, the
+  metrics asked for being in no case of both runs) is a usage error too (`require_compared`).
 
 What a run left out on purpose is known while it runs (`perfci run`'s selection, the pytest session's deselected
 and skipped tests); what a results file records of it (`settings["left_out"]`, `settings["shard"]`) is read
@@ -21,7 +23,7 @@ back when two files are compared.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from perfci.compare.case_ids import SEPARATOR
@@ -81,6 +83,29 @@ def require_common(baseline: RunResult, candidate: RunResult, labels: tuple[str,
         f"nothing to compare: {labels[0] or baseline.run_id} and {labels[1] or candidate.run_id} have no case in "
         f"common (first ids: {first_b!r} and {first_c!r}).",
         hint="compare results of the same workloads or tests",
+    )
+
+
+def require_compared(comparison: Comparison, metrics: Sequence[str]) -> Comparison:
+    """The comparison, or a usage error (exit 2) when none of its rows compares anything: every row `new`, or
+    `missing` and passed on purpose (skipped, allowed, a declared removal), or no row at all (the metrics asked for
+    in no case of both runs). Each passed before: "PASS: 2 missing" for a candidate whose every case was skipped,
+    "PASS: nothing compared" for `--metric device.time` on a CPU."""
+    rows = comparison.rows
+    if any(r.verdict is not Verdict.NEW and not (r.verdict is Verdict.MISSING and r.expected) for r in rows):
+        return comparison
+    if not rows:
+        raise UsageError(
+            f"nothing compared: no case has {' or '.join(metrics)} in both runs.",
+            hint="choose a metric the runs measured (--metric), or compare runs that measured it",
+        )
+    missing = [r for r in rows if r.verdict is Verdict.MISSING]
+    parts = [f"{len(missing)} baseline case(s) not measured ({missing[0].expected})"] if missing else []
+    new = sum(r.verdict is Verdict.NEW for r in rows)
+    parts += [f"{new} new case(s), not in the baseline"] if new else []
+    raise UsageError(
+        f"nothing compared: {' and '.join(parts)}.",
+        hint="a gate passes only on what it compared: measure at least one of the baseline's cases",
     )
 
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, explainable_ratio, unblamed
-from perfci.compare.coverage import Scope, recorded_scope, require_common, settle_missing
+from perfci.compare.coverage import Scope, recorded_scope, require_common, require_compared, settle_missing
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
@@ -345,7 +345,8 @@ def compare_runs(
         settings=settings.as_dict(),
     )
     recorded = recorded_scope(candidate)
-    return settle_missing(comparison, recorded.merged(scope) if scope is not None else recorded)
+    settled = settle_missing(comparison, recorded.merged(scope) if scope is not None else recorded)
+    return require_compared(settled, settings.metrics)
 
 
 # run settings that change what a call does or how it is timed: a difference is a change of the measurement that

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from statistics import geometric_mean
 
 from perfci.compare.case_ids import moved_test_ids
-from perfci.compare.coverage import recorded_scope, require_common, settle_missing
+from perfci.compare.coverage import recorded_scope, require_common, require_compared, settle_missing
 from perfci.compare.decide import check_comparable, new_case_row
 from perfci.compare.policy import DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
@@ -295,4 +295,4 @@ def compare_rolling(
         base.label, label, tuple(rows), (), mode="unpaired", baseline_run=run_side(as_run),
         candidate_run=run_side(candidate), settings=settings.as_dict(),
     )  # fmt: skip
-    return settle_missing(comparison, recorded_scope(candidate)), as_run
+    return require_compared(settle_missing(comparison, recorded_scope(candidate)), settings.metrics), as_run

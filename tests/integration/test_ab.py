@@ -120,6 +120,18 @@ def test_ab_bad_revision_is_a_usage_error(repo: Path) -> None:
     assert "not a revision" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_ab_and_ci_refuse_a_workload_path_at_neither_revision(repo: Path) -> None:
+    """A typo among the paths was dropped without a word and the A/B of the others passed (a user audit)."""
+    for args in (
+        ["ab", "HEAD~1", "--path", "perf/wl.py", "--path", "perf/typo.py"],
+        ["ab", "HEAD~1", "--", "perf/wl.py", "perf/typo.py"],
+        ["ci", "--base", "HEAD~1", "--path", "perf/wl.py", "--path", "perf/typo.py"],
+    ):
+        proc = perfci(repo, *args)
+        assert proc.returncode == 2, (args, proc.stderr[-1500:])
+        assert "perf/typo.py: no such workload file or folder at either revision." in proc.stderr, proc.stderr
+
+
 def test_ab_names_the_side_whose_cases_cannot_be_listed(repo: Path) -> None:
     """Both sides are listed at once; a workload file that does not compile on the head side stops the A/B with
     one line naming that side and the file (exit 2), whatever the base side's listing did."""
@@ -239,6 +251,14 @@ def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "commit 0123456789ab is not in this repository" in proc.stderr.replace("\n", " ")
     assert (repo / "o3" / "comparison.json").exists()
+    # no baseline of the runner class: --confirm asked for the gate, which compared nothing and passed; refused
+    # before measuring, naming the file looked for and the baselines there are
+    proc = perfci(repo, "run", "perf", "--rounds", "2", "--runner", "cpu-other", "--confirm", "--out", str(repo / "o4"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "--confirm: no baseline of runner class 'cpu-other' (baselines/cpu-other.json does not exist)" in said
+    assert "stored baselines: ci (choose one with --runner NAME), so there is nothing to confirm." in said
+    assert not (repo / "o4").exists()
 
 
 def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:

@@ -7,10 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from perfci.ab.confirm import flagged_cases, merge_confirmation, unsettled
 from perfci.ab.orchestrate import needs_more, unsettled_warning
 from perfci.api.settings import Settings
+from perfci.cli import app
 from perfci.compare.baselines import accept, load_baseline, update_baseline
 from perfci.compare.decide import check_comparable, compare_runs
 from perfci.compare.expected import apply_expected, parse_expected
@@ -55,8 +57,14 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     both = _rows(compare_runs(replace(base, cases=(broken,)), replace(cand, cases=(broken,)), STEADY))
     assert both["broken"].verdict is Verdict.ERROR and both["broken"].note == "both sides failed: SIGSEGV"
     # the other way round: failed in the baseline, measured now; named with the baseline's failure, not failed
-    mended = _rows(compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3)]), STEADY))
+    same = make_case("same", 1e-3)
+    mended = _rows(
+        compare_runs(replace(cand, cases=(broken, same)), make_run([make_case("broken", 1e-3), same]), STEADY)
+    )
     assert mended["broken"].verdict is Verdict.NEW and mended["broken"].note == "baseline failed: SIGSEGV"
+    # alone, it leaves nothing compared: never a pass
+    with pytest.raises(UsageError, match=r"nothing compared: 1 new case\(s\), not in the baseline"):
+        compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3)]), STEADY)
     # a new case that fails: an `error` row with its message (it was a silent `new` row while the run said ERROR)
     born_broken = replace(make_case("born_broken", 1e-3), status=CaseStatus.ERROR, errors=broken.errors)
     fresh = _rows(compare_runs(base, replace(cand, cases=(*cand.cases, born_broken)), STEADY))
@@ -535,3 +543,35 @@ def test_runs_measured_with_other_settings_say_so() -> None:
         "settings differ: threads 1 -> 2; the comparison credits what that changes to the code",
         "settings differ: GPU timing mode hot -> sustained; the comparison credits what that changes to the code",
     ]
+
+
+def test_nothing_compared_is_never_a_pass() -> None:
+    """Two ways a gate passed having compared nothing (a user audit): every candidate case skipped ("PASS: 2
+    missing", exit 0) and a metric no case has (`--metric device.time` on a CPU: "PASS: nothing compared")."""
+    base = make_run([make_case("a", 1e-3), make_case("b", 1e-3)])
+    skipped = make_run(
+        [
+            replace(
+                make_case(n, 1e-3), status=CaseStatus.SKIPPED, errors=(CaseError("skipped", "fastsum is not built"),)
+            )
+            for n in ("a", "b")
+        ]
+    )
+    with pytest.raises(UsageError, match=r"nothing compared: 2 baseline case\(s\) not measured \(skipped: fastsum"):
+        compare_runs(base, skipped, STEADY)
+    # one case measured is a comparison, and the skipped one passes as before
+    one = replace(skipped, cases=(make_case("a", 1e-3, seed=1), skipped.cases[1]))
+    rows = _rows(compare_runs(base, one, STEADY))
+    assert rows["b"].verdict is Verdict.MISSING and rows["b"].expected == "skipped: fastsum is not built"
+    on_device = replace(STEADY, metrics=("device.time",))
+    with pytest.raises(UsageError, match=r"nothing compared: no case has device\.time in both runs"):
+        compare_runs(base, make_run([make_case("a", 1e-3, seed=1), make_case("b", 1e-3, seed=1)]), on_device)
+
+
+def test_compare_of_a_metric_no_case_has_is_exit_2(tmp_path: Path) -> None:
+    base, cand = tmp_path / "a.json", tmp_path / "b.json"
+    dump_results(make_run([make_case("a", 1e-3)]), base)
+    dump_results(make_run([make_case("a", 1e-3, seed=1, scale=3.0)]), cand)
+    res = CliRunner().invoke(app, ["compare", str(base), str(cand), "--metric", "device.time"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith("error: nothing compared: no case has device.time in both runs."), res.stderr
