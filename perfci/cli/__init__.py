@@ -17,7 +17,7 @@ import sys
 from collections.abc import MutableMapping, Sequence
 from importlib import import_module
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from perfci.api.sizes import parse_size
 from perfci.cli import exits
@@ -138,10 +138,44 @@ def printable_streams() -> None:
                 reconfigure(errors="replace")
 
 
+class _ReaderMayLeave:
+    """stdout for a reader that may stop reading (`perfci compare ... | head`): once the pipe is closed, what is
+    written is dropped (fd 1 goes to /dev/null) and the command goes on, to its verdict on stderr and its own exit
+    code. A closed pipe was click's exit 1, the gate's "regression", even with --exit-zero."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream, self._gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        self._gone = True
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())  # the interpreter's last flush at exit goes there too
+        os.close(null)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
 def entrypoint() -> None:
     """The `perfci` command: interrupts handled from the first moment (cli/exits.py), then the command."""
     with exits.interrupts_handled():
         printable_streams()
+        sys.stdout = cast(TextIO, _ReaderMayLeave(sys.stdout))
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         collector_off_for(sys.argv[1:])

@@ -118,12 +118,29 @@ class _State:
 LOG_WIDTH = 10_000
 
 
+MIN_COLUMNS = 20  # a narrower COLUMNS is taken for a mistake: COLUMNS=0 printed no error at all, COLUMNS=5 cut words
+
+
+def _width() -> int | None:
+    """The width to print at on a terminal: None (COLUMNS, else the terminal's) unless COLUMNS is below
+    MIN_COLUMNS, then 80."""
+    try:
+        return None if int(os.environ.get("COLUMNS", MIN_COLUMNS)) >= MIN_COLUMNS else 80
+    except ValueError:
+        return None  # not a number: rich ignores it
+
+
 def consoles() -> tuple[Console, Console]:
-    no_color = "NO_COLOR" in os.environ
-    out = Console(no_color=no_color, soft_wrap=False)
+    """stdout and stderr. In a log (a pipe, a file) both are LOG_WIDTH wide, so that no message, verdict or path
+    is wrapped or cut whatever COLUMNS says."""
+    no_color, width = "NO_COLOR" in os.environ, _width()
+    out = Console(no_color=no_color, soft_wrap=False, width=width)
     if not out.is_terminal:
         out = Console(no_color=no_color, soft_wrap=False, width=LOG_WIDTH)
-    return out, Console(stderr=True, no_color=no_color)
+    err = Console(stderr=True, no_color=no_color, width=width)
+    if not err.is_terminal:
+        err = Console(stderr=True, no_color=no_color, width=LOG_WIDTH)
+    return out, err
 
 
 def whole_lines(console: Console) -> bool:

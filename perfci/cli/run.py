@@ -234,10 +234,10 @@ def list_cases(
             rows = [case_row(s, None) for s in choice.cases] + [case_row(s, r) for s, r in left_out]
             out.print_json(json.dumps(rows))
             return 0
-        for spec in choice.cases:
-            out.print(spec.id, highlight=False, markup=False)
+        for spec in choice.cases:  # soft-wrapped: the terminal folds a long id, and a copy of it comes whole
+            out.print(spec.id, highlight=False, markup=False, soft_wrap=True)
         for spec, reason in left_out:
-            out.print(f"{spec.id}  (left out: {reason})", highlight=False, markup=False)
+            out.print(f"{spec.id}  (left out: {reason})", highlight=False, markup=False, soft_wrap=True)
         if not selected:
             err.print(f"{nothing_selected(patterns, suites, devices)}.", highlight=False, markup=False)
             if hint := pytest_expression_hint(patterns):

@@ -201,6 +201,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfci.workloads.pytest_ids import project_root
 
     out, base = config.getoption("perfci_out"), config.getoption("perfci_compare")
+    if base and config.getoption("perfci_disable"):  # the gate asked for, and switched off without a word
+        raise pytest.UsageError(
+            "--perfci-compare with --perfci-disable: nothing is measured, so nothing would be compared (a flag may "
+            "come from addopts in the configuration: `-o addopts=` clears those)"
+        )
     shared = plugin_settings(config, strict=bool(out or base))  # refused now, not after every test has run
     baseline = Path(base).resolve() if base else None
     checked_out = _checked_out(out, baseline) if out else None

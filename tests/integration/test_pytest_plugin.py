@@ -139,6 +139,12 @@ def test_disable_calls_once_and_writes_nothing(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out", "--perfci-disable")
     result.assert_outcomes(passed=2)
     assert not (pytester.path / "out").exists()
+    # a gate switched off without a word (--perfci-disable in addopts, --perfci-compare in CI): refused
+    pytester.makeini("[pytest]\naddopts = --perfci-disable\n")
+    (pytester.path / "base.json").write_text("{}")
+    gate = pytester.runpytest_subprocess(*FAST, "--perfci-compare", "base.json")
+    assert gate.ret == pytest.ExitCode.USAGE_ERROR
+    gate.stderr.fnmatch_lines(["*--perfci-compare with --perfci-disable: nothing is measured*-o addopts=*"])
 
 
 def test_nothing_measured_is_said_and_fails_a_comparison(pytester: pytest.Pytester) -> None:
