@@ -89,7 +89,7 @@ class Workload:
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
         made = self.setup(ctx, **params)
         if not callable(made):  # else the first call failed in perfci's code: "'NoneType' object is not callable"
-            raise LocatedFailure(f"{_defined_at(self.setup)}workload {self.name!r}: {_not_callable(made)}")
+            raise LocatedFailure(f"{defined_at(self.setup)}workload {self.name!r}: {_not_callable(made)}")
         if (
             inspect.iscoroutinefunction(made)
             or inspect.isasyncgenfunction(made)
@@ -97,7 +97,7 @@ class Workload:
             or inspect.iscoroutinefunction(type(made).__call__)  # an object with `async def __call__`
         ):  # timed: making a coroutine or a generator, never running it
             raise LocatedFailure(
-                f"{_defined_at(self.setup)}workload {self.name!r}: its set-up returned an async or generator function; "
+                f"{defined_at(self.setup)}workload {self.name!r}: its set-up returned an async or generator function; "
                 "a call of it only makes a coroutine or generator, which would be timed instead of the work. Return "
                 "a plain callable "
                 "(e.g. `return lambda: loop.run_until_complete(step())`)."
@@ -235,7 +235,7 @@ _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
 
 
-def _defined_at(fn: Callable[..., object]) -> str:
+def defined_at(fn: Callable[..., object]) -> str:
     """`bench.py:12: `: where the set-up `fn` is defined, to lead a message about it; "" where that is unknown."""
     code = getattr(inspect.unwrap(fn), "__code__", None)
     return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""

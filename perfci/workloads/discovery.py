@@ -177,8 +177,9 @@ def _onnx_module(path: Path) -> ModuleType:
 
     try:
         return module_for(path)
-    except WorkloadDefinitionError as exc:
-        raise WorkloadDefinitionError(f"{path}: {exc.message}", hint=exc.hint) from None
+    except WorkloadDefinitionError as exc:  # named as given, once (it said "x.onnx: /abs/x.onnx: ...")
+        said = exc.message.removeprefix(f"{path.resolve()}: ")
+        raise WorkloadDefinitionError(f"{path}: {said}", hint=exc.hint) from None
     except Exception as exc:  # a file that is not an ONNX model: a message, not a traceback
         raise WorkloadDefinitionError(f"{path}: cannot be read as an ONNX model: {type(exc).__name__}: {exc}") from None
 

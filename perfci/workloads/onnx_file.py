@@ -230,6 +230,9 @@ def model_inputs(path: Path) -> list[InputSpec]:
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
+    if not model.graph.node:  # an empty file parses as an empty model; each variant failed its own way at run time
+        size = path.stat().st_size
+        raise WorkloadDefinitionError(f"{path}: not an ONNX model: it holds no graph ({size:,} bytes).")
     inits = {t.name for t in model.graph.initializer}
     specs = []
     for value in model.graph.input:
@@ -309,6 +312,8 @@ def onnx_workload(
     kinds = variant_names(who, variants, VARIANTS, "ONNX")
     try:  # a truncated file raised protobuf's DecodeError naming neither the file nor the workload
         inputs = model_inputs(file)
+    except WorkloadDefinitionError:
+        raise
     except Exception as exc:
         raise WorkloadDefinitionError(f"{file}: cannot be read as an ONNX model: {type(exc).__name__}: {exc}") from None
     sizes: list[ParamValue] = list(batch_sizes(who, batch)) if batch is not None else [fixed_batch(inputs) or 1]

@@ -27,7 +27,7 @@ from typing import Any
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import ParamValue
 from perfci.workloads import surprises
-from perfci.workloads.api import Workload, WorkloadContext, workload
+from perfci.workloads.api import LocatedFailure, Workload, WorkloadContext, defined_at, workload
 from perfci.workloads.checks import Tolerance, check_against
 from perfci.workloads.model_args import batch_sizes, tolerances_by_variant, variant_names
 
@@ -181,6 +181,19 @@ class TorchModel:
         self.factory, self.inputs, self.tolerances = factory, inputs, tolerances
         self.warmed: set[str] = set()  # the device kinds `warm` has rehearsed this model on in this process
 
+    def build(self) -> Any:
+        """The factory's module; anything else is the case's failure at the factory's line (a function or None
+        failed in perfci's code: "'function' object has no attribute 'to'")."""
+        import torch
+
+        model = self.factory()
+        if not isinstance(model, torch.nn.Module):
+            raise LocatedFailure(
+                f"{defined_at(self.factory)}the model factory returned {type(model).__name__}, not a torch.nn.Module "
+                "(model_workload takes a function that builds the module, e.g. `lambda: Net()`)."
+            )
+        return model
+
     def warm(
         self, device: str, params: Mapping[str, ParamValue], variants: Sequence[str], batches: Sequence[int]
     ) -> None:
@@ -211,7 +224,7 @@ class TorchModel:
 
         try:
             torch.manual_seed(0)
-            model = self.factory().to(device).eval()
+            model = self.build().to(device).eval()
             for variant in variants:
                 if variant == "channels-last":
                     model = model.to(memory_format=torch.channels_last)
@@ -229,7 +242,7 @@ class TorchModel:
         import torch
 
         torch.manual_seed(ctx.seed)
-        model = self.factory().to(ctx.device).eval()
+        model = self.build().to(ctx.device).eval()
         args = _to(self.inputs(batch), ctx.device)
         _check_batch(args, batch)
         with torch.no_grad():

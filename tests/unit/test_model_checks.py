@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from perfci.errors import WorkloadDefinitionError
+from perfci.workloads.api import LocatedFailure
 from perfci.workloads.checks import Tolerance, assert_close, compare_outputs
 from perfci.workloads.torch_model import TorchModel
 
@@ -56,6 +57,20 @@ def test_a_model_whose_output_holds_no_tensors_is_refused() -> None:
     model = TorchModel(Three, lambda b: torch.randn(b, 8), {"bf16": Tolerance(max_rel_l2=0.05)})
     with pytest.raises(WorkloadDefinitionError, match=r"the model's output holds no tensors \(int\)"):
         model.setup(Ctx(), "bf16", 2)
+
+
+def test_a_factory_that_returns_no_module_is_said_at_its_line() -> None:
+    """A factory returning a function or None failed in perfci's code: "'function' object has no attribute 'to'
+    (at torch_model.py:232)" (a user audit)."""
+    for factory, kind in ((lambda: lambda x: x * 2, "function"), (lambda: None, "NoneType")):
+        model = TorchModel(factory, lambda b: torch.randn(b, 8), {})
+        with pytest.raises(LocatedFailure) as failed:
+            model.setup(Ctx(), "eager", 2)
+        line = factory.__code__.co_firstlineno
+        assert str(failed.value).startswith(
+            f"test_model_checks.py:{line}: the model factory returned {kind}, not a torch.nn.Module"
+        ), failed.value
+        model.rehearse("cpu", ["eager"], [2])  # the warm-up leaves it to the case's own set-up: no raise
 
 
 def test_inputs_that_ignore_the_batch_are_refused() -> None:

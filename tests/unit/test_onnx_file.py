@@ -150,8 +150,17 @@ def test_an_onnx_path_is_one_workload_and_a_broken_one_a_clear_error(tmp_path: P
     [w] = workloads_in(load_source(str(path)))
     assert next(c.id for c in w.cases("net", str(path))) == "net.onnx[variant=fp32,batch=1]@cpu"
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
-    with pytest.raises(WorkloadDefinitionError, match="cannot be read as an ONNX model"):
+    with pytest.raises(WorkloadDefinitionError) as bad:
         load_source(str(tmp_path / "bad.onnx"))
+    assert bad.value.message.startswith(f"{tmp_path / 'bad.onnx'}: cannot be read as an ONNX model"), bad.value
+    assert bad.value.message.count("bad.onnx") == 1, bad.value  # it named the file twice
+    # an empty file parsed as an empty model: four cases listed, each failing its own way at run time (exit 3)
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(WorkloadDefinitionError) as empty:
+        load_source(str(tmp_path / "empty.onnx"))
+    assert empty.value.message == f"{tmp_path / 'empty.onnx'}: not an ONNX model: it holds no graph (0 bytes)."
+    with pytest.raises(WorkloadDefinitionError, match=r"empty\.onnx: not an ONNX model: it holds no graph"):
+        onnx_workload(tmp_path / "empty.onnx")
 
 
 def test_onnx_workload_refuses_at_definition_what_failed_every_case_at_run_time(tmp_path: Path) -> None:
