@@ -112,14 +112,21 @@ def _has_tool_table(pyproject: Path) -> bool:
 
 
 def find_config(start: Path) -> Path | None:
-    """`perfci.toml`, else a `pyproject.toml` with `[tool.perfci]`, in `start` or the closest folder above it.
+    """`perfci.toml`, else a `pyproject.toml` with `[tool.perfci]`, in `start` or the closest folder above it; both
+    in one folder are a ConfigError.
 
     The search stops at the first folder that has a `pyproject.toml` or a `.git` (the project's root).
     """
     for folder in (start.resolve(), *start.resolve().parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder / CONFIG_FILE
         pyproject = folder / PYPROJECT
+        if (folder / CONFIG_FILE).is_file():
+            if pyproject.is_file() and _has_tool_table(pyproject):  # one of them was ignored without a word
+                raise ConfigError(
+                    f"{folder / CONFIG_FILE} and [tool.perfci] in {pyproject} both configure perfci; perfci reads one "
+                    "configuration.",
+                    hint="move the settings into one of them",
+                )
+            return folder / CONFIG_FILE
         if pyproject.is_file():
             return pyproject if _has_tool_table(pyproject) else None
         if (folder / ".git").exists():

@@ -324,6 +324,12 @@ def compare_runs(
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
     warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
     warnings += _settings_differences(baseline.settings, candidate.settings)
+    warnings += tuple(
+        f"the {side} ({run.run_id}) did not finish: its file was written part-way (settings.complete is false), "
+        "with the rounds done by then; `perfci run --resume` completes it"
+        for side, run in (("baseline", baseline), ("candidate", candidate))
+        if run.settings.get("complete") is False
+    )
     if same_run:
         warnings += (
             f"both sides are the same run ({baseline.run_id}), compared with itself round by round: a check of the "

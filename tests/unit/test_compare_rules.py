@@ -575,3 +575,14 @@ def test_compare_of_a_metric_no_case_has_is_exit_2(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["compare", str(base), str(cand), "--metric", "device.time"])
     assert res.exit_code == 2, res.output
     assert res.stderr.startswith("error: nothing compared: no case has device.time in both runs."), res.stderr
+
+
+def test_a_side_that_did_not_finish_is_said() -> None:
+    """A run killed part-way (`timeout ...; perfci compare ...`) was compared without a word (a user audit)."""
+    base = make_run([make_case("a", 1e-3)])
+    part = replace(make_run([make_case("a", 1e-3, seed=1)]), run_id="cut", settings={"complete": False})
+    said = compare_runs(base, part, STEADY).warnings
+    assert "the candidate (cut) did not finish: its file was written part-way (settings.complete is false)" in " ".join(
+        said
+    )
+    assert not any("did not finish" in w for w in compare_runs(base, make_run([make_case("a", 1e-3)]), STEADY).warnings)

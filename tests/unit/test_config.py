@@ -82,6 +82,14 @@ def test_perfci_toml_beats_pyproject_and_pyproject_without_table_stops_search(tm
     assert load_config(start=inner) == Config()
     write(inner, "perfci.toml", "rounds = 4\n")
     assert load_config(start=inner).rounds == 4
+    # both files configure perfci in one folder: one was ignored without a word (an invalid value in it too)
+    write(inner, "pyproject.toml", '[project]\nname = "x"\n[tool.perfci]\nrounds = "x"\n')
+    with pytest.raises(ConfigError) as both:
+        load_config(start=inner)
+    assert both.value.message == (
+        f"{inner / 'perfci.toml'} and [tool.perfci] in {inner / 'pyproject.toml'} both configure perfci; perfci "
+        "reads one configuration."
+    )
 
 
 @pytest.mark.parametrize("header", ["[tool.perfci\n", "[tool.perfci.thresholds\n", '[tool."perfci"\nrounds = 3\n'])
