@@ -14,13 +14,14 @@ Two ways to leave a case out:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import itertools
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, overload
 
@@ -69,6 +70,24 @@ class WorkloadContext:
 
 
 MAX_GRID = 10_000  # a workload's parameter combinations on one device
+MADE_KEY = "__perfci_made__"  # a workload file's namespace: every workload its own code made, in order
+_loading: list[dict[str, Any]] = []  # the namespaces of the workload files being imported, innermost last
+
+
+@contextlib.contextmanager
+def recording_workloads(namespace: dict[str, Any]) -> Iterator[None]:
+    """While a workload file runs in `namespace`: every workload its code makes (directly, in a loop, through a
+    helper of the file or `model_workload`) is listed under MADE_KEY, kept or not under a name of its own (made in a
+    loop under one name, or in a list, all but one were never measured, without a word)."""
+    _loading.append(namespace)
+    try:
+        yield
+    finally:
+        _loading.pop()
+
+
+def _perfci_or_dataclasses(module: object) -> bool:
+    return isinstance(module, str) and (module in ("perfci", "dataclasses") or module.startswith("perfci."))
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,19 @@ class Workload:
     # parameters: a pytest file's session (it sets up all of the file's measuring tests at once), the first use of
     # a model workload's machinery; None for a workload whose set-up is all its own
     preload: Callable[[str, Mapping[str, ParamValue]], object] | None = None
+
+    def __post_init__(self) -> None:
+        if not _loading:
+            return
+        target = _loading[-1]
+        frame = inspect.currentframe()
+        while frame is not None and _perfci_or_dataclasses(frame.f_globals.get("__name__")):
+            frame = frame.f_back
+        if frame is not None and frame.f_globals is target:  # made by the file's own code (not a module it imports)
+            # one entry a set-up: `model_workload` makes its workload, then a copy with more
+            made = target.setdefault(MADE_KEY, [])
+            made[:] = [w for w in made if w.setup is not self.setup]
+            made.append(self)
 
     def __call__(self, ctx: WorkloadContext, **params: ParamValue) -> Callable[[], object]:
         made = self.setup(ctx, **params)

@@ -24,7 +24,7 @@ from typing import NoReturn
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.format.model import CaseSpec
-from perfci.workloads.api import Workload
+from perfci.workloads.api import MADE_KEY, Workload, recording_workloads
 
 BUILTIN_PACKAGE = "perfci.workloads.builtin"
 BUILTIN_SUITES = ("default", "kernels", "models", "onnx")
@@ -85,7 +85,12 @@ def load_source(source: str) -> ModuleType:
     try:
         # what the file prints goes to stderr: stdout carries `--format json` (a print broke the JSON,
         # and so did a write to file descriptor 1)
-        with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr), _import_guard():
+        with (
+            _fd1_to_stderr(),
+            contextlib.redirect_stdout(sys.stderr),
+            _import_guard(),
+            recording_workloads(module.__dict__),
+        ):
             exec(_code_binding_workloads(path), module.__dict__)
     except SyntaxError as exc:
         del sys.modules[name]
@@ -200,10 +205,12 @@ def import_roots(path: Path) -> list[Path]:
 
 
 def workloads_in(module: ModuleType) -> list[Workload]:
-    """The module's workloads (one bound under two names counts once). Two that share a name are refused
-    (the second was never measured, or its cases ran the first one's set-up)."""
+    """The module's workloads: those its code made (api.MADE_KEY: bound to a name or not, in a loop, a list or a
+    dict), then those bound to its names (imported ones too); one bound under two names counts once. Two that share
+    a name are refused (the second was never measured, or its cases ran the first one's set-up)."""
     found: dict[str, Workload] = {}
-    for obj in vars(module).values():
+    names = vars(module)
+    for obj in [*names.get(MADE_KEY, ()), *names.values()]:
         if not isinstance(obj, Workload) or found.get(obj.name) is obj:
             continue
         if obj.name in found:

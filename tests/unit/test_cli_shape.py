@@ -45,6 +45,11 @@ def test_cli_imports_no_statistics_or_file_formats() -> None:
     assert not bad, "\n".join(bad)
 
 
+def _devnull(call: ast.Call) -> bool:
+    """`os.open(os.devnull, ...)`: stdout sent nowhere once its reader has gone (cli/__init__.py), no file read."""
+    return bool(call.args) and ast.unparse(call.args[0]) == "os.devnull"
+
+
 def test_cli_reads_and_writes_no_files() -> None:
     calls = [
         f"{p.name}:{n.lineno} calls {name}"
@@ -52,6 +57,7 @@ def test_cli_reads_and_writes_no_files() -> None:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call)
         and (name := n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in FORBIDDEN_CALLS
+        and not _devnull(n)
     ]
     assert not calls, "\n".join(calls)
 

@@ -285,3 +285,54 @@ def test_onnx_workload_refuses_bad_batch_and_tolerances_naming_the_workload(tmp_
         perfci.onnx_workload(path, tolerances={"fp16": -0.1})
     with pytest.raises(WorkloadDefinitionError, match="devices names 'tpu'"):
         perfci.onnx_workload(path, devices=["tpu"])
+
+
+MADE_BUT_NOT_KEPT = """
+import perfci
+import torch
+
+for n in (10, 100, 1000):  # each loop rebinds `w`: the first two were never measured
+    def setup(ctx, n=n):
+        data = list(range(n))
+        return lambda: sum(data)
+    w = perfci.workload(name=f"sum{n}")(setup)
+
+def _linear():
+    return torch.nn.Linear(4, 4)
+
+listed = [
+    perfci.model_workload(_linear, inputs=lambda b: torch.randn(b, 4), variants=["eager"], batch=[2], name=f"m{i}")
+    for i in range(2)
+]
+kept = {"k": perfci.model_workload(_linear, inputs=lambda b: torch.randn(b, 4), variants=["eager"], batch=[2],
+                                   name="in_a_dict")}
+"""
+
+
+def test_workloads_made_in_a_loop_a_list_or_a_dict_are_all_measured(tmp_path: Path) -> None:
+    """Only workloads bound to a module-level name were found: `perfci list` printed one of the three made in a loop
+    and none of those in a list or a dict (a user audit)."""
+    (tmp_path / "made.py").write_text(MADE_BUT_NOT_KEPT)
+    found = workloads_in(load_source(str(tmp_path / "made.py")))
+    assert [w.name for w in found] == ["sum10", "sum100", "sum1000", "m0", "m1", "in_a_dict"]
+    assert all(w.preload is not None for w in found[3:])  # the model workloads' own copies, not the drafts
+    assert [w.setup.__defaults__ for w in found[:3]] == [(10,), (100,), (1000,)]
+
+
+def test_workloads_made_in_a_loop_under_one_name_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "same.py").write_text(
+        "import perfci\nfor n in (1, 2):\n    @perfci.workload\n    def step(ctx, n=n):\n        return lambda: n\n"
+    )
+    with pytest.raises(WorkloadDefinitionError, match=r"two workloads are named 'step'"):
+        workloads_in(load_source(str(tmp_path / "same.py")))
+
+
+def test_a_workload_imported_from_another_file_is_that_files(tmp_path: Path) -> None:
+    """A workload another module makes, imported by this file's code, is not this file's unless bound here."""
+    (tmp_path / "shared_defs.py").write_text(
+        "import perfci\n@perfci.workload\ndef shared(ctx):\n    return lambda: 1\n"
+    )
+    (tmp_path / "user.py").write_text(
+        "import perfci\nimport shared_defs\n@perfci.workload\ndef own(ctx):\n    return lambda: 2\n"
+    )
+    assert [w.name for w in workloads_in(load_source(str(tmp_path / "user.py")))] == ["own"]
