@@ -40,7 +40,7 @@ IN_OTHER_SHARD = "in another shard"
 @dataclass(frozen=True)
 class Scope:
     """What the candidate left out on purpose (case or pytest test id -> reason), and whether missing cases are
-    allowed. A pytest test id (`bench/test_b.py::test_x[1]`) covers every case of that test."""
+    allowed. A pytest test id (`bench/test_b.py::test_x[1]`) covers every case of that test, a file every test in it."""
 
     left_out: Mapping[str, str] = field(default_factory=dict)
     allow_missing: bool = False
@@ -56,7 +56,7 @@ class Scope:
                 if test in self.left_out:
                     return self.left_out[test]
                 head, sep, _ = test.rpartition(SEPARATOR)
-                if not sep or SEPARATOR not in head:
+                if not sep:  # the file itself last: a file skipped at collection covers its tests
                     break
                 test = head
         return IN_OTHER_SHARD if self.sharded else ""

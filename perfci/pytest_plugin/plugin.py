@@ -386,6 +386,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         state.left_out[node_test_id(state, item)] = f"skipped: {why.removeprefix('Skipped: ')}"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A file skipped at collection (`pytest.skip(..., allow_module_level=True)`, `pytest.importorskip`) is left
+    out on purpose too: its tests never reach `pytest_runtest_makereport`, and their baseline cases failed as
+    `missing`."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    state = collector.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.active and report.skipped and isinstance(collector, pytest.Module):
+        longrepr = report.longrepr
+        why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
+        state.left_out[node_test_id(state, collector)] = f"skipped: {why.removeprefix('Skipped: ')}"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)

@@ -124,6 +124,23 @@ def test_a_test_that_disappeared_fails_the_session_unless_allowed_or_left_out(pr
     test_file.write_text(TESTS.replace("def test_gone(perf):", "@__import__('pytest').mark.skip\ndef test_gone(perf):"))
     skipped = pytest_in(project, "bench", baseline, *noise)
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    # a second file skipped whole at collection (`allow_module_level`, `importorskip`): left out as skipped, not
+    # `missing` (its tests never reach the run-time report; it failed as 1 missing, a user audit)
+    other = project / "bench" / "test_c.py"
+    other.write_text("def test_c(perf):\n    perf(lambda: sum(range(100)))\n")
+    test_file.write_text(TESTS)
+    both = project.parent / "both"
+    assert pytest_in(project, "bench", "--perfci-out", str(both)).returncode == 0
+    other.write_text("import pytest\npytest.importorskip('no_such_module_here')\n" + other.read_text())
+    cand = project.parent / "cand"
+    whole = pytest_in(project, "bench", f"--perfci-compare={both / 'results.json'}", *noise, "--perfci-out", str(cand))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "missing" not in set(rows(cand / "comparison.json").values()), whole.stdout
+    said = json.loads((cand / "comparison.json").read_text("utf-8"))["warnings"]
+    assert "1 baseline case(s) left out on purpose were not compared (skipped: 1)" in said, said
+    left = json.loads((cand / "results.json").read_text("utf-8"))["settings"]["left_out"]
+    assert left == {"bench/test_c.py": "skipped: could not import 'no_such_module_here': No module named "
+                    "'no_such_module_here'"}  # fmt: skip
 
 
 def test_compare_exit_codes_for_nothing_in_common_and_a_missing_case(tmp_path: Path) -> None:
