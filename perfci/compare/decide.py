@@ -324,6 +324,7 @@ def compare_runs(
     warnings = tuple(f"hardware differs: {d}" for d in hardware) + tuple(f"software differs: {d}" for d in software)
     warnings += _absent_metrics(settings, rows) + _implausible(settings, baseline, candidate)
     warnings += _settings_differences(baseline.settings, candidate.settings)
+    warnings += _single_rounds(pairs)
     warnings += tuple(
         f"the {side} ({run.run_id}) did not finish: its file was written part-way (settings.complete is false), "
         "with the rounds done by then; `perfci run --resume` completes it"
@@ -381,6 +382,19 @@ def _settings_differences(base: Mapping[str, object], cand: Mapping[str, object]
         if a is not None and b is not None and a != b:
             said.append(f"settings differ: {name} {a} -> {b}; the comparison credits what that changes to the code")
     return tuple(said)
+
+
+def _single_rounds(pairs: list[tuple[CaseResult | None, CaseResult]]) -> tuple[str, ...]:
+    """One warning for the measured cases with a single round on a side: no noise can be estimated from one round,
+    so no change in them can ever be decided (a `benchmark.pedantic(rounds=1)` test 10x slower read inconclusive)."""
+    single = [c.id for b, c in pairs if b is not None and c.status is CaseStatus.OK and b.status is CaseStatus.OK
+              and min(len(b.rounds), len(c.rounds)) == 1]  # fmt: skip
+    if not single:
+        return ()
+    return (
+        f"{len(single)} case(s) have a single round on a side, so no change in them can be decided (e.g. "
+        f"{single[0]!r}); measure 2 rounds or more (a pytest-benchmark test: benchmark.pedantic(rounds=2) or more)",
+    )
 
 
 def _absent_metrics(settings: DecisionSettings, rows: list[MetricComparison]) -> tuple[str, ...]:

@@ -436,6 +436,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(state.error, red=True)
     if state.outcome is not None:
         tr.write(_table_text(comparison_table(state.outcome.comparison), width))
+        for w in state.outcome.comparison.warnings:  # as `perfci compare` says them (they were in the file only)
+            tr.write_line(f"warning: {w}", yellow=True)
         failing = bool(state.outcome.comparison.failing)
         tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)
         if text := unsettled_note(

@@ -180,3 +180,19 @@ def test_served_without_pytest_benchmark_loaded(pytester: pytest.Pytester) -> No
     result = pytester.runpytest_subprocess(*FAST, "-p", "no:benchmark", "--strict-markers", "--perfci-out", "out")
     result.assert_outcomes(passed=5)
     assert len(_cases(pytester.path / "out" / "results.json")) == 5
+
+
+def test_a_single_round_pedantic_test_is_said_in_the_session_summary(pytester: pytest.Pytester) -> None:
+    """`benchmark.pedantic(rounds=1)` can never fail the gate (one round: no noise estimate); the comparison's
+    warnings were written to comparison.json only, never to the session's summary."""
+    pytester.makepyfile(
+        test_once="N = 2000\n\ndef test_ped(benchmark):\n    benchmark.pedantic(sum, args=(range(N),), rounds=1)\n"
+    )
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=1)
+    (pytester.path / "test_once.py").write_text((pytester.path / "test_once.py").read_text().replace("2000", "20000"))
+    result = pytester.runpytest_subprocess(*FAST, "--perfci-compare", "base/results.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["warning: 1 case(s) have a single round on a side, so no change in them can be decided (e.g. "
+         "'test_once.py::test_ped@cpu'); measure 2 rounds or more*"]
+    )  # fmt: skip

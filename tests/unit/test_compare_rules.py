@@ -586,3 +586,21 @@ def test_a_side_that_did_not_finish_is_said() -> None:
         said
     )
     assert not any("did not finish" in w for w in compare_runs(base, make_run([make_case("a", 1e-3)]), STEADY).warnings)
+
+
+def test_a_case_with_a_single_round_on_a_side_is_said() -> None:
+    """`benchmark.pedantic(rounds=1)` gives one round: a 10x slowdown read inconclusive, and the gate passed, with
+    nothing to say why (a user audit)."""
+    base = make_run([make_case("one", 1e-3, rounds=1), make_case("many", 1e-3)])
+    cand = make_run([make_case("one", 1e-3, rounds=1, seed=1, scale=10.0), make_case("many", 1e-3, seed=1)])
+    comparison = compare_runs(base, cand, STEADY)
+    assert _rows(comparison)["one"].verdict is Verdict.INCONCLUSIVE
+    said = [w for w in comparison.warnings if "single round" in w]
+    assert said == [
+        "1 case(s) have a single round on a side, so no change in them can be decided (e.g. 't.one[n=8]@cpu'); "
+        "measure 2 rounds or more (a pytest-benchmark test: benchmark.pedantic(rounds=2) or more)"
+    ]
+    many = replace(base, cases=base.cases[1:])
+    assert not any(
+        "single round" in w for w in compare_runs(many, replace(cand, cases=cand.cases[1:]), STEADY).warnings
+    )
