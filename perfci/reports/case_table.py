@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.measure import Measurement
 from rich.padding import Padding
@@ -193,10 +194,21 @@ def _break_at(text: str, width: int) -> int:
 
 
 def id_lines(case_id: str, width: int) -> list[str]:
-    """`case_id` as lines of at most `width` characters, broken only between its parts where it can be."""
+    """`case_id` as lines of at most `width` cells of the terminal (a CJK character takes two: counted as one, a
+    line overflowed and the terminal library broke it mid-word), broken only between its parts where it can be."""
     lines, rest = [], case_id
-    while len(rest) > width > 0:
-        cut = _break_at(rest, width)
+    while cell_len(rest) > width > 0:
+        cut = _break_at(rest, max(1, _chars_within(rest, width)))
         lines.append(rest[:cut])
         rest = rest[cut:]
     return [*lines, rest]
+
+
+def _chars_within(text: str, cells: int) -> int:
+    """How many of `text`'s first characters fit in `cells` cells."""
+    used = 0
+    for n, ch in enumerate(text):
+        used += cell_len(ch)
+        if used > cells:
+            return n
+    return len(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
 from perfci.format.model import CaseResult, CaseSpec, Comparison, MetricComparison, RunResult, Verdict
@@ -167,6 +168,12 @@ def test_an_id_longer_than_the_width_breaks_only_between_its_parts() -> None:
     assert "".join(lines) == case_id and all(len(line) <= 40 for line in lines)
     assert lines[0].endswith("/") and any(line.startswith(("test_one", "[", "@")) for line in lines[1:])
     assert id_lines("x" * 90, 40) == ["x" * 40, "x" * 40, "x" * 10]  # one word longer than the line: cut at it
+    # wide characters take two cells: an id of them was measured in characters, overflowed its column, and the
+    # terminal library broke it mid-word (a user audit)
+    wide = "推論ワークロード推論ワークロード推論ワーク[mode=fastestconfigurationvariantxyz]@cpu"
+    lines = id_lines(wide, 40)
+    assert "".join(lines) == wide and all(cell_len(line) <= 40 for line in lines), lines
+    assert any("[mode=fastestconfigurationvariantxyz]" in line for line in lines), lines
     text = _at(40, comparison_table(Comparison("a", "b", (MetricComparison(case_id, "latency.median",
                                                                             Verdict.REGRESSION),))))  # fmt: skip
     assert "test_module_with_a_long_name.py::" in text and "regression" in text.split()
