@@ -119,8 +119,17 @@ class Settings:
     cfg: Config = field(default_factory=Config)
 
     def runner_class(self, flag: str | None, fp: dict[str, Any]) -> str:
-        """`--runner` > $PERFCI_RUNNER > config `runner` > derived from the fingerprint."""
-        return check_runner_name(first(flag, self.env.get(ENV_RUNNER) or None, self.cfg.runner, runner_name(fp)))
+        """`--runner` > $PERFCI_RUNNER > config `runner` > derived from the fingerprint; a bad name is refused
+        naming where it came from."""
+        given = (("--runner", flag), (f"${ENV_RUNNER}", self.env.get(ENV_RUNNER) or None),
+                 (f"{self.cfg.source}: key runner", self.cfg.runner))  # fmt: skip
+        for where, name in given:
+            if name is not None:
+                try:
+                    return check_runner_name(name)
+                except UsageError as exc:
+                    raise UsageError(f"{where}: {exc.message}", hint=exc.hint) from None
+        return check_runner_name(runner_name(fp))
 
     def store_url(self, flag: str | None, cwd: Path | None = None) -> str:
         """`--db` > $PERFCI_DB > the SQLite file under .perfci/ of the current folder."""

@@ -306,8 +306,13 @@ def test_baselines_accept_record_and_resolve(tmp_path: Path) -> None:
     assert Settings({"PERFCI_RUNNER": "ci-a"}, Config(runner="cfg")).runner_class(None, {}) == "ci-a"
     assert Settings({}, Config(runner="cfg")).runner_class(None, {}) == "cfg"
     assert Settings().runner_class(None, {"cpu_model": "AMD EPYC", "cpu_logical_cores": 2}) == "cpu-amd-epyc-2c"
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=r"^--runner: runner class '\.\./evil' is not a valid name"):
         Settings().runner_class("../evil", {})
+    # a bad name is refused naming where it came from (it named none of them)
+    with pytest.raises(UsageError, match=r"^\$PERFCI_RUNNER: runner class 'a b'"):
+        Settings({"PERFCI_RUNNER": "a b"}, Config(runner="cfg")).runner_class(None, {})
+    with pytest.raises(UsageError, match=r"^perfci\.toml: key runner: runner class 'a/b'"):
+        Settings({}, Config(runner="a/b", source=Path("perfci.toml"))).runner_class(None, {})
 
 
 def test_a_baseline_update_refuses_a_shard_and_warns_of_failed_and_dropped_cases(tmp_path: Path) -> None:
