@@ -136,7 +136,9 @@ def _convert(src: Path, dst: Path, variant: str, calibration: Callable[[], Itera
         import onnx
         from onnxconverter_common import float16
 
-        onnx.save(float16.convert_float_to_float16(onnx.load(str(src)), keep_io_types=True), str(dst))
+        model = onnx.load(str(src))
+        _name_nodes(model.graph)
+        onnx.save(float16.convert_float_to_float16(model, keep_io_types=True), str(dst))
         return
     from onnxruntime import quantization as q
 
@@ -155,6 +157,20 @@ def _convert(src: Path, dst: Path, variant: str, calibration: Callable[[], Itera
             )
     finally:
         logging.disable(logging.NOTSET)
+
+
+def _name_nodes(graph: Any) -> None:
+    """A name for each unnamed node: the converter names the casts it adds after the node they feed, so an input
+    read by two unnamed nodes got two casts of one name, and the fp16 model was invalid ("two nodes with same node
+    name (X_cast_to_)")."""
+    taken = {n.name for n in graph.node if n.name}
+    for i, node in enumerate(graph.node):
+        if not node.name:
+            name = f"{node.op_type}_{i}"
+            while name in taken:
+                name += "_"
+            node.name = name
+            taken.add(name)
 
 
 def _reader(feeds: Iterator[Feeds]) -> Any:

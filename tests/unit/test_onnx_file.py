@@ -201,6 +201,26 @@ def test_variants_are_converted_once_into_the_cache(tmp_path: Path, cache: Path)
         onnx_variants.variant_path(path, "int4", calibration)
 
 
+def test_fp16_of_a_graph_whose_input_feeds_two_unnamed_nodes_loads(tmp_path: Path, cache: Path) -> None:
+    """The converter names its casts after the nodes they feed: two unnamed readers of one input got two casts named
+    `X_cast_to_`, and the fp16 model could not be loaded (a user audit)."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["X"], ["A"]), helper.make_node("Sigmoid", ["X"], ["B"]),
+             helper.make_node("Add", ["A", "B"], ["Y"], name="Relu_0")]  # fmt: skip
+    graph = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 8])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 8])])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(tmp_path / "two.onnx"))
+    fp16 = onnx_variants.variant_path(tmp_path / "two.onnx", "fp16", lambda: iter(()))
+    ort.InferenceSession(str(fp16), providers=["CPUExecutionProvider"])  # raised: two nodes with same node name
+    names = [n.name for n in onnx.load(str(fp16)).graph.node]
+    assert len(names) == len(set(names)) and "Relu_0_" in names, names  # a name already taken is not reused
+
+
 @pytest.mark.parametrize("variant", ["fp16", "int8-dynamic", "int8-static"])
 def test_setup_records_accuracy_against_fp32(tmp_path: Path, cache: Path, variant: str) -> None:
     w = onnx_workload(_write_model(tmp_path / "m.onnx"), batch=[3])
