@@ -111,9 +111,19 @@ def _die_with_parent(parent_pid: int) -> None:
         sys.exit(1)
 
 
+WATCHDOG_NAME = "perfci-watchdog"  # its process name (15 bytes, Linux's limit): supervisor.SPARED_NAME
+
+
+def _name_self(name: str) -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(15, name.encode())  # 15 = PR_SET_NAME
+
+
 def _watchdog(read_fd: int, runtime: str, name: str) -> None:
     """In a forked child: leave the launcher's session and pipes, wait for the launcher's word or end."""
     os.setsid()
+    _name_self(WATCHDOG_NAME)  # the supervisor kills a worker's descendants, but not this one (engine/supervisor.py)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # never hold the worker's stdout open: the supervisor reads it to its end
         os.dup2(devnull, fd)

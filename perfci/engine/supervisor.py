@@ -301,15 +301,26 @@ def _ending(
     return Error(current, kind, reason + _stderr_tail(stderr_path, since=since))
 
 
+SPARED_NAME = "perfci-watchdog"  # a container launcher's watchdog (ab/container_launch.py): it stops the container
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the worker's process group, and first every live descendant of the worker: a child a workload started
-    in a session of its own (`start_new_session=True`) is outside the group and outlived the worker."""
+    """Kill the worker's process group, then the worker's descendants outside it: a child a workload started in a
+    session of its own (`start_new_session=True`) outlived the worker. They are listed before the group dies (then
+    they are nobody's children) and killed after it, so that no process of the group sees one die and goes on (a
+    container launcher whose client died first said its container had ended). A container launcher's watchdog is
+    spared: it leaves the group on purpose, to stop the container once the launcher is gone."""
+    strays: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process(proc.pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                child.kill()
+                if child.name() != SPARED_NAME:
+                    strays.append(child)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    for stray in strays:
+        with contextlib.suppress(psutil.Error):
+            stray.kill()  # psutil checks that the pid still names that process
 
 
 class WorkerLost(Exception):

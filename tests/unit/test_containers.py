@@ -181,3 +181,12 @@ def test_an_empty_image_name_is_said_as_such() -> None:
     assert image_settings(None, None, "docker") is None
     settings = image_settings("a", None, "docker")  # one alone: the API's pair check refuses it
     assert settings is not None and (settings.base, settings.head) == ("a", "")
+
+
+def test_the_supervisor_spares_the_watchdog_by_the_name_it_takes() -> None:
+    """The supervisor kills a worker's descendants outside its group, but not a container launcher's watchdog, which
+    leaves the group to stop the container; the two modules write the name apart (the launcher imports no perfci
+    module), so they are checked against each other here, and the name fits Linux's 15 bytes."""
+    from perfci.engine.supervisor import SPARED_NAME
+
+    assert container_launch.WATCHDOG_NAME == SPARED_NAME and len(SPARED_NAME.encode()) <= 15
