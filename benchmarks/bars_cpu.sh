@@ -139,7 +139,8 @@ json.dump(cand, open("wide-cand.json", "w"))
 PY
 script -qec "stty cols 80; perfci compare wide-base.json wide-cand.json" /dev/null > tty.log 2>&1; rc=$?
 slow=$(python3 -c "import json; print(json.load(open('wide-cand.json'))['cases'][0]['id'])")
-width=$(sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r//g' tty.log | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+# in characters, not bytes (awk counted the two bytes of each "µ": a line of 79 characters read 81)
+width=$(sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r//g' tty.log | python3 -c "import sys; print(max(len(l.rstrip('\n')) for l in sys.stdin))")
 ok=$(yes_if "grep -qF '$slow' tty.log && grep -qw regression tty.log && ! grep -q '…' tty.log && [ $width -le 80 ]")
 bar "80 columns: whole id, whole verdict, no …" "$ok" "exit $rc, widest line $width, regressed id whole: $(grep -cF "$slow" tty.log) line(s)"
 v=$(perfci --version 2>&1); rc=$?
