@@ -79,7 +79,8 @@ def _error_event(case_id: str, exc: BaseException) -> Error:
         return Error(case_id, "raised", _text(exc))
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
-    return Error(case_id, "raised", f"{type(exc).__name__}: {_text(exc)} (at {where})")
+    said = f"{type(exc).__name__}: {_text(exc)}" if str(exc) else type(exc).__name__
+    return Error(case_id, "raised", f"{said} (at {where})")
 
 
 def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T | None]:
@@ -90,7 +91,9 @@ def _guarded(out: IO[str], case_id: str, step: Callable[[], T]) -> tuple[bool, T
     cwd = os.getcwd()
     try:
         value = step()
-    except (Exception, SystemExit) as exc:  # the workload's failure, reported for this case only
+    # the workload's failure, reported for this case only; a worker is in a session of its own, so a
+    # KeyboardInterrupt (or any BaseException) here is the workload's: it read as "worker process crashed (SIGINT)"
+    except BaseException as exc:
         _emit(out, _error_event(case_id, exc))
         return False, None
     finally:

@@ -155,3 +155,37 @@ def test_a_timed_out_workers_children_in_their_own_session_are_killed_with_it(tm
     assert [[e["kind"] for e in c["errors"]] for c in doc["cases"]] == [["timeout"]], proc.stderr[-2000:]
     left = subprocess.run(["pgrep", "-f", "perfci-hung-marker"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a timed-out workload's child process outlived its worker"
+
+
+INTERRUPTS = """
+import perfci
+class Mine(BaseException):
+    pass
+@perfci.workload
+def interrupts(ctx):
+    def call():
+        raise KeyboardInterrupt
+    return call
+@perfci.workload
+def base_exception(ctx):
+    def call():
+        raise Mine("custom")
+    return call
+@perfci.workload
+def fine(ctx):
+    return lambda: None
+"""
+
+
+def test_a_keyboard_interrupt_or_a_base_exception_a_workload_raises_is_its_error(tmp_path: Path) -> None:
+    """A worker is in a session of its own: a KeyboardInterrupt in it is the workload's. It read "worker process
+    crashed (SIGINT)", and a BaseException of the file's own was named with perfci's module name for the file."""
+    (tmp_path / "ki.py").write_text(INTERRUPTS)
+    proc = perfci("run", "ki.py", "--rounds", "2", "--out", "o", cwd=tmp_path)
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    said = {c["id"]: [(e["kind"], e["message"]) for e in c["errors"]] for c in doc["cases"]}
+    assert said == {
+        "ki.interrupts@cpu": [("raised", "KeyboardInterrupt (at ki.py:8)")],
+        "ki.base_exception@cpu": [("raised", "Mine: custom (at ki.py:13)")],
+        "ki.fine@cpu": [],
+    }, proc.stderr[-2000:]
