@@ -8,7 +8,6 @@ folder and its project root (the closest folder above it with a `perfci.toml`, a
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import importlib.util
@@ -19,7 +18,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from types import CodeType, ModuleType
+from types import ModuleType
 from typing import NoReturn
 
 from perfci.errors import WorkloadDefinitionError
@@ -91,7 +90,7 @@ def load_source(source: str) -> ModuleType:
             _import_guard(),
             recording_workloads(module.__dict__),
         ):
-            exec(_code_binding_workloads(path), module.__dict__)
+            exec(compile(path.read_bytes(), str(path), "exec", dont_inherit=True), module.__dict__)
     except SyntaxError as exc:
         del sys.modules[name]
         raise WorkloadDefinitionError(
@@ -147,33 +146,6 @@ def _import_guard() -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
         os._exit = real_exit
-
-
-UNBOUND_PREFIX = "_perfci_unbound_line_"
-
-
-def _code_binding_workloads(path: Path) -> CodeType:
-    """The workload file compiled, with each module-level expression that calls a `...workload(...)` factory
-    and drops its result bound to a name (`_perfci_unbound_line_<N>`): `perfci.model_workload(...)` written
-    without `name = ...` made a workload that nothing kept, so it was measured by no one and said nothing."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
-    for i, node in enumerate(tree.body):
-        if isinstance(node, ast.Expr) and _calls_a_workload_factory(node.value):
-            target = ast.Name(id=f"{UNBOUND_PREFIX}{node.lineno}", ctx=ast.Store())
-            tree.body[i] = ast.copy_location(ast.Assign(targets=[target], value=node.value), node)
-    return compile(ast.fix_missing_locations(tree), str(path), "exec", dont_inherit=True)
-
-
-def _calls_a_workload_factory(node: ast.expr) -> bool:
-    """`workload(...)`, `perfci.model_workload(...)`, `perfci.workload(...)(fn)`: a call whose callee's name
-    (or, for a decorator called directly, its factory's name) ends with `workload`."""
-    while isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name.endswith("workload"):
-            return True
-        node = func
-    return False
 
 
 def _onnx_module(path: Path) -> ModuleType:
