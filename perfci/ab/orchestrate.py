@@ -55,7 +55,7 @@ from perfci.format.schema import dump_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
 from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK, PAIRS_AT_ONCE
 from perfci.workloads.discovery import PYTEST_PREFIX
-from perfci.workloads.pytest_cases import UNCOLLECTED_TAG
+from perfci.workloads.pytest_cases import PYTEST_SUITE, UNCOLLECTED_TAG
 
 _LIST_SCRIPT = """
 import json, sys
@@ -394,9 +394,13 @@ def run_ab(
         raise NoCasesError("no cases to compare on either revision.")
     for side, mine, theirs, unlisted in ((base, specs_a, specs_b, unlisted_a), (head, specs_b, specs_a, unlisted_b)):
         if not mine and not unlisted:  # said now, not after the other side's pairs were measured for nothing
+            pytest_only = all(s.suite == PYTEST_SUITE for s in theirs)
             raise NoCasesError(
                 f"nothing to compare: {side.label} has none of the {len(theirs):,} case(s) the other revision has "
-                f"(e.g. {theirs[0].id!r}); the paths given may not exist at that revision.",
+                f"(e.g. {theirs[0].id!r}); the paths given may not exist at that revision"
+                + (", or pytest skips their files there at collection" if pytest_only else "")
+                + ".",
+                hint="`pytest --collect-only -rs PATH` at that revision shows why" if pytest_only else None,
             )
     run_settings = replace(settings.run, seed=settings.seed)
     identity_a, identity_b = side_identity(base, specs_a), side_identity(head, specs_b)

@@ -3,9 +3,10 @@ Markdown summary, the `--since` digest and the HTML page count the same way, so 
 change that its rows call too early to call.
 
 A row's call: `worse` or `better` when a change point (enough runs on each side of it) moved the metric that
-way, `steady` when none did and the latest runs did not step away either, `uncalled` for a series too short to
-show a change point (`too few runs`) or for a step in the latest runs that is still too recent or too early to
-call (`too recent`; store/movers.py: it needs more runs before it is a change). The `--since` digest finds such a
+way, `steady` when none did and the latest runs did not step away either, `too few runs` for a series too short
+to show a change point, `too recent` for a step in the latest runs that is still too recent or too early to call
+(store/movers.py: it needs more runs before it is a change). The headline counts the last two apart, in the
+words of their rows. The `--since` digest finds such a
 step with the same function (`window_moves`), so a case it counts as too soon to call is a `too recent` row here.
 """
 
@@ -33,15 +34,16 @@ class Call(StrEnum):
     WORSE = "worse"
     BETTER = "better"
     STEADY = "steady"
-    UNCALLED = "uncalled"
+    TOO_RECENT = "too recent"  # the latest runs stepped away: the next runs will tell
+    TOO_FEW = "too few runs"  # the series is too short to show a change point
 
 
 _OF_STATUS = {
     "worse": Call.WORSE,
     "better": Call.BETTER,
     "steady": Call.STEADY,
-    TOO_RECENT: Call.UNCALLED,
-    TOO_FEW_RUNS: Call.UNCALLED,
+    TOO_RECENT: Call.TOO_RECENT,
+    TOO_FEW_RUNS: Call.TOO_FEW,
 }
 
 
@@ -72,7 +74,7 @@ def trend_call(t: Trend, recent: RecentSteps = ()) -> Call:
 def move_call(m: WindowMove) -> Call:
     """A row of the `--since` digest: a change point is called; a recent step is not yet."""
     if not m.called:
-        return Call.UNCALLED
+        return Call.TOO_RECENT
     return Call.WORSE if m.worse else Call.BETTER
 
 
@@ -81,19 +83,26 @@ class HeadlineCounts:
     worse: int = 0
     better: int = 0
     steady: int = 0
-    uncalled: int = 0
+    too_recent: int = 0
+    too_few: int = 0
+
+    @property
+    def uncalled(self) -> int:
+        return self.too_recent + self.too_few
 
     @property
     def total(self) -> int:
         return self.worse + self.better + self.steady + self.uncalled
 
     def uncalled_phrase(self) -> str:
-        """`, N too soon to call` when there are any (to follow the worse and better counts; the rows say whether
-        too early, the history being short, or too recent)."""
-        return f", {self.uncalled} too soon to call" if self.uncalled else ""
+        """`, N too recent to call, M with too few runs` for those there are (to follow the worse, better and
+        steady counts), in the words of the rows they count."""
+        parts = [f"{self.too_recent} too recent to call"] if self.too_recent else []
+        parts += [f"{self.too_few} with too few runs"] if self.too_few else []
+        return "".join(f", {p}" for p in parts)
 
 
 def headline_counts(calls: Iterable[Call]) -> HeadlineCounts:
     """The headline's counts: the rows' calls, counted."""
     n = Counter(calls)
-    return HeadlineCounts(n[Call.WORSE], n[Call.BETTER], n[Call.STEADY], n[Call.UNCALLED])
+    return HeadlineCounts(n[Call.WORSE], n[Call.BETTER], n[Call.STEADY], n[Call.TOO_RECENT], n[Call.TOO_FEW])

@@ -159,6 +159,23 @@ def test_a_side_with_no_cases_stops_before_measuring(tmp_path: Path) -> None:
     assert not (out / "base" / "results.json").exists()  # nothing measured
 
 
+def test_a_pytest_file_skipped_whole_at_head_is_named_as_a_possible_cause(tmp_path: Path) -> None:
+    """The only benchmark file skips itself at collection at head: nothing to compare (exit 2), and the message says
+    that pytest may skip the files there, with the command that shows why; nothing measured."""
+    repo = new_repo(tmp_path / "proj")
+    bench = "def test_sorted(benchmark):\n    benchmark(sorted, [3, 1, 2])\n"
+    commit(repo, {"bench/test_b.py": bench, "README.md": "x\n"}, "v1")
+    skip = "import pytest\n\npytest.skip('not on this platform', allow_module_level=True)\n\n"
+    commit(repo, {"bench/test_b.py": skip + bench}, "v2: skipped")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "has none of the 1 case(s)" in proc.stderr
+    assert "or pytest skips their files there at collection" in proc.stderr
+    assert "pytest --collect-only -rs PATH" in proc.stderr
+    assert not (out / "base" / "results.json").exists()
+
+
 def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_path: Path) -> None:
     """It was found after the whole A/B had been measured (minutes of a CI job), and nothing was written."""
     repo = new_repo(tmp_path / "proj")

@@ -125,7 +125,7 @@ def test_a_step_too_recent_to_call_is_called_so_everywhere(tmp_path: Path) -> No
     for since in ((), ("--since", "7d")):
         code, out, err = _invoke("trend", "--db", db, *since)
         assert code == 0, err
-        assert "4 case(s), 0 worse, 0 better, 3 steady, 1 too soon to call" in out
+        assert "4 case(s), 0 worse, 0 better, 3 steady, 1 too recent to call" in out
         statuses = {line.split()[1]: line.split("│")[-3].strip() for line in out.splitlines() if "@cpu" in line}
         assert statuses == {
             "t.a[n=8]@cpu": "too recent",
@@ -137,16 +137,16 @@ def test_a_step_too_recent_to_call_is_called_so_everywhere(tmp_path: Path) -> No
         code, out, _ = _invoke("trend", "--db", db, "--format", "json", *since)
         assert {t["case_id"]: t["status"] for t in json.loads(out)}["t.a[n=8]@cpu"] == "too recent"
         code, out, _ = _invoke("trend", "--db", db, "--markdown", "-", *since)
-        assert "0 worse, 0 better" in out and "3 steady, 1 too soon to call (4 case(s))" in out
+        assert "0 worse, 0 better" in out and "3 steady, 1 too recent to call (4 case(s))" in out
     code, out, _ = _invoke("trend", "--db", db, "--format", "markdown", "--since", "7d")
     assert out.splitlines()[0] == (
-        "### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too soon to call"
+        "### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too recent to call"
     )
     assert "3 case(s) ran in the window without a change" in out
     page = tmp_path / "trend.html"
     assert _invoke("trend", "--db", db, "--html", str(page))[0] == 0
     html = page.read_text()
-    assert "0 worse and 0 better since their last change point, 3 steady, 1 too soon to call" in html
+    assert "0 worse and 0 better since their last change point, 3 steady, 1 too recent to call" in html
     assert '<option value="too recent">too recent (1)</option>' in html
 
 

@@ -43,7 +43,7 @@ def test_a_store_with_two_runs_gives_a_digest(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     text = res.stdout
     # two runs cannot call a change: the headline counts it as its row says, too early to call
-    assert text.startswith("### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too soon")
+    assert text.startswith("### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too recent to call")
     row = next(line for line in text.splitlines() if "t.a[n=8]@cpu" in line)
     assert "(slower)" in row and "+2" in row and "`c0ffee1`" in row and _utc(1)[:10] in row
     assert "too early to call" in row and "2 more run(s) needed" in row
@@ -126,16 +126,16 @@ def test_digest_terminal_and_page_headlines_count_what_their_rows_call(tmp_path:
     digest = CliRunner().invoke(app, ["trend", "--db", db, "--format", "markdown", "--since", "7d"])
     assert digest.exit_code == 0, digest.output
     head = digest.stdout.splitlines()[0]
-    assert head == "### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 2 too soon to call"
+    assert head == "### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 2 too recent to call"
     rows = [line for line in digest.stdout.splitlines() if "@cpu" in line]
     assert len(rows) == 2 and all("to call: at least" in row for row in rows)
     html = tmp_path / "trend.html"
     table = CliRunner().invoke(app, ["trend", "--db", db, "--html", str(html)], terminal_width=300)
     assert table.exit_code == 0, table.output
     # 4 runs are too few to show a change point (3 on each side): not "steady", whatever the latest run did
-    assert "2 case(s), 0 worse, 0 better, 0 steady, 2 too soon to call" in " ".join(table.stdout.split())
-    assert table.stdout.count("too few runs") == 2
-    assert "0 worse and 0 better since their last change point, 0 steady, 2 too soon to call" in html.read_text()
+    assert "2 case(s), 0 worse, 0 better, 0 steady, 2 with too few runs" in " ".join(table.stdout.split())
+    assert sum("too few runs" in line for line in table.stdout.splitlines() if "@cpu" in line) == 2
+    assert "0 worse and 0 better since their last change point, 0 steady, 2 with too few runs" in html.read_text()
 
 
 def test_headline_counts_come_from_the_row_calls() -> None:
@@ -146,13 +146,13 @@ def test_headline_counts_come_from_the_row_calls() -> None:
     moves, steady, quiet = window_moves([called, recent, faster], _utc(7), 0.03)
     assert {m.case_id: move_call(m) for m in moves} == {
         "called@cpu": Call.WORSE,
-        "recent@cpu": Call.UNCALLED,
-        "faster@cpu": Call.UNCALLED,
+        "recent@cpu": Call.TOO_RECENT,
+        "faster@cpu": Call.TOO_RECENT,
     }
     n = headline_counts(move_call(m) for m in moves)
     assert (n.worse, n.better, n.steady, n.uncalled, n.total) == (1, 0, 0, 2, 3)
     text = trend_digest(moves, steady, quiet, "7d", "latency.median")
-    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too soon")
+    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too recent to call")
     assert sum("confirmed by the runs since" in line for line in text.splitlines()) == n.worse + n.better
     assert sum("to call" in line for line in text.splitlines() if line.startswith("|")) == n.uncalled
     cases = headline_counts(trend_call(t) for t in (called, recent, faster))  # by change points alone
