@@ -43,7 +43,7 @@ def test_a_store_with_two_runs_gives_a_digest(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     text = res.stdout
     # two runs cannot call a change: the headline counts it as its row says, too early to call
-    assert text.startswith("### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too recent to call")
+    assert text.startswith("### perfci trend, the last 7d: 0 change(s) for the worse, 0 for the better, 1 too recent")
     row = next(line for line in text.splitlines() if "t.a[n=8]@cpu" in line)
     assert "(slower)" in row and "+2" in row and "`c0ffee1`" in row and _utc(1)[:10] in row
     assert "too early to call" in row and "2 more run(s) needed" in row
@@ -152,7 +152,7 @@ def test_headline_counts_come_from_the_row_calls() -> None:
     n = headline_counts(move_call(m) for m in moves)
     assert (n.worse, n.better, n.steady, n.uncalled, n.total) == (1, 0, 0, 2, 3)
     text = trend_digest(moves, steady, quiet, "7d", "latency.median")
-    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too recent to call")
+    assert text.startswith("### perfci trend, the last 7d: 1 change(s) for the worse, 0 for the better, 2 too recent")
     assert sum("confirmed by the runs since" in line for line in text.splitlines()) == n.worse + n.better
     assert sum("to call" in line for line in text.splitlines() if line.startswith("|")) == n.uncalled
     cases = headline_counts(trend_call(t) for t in (called, recent, faster))  # by change points alone
