@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -74,8 +75,29 @@ def _stderr_tail(path: Path, lines: int = 3, since: int = 0) -> str:
             text = f.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
+    fatal = _fatal_error(text)
+    if fatal:
+        return f"; worker stderr: {fatal[-400:]}"
     tail = " | ".join(line.strip() for line in text[-lines:] if line.strip())
     return f"; worker stderr: {tail[-400:]}" if tail else ""
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (.+)$')
+_NOT_USERS = re.compile(r"/site-packages/|/dist-packages/|/lib/python3|<frozen |/perfci/(engine|workloads|profilers)/")
+
+
+def _fatal_error(lines: list[str]) -> str:
+    """Python's dump at a fatal error (a segmentation fault: faulthandler), as one line: the error and the
+    innermost frame of the user's code (`Fatal Python error: Segmentation fault; at test_b.py:9 in test_crash`),
+    not the interpreter's and libraries' frames that end the dump; '' when there is no such dump."""
+    start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("Fatal Python error:")), None)
+    if start is None:
+        return ""
+    frames = [m for line in lines[start + 1 :] if (m := _FRAME.match(line))]
+    users = [m for m in frames if not _NOT_USERS.search(m[1])]
+    where = users[0] if users else frames[0] if frames else None
+    at = f"; at {os.path.basename(where[1])}:{where[2]} in {where[3].strip()}" if where else ""
+    return lines[start].strip() + at
 
 
 LOG_CAP_BYTES = 64 * 2**20  # a worker's log past this is cut back to its head (a chatty workload wrote 915 MB)

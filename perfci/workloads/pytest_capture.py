@@ -2,28 +2,36 @@
 
 Each test runs once, with its `benchmark` and `perf` fixtures replaced by
 recorders: `benchmark(fn, *args)`, `benchmark.pedantic(target, ...)` and `perf(fn)` call what they are given
-once (the test gets its value, as pytest-benchmark returns it) and keep it. The worker then times the kept
+(the test gets the first call's value, as pytest-benchmark returns it) and keep it. The worker then times the kept
 callable with the engine's own warm-up, calibration and sampling, like a workload's. The test's fixtures are
 torn down when the test ends, before the callable is timed: a callable that needs a fixture still open (a
-connection) fails, and its case is an `error` row.
+connection) fails, and its case is an `error` row. A callable whose time a call after the test differs from its
+time inside it by `CONTEXT_RATIO` or more (a `monkeypatch`, a mock or a `with` block around the call that the
+test's end undid) is an `error` row too: perfci would time another code path than the test's (`check_context`).
 
-A worker runs all the measuring tests of a file in one session, when the first of them is wanted, and keeps what
-each handed over for the file's other cases (`FileTests`).
+A worker keeps one pytest session per file (`FileTests`), and runs in it only the tests whose cases it is given,
+each when its case is set up: a test that crashes the process (a segmentation fault) takes its own case with it,
+not the file's other tests, which the next worker runs without it. The session waits between tests in a greenlet
+of its own (the worker's stdin is its protocol: pytest's capturing is off in these sessions), and ends when the
+worker does.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
 import re
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import greenlet
 import pytest
 
 from perfci.workloads.api import LocatedFailure, SkipCase
@@ -37,7 +45,15 @@ SESSION_OPTIONS = (
     "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:perfci",
     "--assert=plain", "-o", "addopts=",
 )  # fmt: skip
+# a worker's sessions: no capturing (pytest's would hold fd 0, the worker's protocol, between tests)
+WORKER_SESSION_OPTIONS = (*SESSION_OPTIONS, "--capture=no")
 EXIT_WORDS = {2: "interrupted", 3: "an internal error", 4: "a usage error"}
+# the calls timed inside the test and again after it (`call_times`): until this much time, at most this many calls
+CONTEXT_BURST_S = 0.05
+CONTEXT_BURST_CALLS = 20
+# a first call longer than this is not repeated inside the test (a model's forward: the test's own time)
+CONTEXT_REPEAT_BELOW_S = 0.1
+CONTEXT_RATIO = 3.0  # a call this many times slower (or faster) after the test than in it: another code path
 
 
 @dataclass(frozen=True)
@@ -48,17 +64,67 @@ class Captured:
     how: str  # "benchmark" | "benchmark.pedantic" | "perf"
     flops: float | None = None
     nbytes: float | None = None
+    # the fastest call timed inside the test (`call_times`, after the first call), and whether it was repeated
+    # there (a first call under CONTEXT_REPEAT_BELOW_S) or timed once (the first call: not checked)
+    in_test_s: float | None = None
+    in_test_warm: bool = False
+
+
+def call_times(fn: Callable[[], object], calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """The fastest of `calls` timed calls of `fn` (at least one), stopping early past CONTEXT_BURST_S."""
+    best = float("inf")
+    start = clock()
+    for _ in range(max(1, calls)):
+        t0 = clock()
+        fn()
+        t1 = clock()
+        best = min(best, t1 - t0)
+        if t1 - start >= CONTEXT_BURST_S:
+            break
+    return best
+
+
+def check_context(captured: Captured, after: Callable[[int], float]) -> None:
+    """Raise LocatedFailure when the kept callable's time a call after its test (`after(calls)`: `call_times` of it
+    now) is CONTEXT_RATIO times its time inside it, or a CONTEXT_RATIO-th of it: the test's context changed what
+    the call does (a monkeypatch or mock undone, a `with` block exited), so timing it after the test would compare
+    another code path than the test measures. A callable whose first call took CONTEXT_REPEAT_BELOW_S or more is
+    not checked (it was not repeated inside the test)."""
+    inside = captured.in_test_s
+    if not captured.in_test_warm or inside is None or inside <= 0:
+        return
+    after_s = after(CONTEXT_BURST_CALLS)
+    ratio = after_s / inside
+    if ratio >= CONTEXT_RATIO or ratio <= 1 / CONTEXT_RATIO:
+        raise LocatedFailure(
+            f"the call took {_duration(inside)} inside the test and {_duration(after_s)} after it ({ratio:.3g}x): "
+            "the test's fixtures or a `with` block around the call (a monkeypatch, a mock, a setting) change what it "
+            "does, and perfci ab times the call after the test has ended; measure a callable that sets up what it "
+            "needs itself, or compare with the pytest plugin (docs/pytest.md)"
+        )
+
+
+def _duration(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
 
 
 class Recorder:
-    """The callables one test handed to its fixtures, in order."""
+    """The callables one test handed to its fixtures, in order, each with its time a call inside the test."""
 
     def __init__(self) -> None:
         self.calls: list[Captured] = []
 
-    def keep(self, captured: Captured) -> object:
-        self.calls.append(captured)
-        return captured.fn()
+    def keep(self, captured: Captured, clock: Callable[[], float] = time.perf_counter) -> object:
+        t0 = clock()
+        value = captured.fn()
+        first = clock() - t0
+        warm = first < CONTEXT_REPEAT_BELOW_S
+        inside = call_times(captured.fn, CONTEXT_BURST_CALLS, clock) if warm else first
+        self.calls.append(replace(captured, in_test_s=inside, in_test_warm=warm))
+        return value
 
 
 class BenchmarkFace:
@@ -185,6 +251,34 @@ class _Session:
         self.recorders: dict[str, Recorder] = {}
         self.reports: dict[str, list[Any]] = {}
         self.collect_errors: list[str] = []
+        self.wanted: str | None = None  # the test to run next (FileTests); None: the session ends
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        """Run the tests one at a time, as they are wanted, waiting in between (in the greenlet this session runs
+        in, `FileTests`): only the tests whose cases this worker measures run, in the order it sets them up."""
+        if session.testsfailed or session.config.option.collectonly:
+            return True  # collection errors: said by `collect_errors`
+        items = {test_key(i.nodeid): i for i in session.items}
+        order = list(session.items)
+        here = greenlet.getcurrent()
+        while self.wanted is not None:
+            item = items.get(self.wanted)
+            if item is not None and self.wanted not in self.reports:
+                state = getattr(session, "_setupstate", None)
+                if state is not None:  # a test out of the file's order: the scopes it is not in are torn down
+                    state.teardown_exact(item)
+                # the next test in the file, or (after the last) the first: the session and module stay set up
+                after = order.index(item) + 1
+                nextitem = order[after] if after < len(order) else order[0] if order[0] is not item else None
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            if here.parent is None:
+                break
+            here.parent.switch()
+        state = getattr(session, "_setupstate", None)
+        if state is not None:
+            state.teardown_exact(None)
+        return True
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.pluginmanager.register(_Fixtures(self.recorders), "perfci-ab-fixtures")
@@ -265,22 +359,42 @@ def failure_line(report: Any) -> str:
 
 
 class FileTests:
-    """The measuring tests of one file, run once in this process, in one pytest session, when the first of them is
-    wanted (a session per test cost 0.2-0.3 s each on the 2-core machine under load); later cases of the file take
-    their callable from it."""
+    """The measuring tests of one file, in one pytest session of this process that runs each test when its case is
+    wanted (a session per test cost 0.2-0.3 s each on the 2-core machine under load) and waits in a greenlet in
+    between; a test already run gives its outcome again."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._session: _Session | None = None
-        self._code = 0
+        self._session = _Session()
+        self._runner: greenlet.greenlet | None = None
+        self._code: int | None = None  # pytest's exit code, once the session has ended
+
+    def _main(self) -> None:
+        self._code = int(pytest.main([str(self.path), *WORKER_SESSION_OPTIONS], plugins=[self._session]))
+
+    def _run(self, key: str | None) -> None:
+        """Run the test `key` in the session (started at the first call); None ends the session."""
+        if self._code is not None:
+            return
+        if self._runner is None:
+            if key is None:
+                return
+            self._runner = greenlet.greenlet(self._main)
+            atexit.register(self.close)
+        self._session.wanted = key
+        with quiet_session():  # pytest's output while it runs, not while it waits
+            self._runner.switch()
+
+    def close(self) -> None:
+        """End the session: the fixtures of wider scope are torn down and pytest finishes."""
+        with contextlib.suppress(Exception):
+            self._run(None)
 
     def callable_of(self, key: str) -> Captured:
         """The callable the test `key` measured; its failure, skip or lack of a measurement is raised (the worker
         makes it this case's error)."""
-        if self._session is None:
-            self._session = _Session()
-            with quiet_session():
-                self._code = int(pytest.main([str(self.path), *SESSION_OPTIONS], plugins=[self._session]))
+        if key not in self._session.reports:
+            self._run(key)
         if self._session.collect_errors:
             raise LocatedFailure(f"pytest could not collect {self.path.name}: {self._session.collect_errors[0]}")
         found = self._session.outcome(key)

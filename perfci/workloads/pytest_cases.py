@@ -158,7 +158,10 @@ def pytest_workload(source: str, workload_id: str) -> Workload:
         return file_tests(path).callable_of(rest)
 
     def setup(ctx: WorkloadContext) -> Any:
+        from perfci.workloads.pytest_capture import call_times, check_context
+
         captured = run_file()
+        check_context(captured, lambda calls: call_times(captured.fn, calls))
         ctx.flops, ctx.bytes = captured.flops, captured.nbytes
         ctx.notes["pytest"] = captured.how
         return captured.fn

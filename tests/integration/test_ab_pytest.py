@@ -176,6 +176,47 @@ def test_a_pytest_file_skipped_whole_at_head_is_named_as_a_possible_cause(tmp_pa
     assert not (out / "base" / "results.json").exists()
 
 
+CONTEXT_TESTS = """
+import ctypes
+
+import mylib
+
+
+def test_fast_path(benchmark, monkeypatch):
+    monkeypatch.setattr(mylib, "FAST", True)
+    benchmark(mylib.compute)
+
+
+def test_crash(benchmark):
+    ctypes.string_at(0)
+    benchmark(sorted, [3, 1, 2])
+
+
+def test_sort(benchmark):
+    benchmark(sorted, list(range({n}, 0, -1)))
+"""
+MYLIB = "FAST = False\n\n\ndef compute():\n    return sum(range(10)) if FAST else sum(range(3000))\n"
+
+
+def test_a_call_the_test_context_changes_and_a_crashing_test_are_their_own_errors(tmp_path: Path) -> None:
+    """The helper's audit: a test that monkeypatches a fast path in was timed, after its fixtures were torn down,
+    on the slow path (an A/A-like `unchanged`), and a test that crashed the worker took its file's other tests
+    with it (every case `error`, a 3x slowdown unseen). Now the first is an `error` naming the times inside and
+    after the test, the crash is its own case's error at its line, and the slowdown is a regression."""
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"mylib.py": MYLIB, "bench/test_c.py": CONTEXT_TESTS.format(n=200), "pyproject.toml": ""}, "v1")
+    commit(repo, {"bench/test_c.py": CONTEXT_TESTS.format(n=600)}, "v2: test_sort sorts 3x more")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a regression's exit code before the errors'
+    rows = latency_rows(out)
+    assert rows["bench/test_c.py::test_sort@cpu"]["verdict"] == "regression"
+    fast = rows["bench/test_c.py::test_fast_path@cpu"]
+    assert fast["verdict"] == "error" and "inside the test and" in fast["note"], fast
+    crash = rows["bench/test_c.py::test_crash@cpu"]
+    assert crash["verdict"] == "error" and "Segmentation fault; at test_c.py:13 in test_crash" in crash["note"], crash
+
+
 def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_path: Path) -> None:
     """It was found after the whole A/B had been measured (minutes of a CI job), and nothing was written."""
     repo = new_repo(tmp_path / "proj")

@@ -1,0 +1,166 @@
+"""A worker's pytest session over one file runs only the tests asked for, when asked, in the order asked
+(workloads/pytest_capture.FileTests), and the context check of a kept callable (`check_context`), on fake clocks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from perfci.workloads.api import LocatedFailure
+from perfci.workloads.pytest_capture import (
+    CONTEXT_BURST_CALLS,
+    Captured,
+    Recorder,
+    call_times,
+    check_context,
+)
+
+TESTS = """
+import os
+import pytest
+
+LOG = os.environ["LAZY_LOG"]
+
+
+def say(word):
+    with open(LOG, "a") as f:
+        f.write(word + "\\n")
+
+
+@pytest.fixture(scope="module")
+def shared():
+    say("module-up")
+    yield 7
+    say("module-down")
+
+
+class TestGroup:
+    @pytest.fixture(scope="class")
+    def grouped(self):
+        say("class-up")
+        yield 1
+        say("class-down")
+
+    def test_in_class(self, benchmark, shared, grouped):
+        say("run-in_class")
+        benchmark(lambda: shared + grouped)
+
+
+def test_first(benchmark, shared):
+    say("run-first")
+    benchmark(lambda: shared * 2)
+
+
+def test_never_asked(benchmark):
+    say("run-never_asked")
+    benchmark(lambda: 0)
+
+
+def test_last(benchmark, shared):
+    say("run-last")
+    benchmark(lambda: shared * 3)
+"""
+
+DRIVER = """
+import sys
+from pathlib import Path
+from perfci.workloads.pytest_capture import FileTests
+
+tests = FileTests(Path(sys.argv[1]))
+for key in sys.argv[2:]:
+    print(key, tests.callable_of(key).fn(), flush=True)
+"""
+
+
+def test_only_the_tests_asked_for_run_in_the_order_asked_with_their_scopes_set_up_once(tmp_path: Path) -> None:
+    path = tmp_path / "test_lazy.py"
+    path.write_text(TESTS)
+    log = tmp_path / "log"
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(path), "test_last", "TestGroup::test_in_class", "test_first", "test_last"],
+        capture_output=True, text=True, timeout=120, env={**_env(), "LAZY_LOG": str(log)}, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["test_last", "21", "TestGroup::test_in_class", "8", "test_first", "14",
+                                   "test_last", "21"]  # fmt: skip
+    # each test once (the second ask of test_last gave its kept callable), the class's scope ended before a test
+    # outside it ran, the module's once at the worker's end; the test never asked for never ran
+    assert log.read_text().split() == [
+        "module-up", "run-last", "class-up", "run-in_class", "class-down", "run-first", "module-down",
+    ]  # fmt: skip
+
+
+def test_a_test_that_crashes_the_process_takes_only_itself(tmp_path: Path) -> None:
+    """A test that kills its process (a segmentation fault) before the one asked for in file order does not run."""
+    path = tmp_path / "test_crash.py"
+    path.write_text(
+        "import ctypes\n\n\ndef test_crash(benchmark):\n    ctypes.string_at(0)\n\n\n"
+        "def test_fine(benchmark):\n    benchmark(lambda: 5)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(path), "test_fine"], capture_output=True, text=True,
+                          timeout=120, env=_env(), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.split() == ["test_fine", "5"], proc.stderr
+    crashed = subprocess.run([sys.executable, "-c", DRIVER, str(path), "test_crash"], capture_output=True, text=True,
+                             timeout=120, env=_env(), cwd=tmp_path)  # fmt: skip
+    assert crashed.returncode == -11 and 'test_crash.py", line 5 in test_crash' in crashed.stderr
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
+class FakeClock:
+    """A clock that moves only when the timed function runs: its i-th call takes steps[i] (then 1 µs)."""
+
+    def __init__(self, steps: list[float]) -> None:
+        self.now, self.steps, self.calls = 0.0, list(steps), 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call(self) -> int:
+        self.calls += 1
+        self.now += self.steps.pop(0) if self.steps else 1e-6
+        return 42
+
+
+def _keep(steps: list[float]) -> Captured:
+    recorder = Recorder()
+    clock = FakeClock(steps)
+    assert recorder.keep(Captured(clock.call, "benchmark"), clock=clock) == 42
+    return recorder.calls[0]
+
+
+def test_the_time_inside_the_test_is_the_fastest_repeated_call() -> None:
+    kept = _keep([5e-6] + [3e-6, 2e-6, 4e-6] + [2.5e-6] * 50)
+    assert kept.in_test_warm and kept.in_test_s == pytest.approx(2e-6)
+    slow = _keep([0.5])  # a first call of 0.5 s is not repeated inside the test
+    assert not slow.in_test_warm and slow.in_test_s == pytest.approx(0.5)
+
+
+def _after(seconds: float) -> Callable[[int], float]:
+    clock = FakeClock([seconds] * CONTEXT_BURST_CALLS)
+    return lambda calls: call_times(clock.call, calls, clock)
+
+
+def test_a_call_three_times_slower_or_faster_after_the_test_is_an_error() -> None:
+    kept = Captured(lambda: None, "benchmark", in_test_s=2e-6, in_test_warm=True)
+    check_context(kept, _after(5.9e-6))  # 2.95x: the same code path, within the rule
+    check_context(kept, _after(0.7e-6))  # a 2.9th
+    with pytest.raises(LocatedFailure, match=r"took 2 µs inside the test and 6.1 µs after it \(3.05x\)"):
+        check_context(kept, _after(6.1e-6))
+    with pytest.raises(LocatedFailure, match=r"inside the test and 600 ns after it"):
+        check_context(kept, _after(0.6e-6))
+    check_context(Captured(lambda: None, "benchmark", in_test_s=0.5), _after(5.0))  # a slow first call: unchecked
+
+
+def test_the_burst_stops_at_its_time_limit() -> None:
+    clock = FakeClock([0.03] * CONTEXT_BURST_CALLS)
+    assert call_times(clock.call, CONTEXT_BURST_CALLS, clock) == pytest.approx(0.03)
+    assert clock.calls == 2  # two calls of 30 ms passed the 50 ms limit
