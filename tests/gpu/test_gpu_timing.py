@@ -56,10 +56,12 @@ def test_a_profiled_slice_records_its_clock_and_a_steady_case_profiles_twice_the
     after it, no throttled slice on an idle GPU, and a case decided on its device clock profiling 2x the calls."""
     from types import SimpleNamespace
 
+    from perfci.profilers.device_time import STEADY_CALLS_FACTOR
+    from perfci.profilers.kineto import MAX_CALLS
     from tests.fakes import device_clock
 
-    fn, _ = _work()
-    for steady, calls in ((False, 30), (True, 60)):
+    fn, _ = _work()  # a call of ~45 us: the slice profiles the most calls it may
+    for steady, calls in ((False, MAX_CALLS), (True, MAX_CALLS * STEADY_CALLS_FACTOR)):
         s = SimpleNamespace(
             torch=torch, probe=open_probe(0), steady=steady, sampler=SimpleNamespace(fn=fn, iterations=1)
         )
