@@ -30,7 +30,7 @@ about 150M parameters (transformers, from a config: 12 layers, width 768, partia
 first measured on 2026-12-06 after the eighth audit: a Mistral of about 150M parameters (transformers, from a config:
 12 layers, width 768, grouped-query attention with 4 key-value heads, a 64-token sliding window, bf16, batch
 8 x 128 tokens) and an MLP-Mixer-B/16 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bigcode-inception, a
-ninth, added on 2026-12-06 and not yet run (no GPU machine could be started that session): a GPTBigCode of about
+ninth, added on 2026-12-06 and first measured that evening (docs/gpu.md): a GPTBigCode of about
 125M parameters (transformers, from a config: 12 layers, width 768, multi-query attention, bf16, batch 8 x 128
 tokens) and an Inception-v3 (timm, random weights, bf16, batch 32 at 224x224).
 """
