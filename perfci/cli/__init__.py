@@ -139,9 +139,9 @@ def printable_streams() -> None:
 
 
 class _ReaderMayLeave:
-    """stdout for a reader that may stop reading (`perfci compare ... | head`): once the pipe is closed, what is
-    written is dropped (fd 1 goes to /dev/null) and the command goes on, to its verdict on stderr and its own exit
-    code. A closed pipe was click's exit 1, the gate's "regression", even with --exit-zero."""
+    """stdout or stderr for a reader that may stop reading (`perfci compare ... | head`, `... 2>&1 | head`): once
+    the pipe is closed, what is written is dropped (the descriptor goes to /dev/null) and the command goes on, to
+    its own exit code. A closed pipe was click's exit 1, the gate's "regression", even with --exit-zero."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream, self._gone = stream, False
@@ -176,6 +176,7 @@ def entrypoint() -> None:
     with exits.interrupts_handled():
         printable_streams()
         sys.stdout = cast(TextIO, _ReaderMayLeave(sys.stdout))
+        sys.stderr = cast(TextIO, _ReaderMayLeave(sys.stderr))  # `perfci ... 2>&1 | head`: the same pipe
         single_threaded_blas(os.environ)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         collector_off_for(sys.argv[1:])

@@ -172,3 +172,17 @@ def test_a_reader_that_stops_reading_leaves_the_exit_code_and_the_verdict(tmp_pa
     assert code == 1 and "FAIL: 1 regression" in err, err
     code, line, err = _first_line_then_close([*args, "--exit-zero"])
     assert code == 0 and "FAIL: 1 regression" in err, err
+
+
+def test_a_reader_of_both_streams_that_stops_reading_leaves_the_exit_code(tmp_path: Path) -> None:
+    """`perfci compare ... 2>&1 | head -1` exited 1 even with --exit-zero, and `perfci list 2>&1 | head -1` too (a
+    user audit): stderr shares the closed pipe."""
+    names = [f"t.case_number_{i}_of_a_long_suite_with_a_long_name" for i in range(1500)]
+    dump_results(make_run([make_case(n, 1e-3, rounds=10, noise=0.002) for n in names]), tmp_path / "base.json")
+    args = [sys.executable, "-m", "perfci", "compare", str(tmp_path / "base.json"), str(tmp_path / "base.json")]
+    for extra, want in (((), 0), (("--exit-zero",), 0)):
+        proc = subprocess.Popen([*args, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == want
