@@ -233,6 +233,18 @@ class CompareRequest:
     candidate_label: str | None = None  # how messages name the candidate (else its path)
 
 
+def check_finished(run: RunResult, label: str) -> None:
+    """Refuse (exit 2) a run whose file was written part-way (`settings.complete` false: interrupted): its cases
+    hold the rounds done by then, some one round or none, and a gate that compared them would pass on a run that
+    never ended, as `baseline update`, `history ingest` and `merge` refuse it."""
+    if run.settings.get("complete") is False:
+        raise UsageError(
+            f"{label}: the run did not complete (interrupted: settings.complete is false); a run written part-way "
+            "is not compared.",
+            hint="`perfci run --resume --out DIR` (with the run's other options) completes it",
+        )
+
+
 def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcome:
     """`perfci compare CANDIDATE --baseline store:main[:N]`: the candidate against the latest N runs of the branch
     on its runner class in the history store, with the cross-job noise learned there (compare/rolling_baseline.py)."""
@@ -247,6 +259,7 @@ def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcom
             hint="e.g. perfci compare results.json --baseline store:main:10",
         )
     cand = load_results(req.baseline)
+    check_finished(cand, str(req.baseline))
     name = settings.runner_class(req.runner, cand.fingerprint)
     decision = decision_settings(settings, req.decision)
     store = HistoryStore(settings.store_url(req.db))
@@ -272,6 +285,8 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
         base, cand = load_results(req.baseline), load_results(req.candidate)
         labels = (str(req.baseline), req.candidate_label or str(req.candidate))
         name = settings.runner_class(req.runner, cand.fingerprint)
+    for run, label in ((base, labels[0]), (cand, labels[1])):
+        check_finished(run, label)
     check_comparable(base, cand, req.allow_mismatch)
     decision = decision_settings(settings, req.decision)
     lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise, cand.run_id)

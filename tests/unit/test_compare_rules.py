@@ -609,3 +609,19 @@ def test_a_case_with_a_single_round_on_a_side_is_said() -> None:
     assert not any(
         "single round" in w for w in compare_runs(many, replace(cand, cases=cand.cases[1:]), STEADY).warnings
     )
+
+
+def test_compare_refuses_a_file_written_part_way(tmp_path: Path) -> None:
+    """`perfci compare` of a run stopped by SIGTERM (settings.complete false, one round a case) said "did not
+    finish" and passed, exit 0 (a user audit): refused now, exit 2, on either side and against a store."""
+    whole, part = tmp_path / "whole.json", tmp_path / "part.json"
+    dump_results(make_run([make_case("a", 1e-3)]), whole)
+    cut = replace(make_run([make_case("a", 1e-3, seed=1, rounds=1)]), settings={"complete": False})
+    dump_results(cut, part)
+    for args in ((whole, part), (part, whole)):
+        res = CliRunner().invoke(app, ["compare", *map(str, args)])
+        assert res.exit_code == 2, res.output
+        assert f"error: {part}: the run did not complete (interrupted" in res.stderr
+        assert "perfci run --resume" in res.stderr
+    res = CliRunner().invoke(app, ["compare", str(part), "--baseline", "store:main", "--db", f"sqlite:///{tmp_path}/h"])
+    assert res.exit_code == 2 and "the run did not complete" in res.stderr, res.output
