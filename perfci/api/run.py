@@ -162,6 +162,15 @@ def left_out_on_purpose(settings: Settings, req: RunRequest, choice: CaseChoice,
     return out
 
 
+def discovered_left_out(choice: CaseChoice) -> dict[str, str]:
+    """With no baseline: the discovered cases this run leaves out, and why (deselected by -k or --suite, a device
+    not selected, a skip rule), recorded in the results so that a later `perfci compare` of this file against one
+    that has them does not count them missing."""
+    out = {s.id: "deselected: -k or --suite" for s in choice.deselected}
+    out.update({s.id: reason for s, reason in choice.left_out})
+    return out
+
+
 def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
     choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices, req.pytest)
@@ -199,7 +208,11 @@ def plan_run(settings: Settings, req: RunRequest) -> Planned:
         fail_on=settings.fail_on(req.fail_on),
     )
     out = req.out or default_run_out()
-    left_out = left_out_on_purpose(settings, req, full_choice, baseline) if baseline is not None else {}
+    left_out = (
+        left_out_on_purpose(settings, req, full_choice, baseline)
+        if baseline is not None
+        else discovered_left_out(full_choice)
+    )
     planned = Planned(choice, out, rs, runner, base_path, baseline, decision, lookup, workloads, shard=req.shard,
                       left_out=left_out, selection=selection_text(s.id for s in full_choice.cases))  # fmt: skip
     return replace(planned, resume_from=_resumable(planned)) if req.resume else planned

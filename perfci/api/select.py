@@ -41,6 +41,7 @@ class CaseChoice:
     cases: list[CaseSpec]
     left_out: list[tuple[CaseSpec, str]]
     other_devices: int  # cases dropped only because their device is not selected (and none was named)
+    deselected: tuple[CaseSpec, ...] = ()  # discovered, not matched by -k or --suite
 
     def other_device_names(self) -> list[str]:
         return sorted({s.device for s, r in self.left_out if r.startswith("device ")})
@@ -93,17 +94,18 @@ def select_cases(
     by_rest = Selection(patterns=compiled, suites=kept_suites)
     by_device = Selection(devices=explicit_devices or present_devices())
     chosen, left_out, other = [], [], 0
+    deselected: list[CaseSpec] = []
     for spec, reason in found:
         if reason is not None:
             left_out.append((spec, reason))
         elif not by_rest.keeps(spec):
-            continue
+            deselected.append(spec)
         elif not by_device.keeps(spec):
             other += 1
             left_out.append((spec, f"device {spec.device} not selected"))
         else:
             chosen.append(spec)
-    return CaseChoice(chosen, left_out, 0 if explicit_devices else other)
+    return CaseChoice(chosen, left_out, 0 if explicit_devices else other, tuple(deselected))
 
 
 def case_row(spec: CaseSpec, reason: str | None) -> dict[str, object]:

@@ -256,4 +256,4 @@ def shard_choice(choice: CaseChoice, shard: Shard) -> CaseChoice:
     note(f"shard {shard}: {split_text(shards, shard.count, dict(shard.durations) or None)}.")
     held = [s for s in choice.cases if shards[s.id] == shard.index]
     others = [(s, f"shard {shards[s.id]}/{shard.count}") for s in choice.cases if shards[s.id] != shard.index]
-    return CaseChoice(held, [*choice.left_out, *others], choice.other_devices)
+    return CaseChoice(held, [*choice.left_out, *others], choice.other_devices, choice.deselected)

@@ -185,6 +185,14 @@ def test_run_against_a_baseline_counts_deselected_cases_left_out_and_removed_one
     assert deselected.returncode == 0, deselected.stdout + deselected.stderr
     recorded = json.loads((tmp_path / "k" / "results.json").read_text("utf-8"))["settings"]["left_out"]
     assert recorded == {"wl.two@cpu": "deselected: -k or --suite"}
+    # with no baseline, the run records what it left out all the same: a later compare knows (a user audit: it
+    # counted the case missing, exit 1)
+    alone = perfci("run", "wl.py", "-k", "one", *fast, "--out", "alone", cwd=tmp_path)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    recorded = json.loads((tmp_path / "alone" / "results.json").read_text("utf-8"))["settings"]["left_out"]
+    assert recorded == {"wl.two@cpu": "deselected: -k or --suite"}
+    later = perfci("compare", "base/results.json", "alone/results.json", cwd=tmp_path)
+    assert later.returncode == 0 and "missing" not in later.stderr.split("PASS:")[-1], later.stderr
     (tmp_path / "wl.py").write_text(WORKLOADS.replace("@perfci.workload()\ndef two", "def two"))
     removed = perfci("run", "wl.py", *fast, *baseline, "--out", "gone", cwd=tmp_path)
     assert removed.returncode == 1, removed.stdout + removed.stderr
