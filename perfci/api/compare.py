@@ -128,7 +128,7 @@ def noise_lookup(
     from perfci.compare.history_noise import HistoryNoise
     from perfci.store.history import HistoryStore
 
-    return HistoryNoise(HistoryStore(settings.store_url(db)), runner, exclude_run=candidate_run)
+    return HistoryNoise(HistoryStore(settings.store_url(db), create=False), runner, exclude_run=candidate_run)
 
 
 def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comparison:
@@ -262,7 +262,7 @@ def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcom
     check_finished(cand, str(req.baseline))
     name = settings.runner_class(req.runner, cand.fingerprint)
     decision = decision_settings(settings, req.decision)
-    store = HistoryStore(settings.store_url(req.db))
+    store = HistoryStore(settings.store_url(req.db), create=False)
     window = load_rolling(store, spec, name, decision.metrics)
     lookup = None if req.decision.job_noise is not None else HistoryNoise(store, name, exclude_run=cand.run_id)
     decision = replace(decision, job_noise_lookup=lookup)

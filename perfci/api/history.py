@@ -55,7 +55,7 @@ def prune(
 ) -> PruneOutcome:
     """`perfci history prune`: delete all but the latest `keep` runs of each runner class (or of `runner`), with
     their measurements, in one transaction; with `dry_run`, only count them."""
-    return PruneOutcome(keep, runner, dry_run, open_store(settings, db).prune_runs(keep, runner, dry_run))
+    return PruneOutcome(keep, runner, dry_run, open_store(settings, db, create=False).prune_runs(keep, runner, dry_run))
 
 
 # `--since` / `--until`: an ISO date, or a date and time, in the form the store keeps (runs are filtered by

@@ -165,4 +165,13 @@ def test_prune_says_what_it_kept_and_would_keep(tmp_path: Path) -> None:
     ]
     assert len(HistoryStore(db).list_runs()) == 11
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    HistoryStore(empty)  # made, with no runs
     assert prune(settings, empty, 3).lines() == ["the history store has no runs"]
+    # a mistyped path is refused, not made (a user audit: it made the file and said "no runs", exit 0)
+    typo = tmp_path / "typo.db"
+    res = CliRunner().invoke(app, ["history", "prune", "--keep", "3", "--db", f"sqlite:///{typo}"])
+    assert res.exit_code == 2 and "no history store at" in res.stderr and not typo.exists(), res.output
+    base = tmp_path / "r.json"
+    dump_results(make_run([make_case("a", 1e-3)]), base)
+    res = CliRunner().invoke(app, ["compare", str(base), str(base), "--history-noise", "--db", f"sqlite:///{typo}"])
+    assert res.exit_code == 2 and "no history store at" in res.stderr and not typo.exists(), res.output
