@@ -186,12 +186,27 @@ class PerfciSession:
                 outputs=Outputs(out=self.out),
                 allow_missing=self.allow_missing,
                 candidate_label=None if self.out is not None else "this pytest session",  # not a deleted temp file
+                expected=expected_file(self.rootpath),
             )
             self.outcome = compare_files(settings, req)
         except PerfciError as exc:
             self.error = f"perfci compare failed: {exc}"
             return exc.exit_code
         return int(self.outcome.exit_code())
+
+
+def expected_file(rootpath: Path, cwd: Path | None = None) -> Path | None:
+    """The expected-changes file a session's comparison applies: the one in the folder pytest runs in, else the
+    project root's (the folder the case ids are relative to), else pytest's rootdir's; None when there is none. A
+    session started in a subfolder (`cd bench && pytest ...`) read none, and a declared removal failed the gate."""
+    from perfci.compare.expected import EXPECTED_FILE
+    from perfci.workloads.pytest_ids import project_root
+
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, project_root(here), rootpath):
+        if (folder / EXPECTED_FILE).is_file():
+            return folder / EXPECTED_FILE
+    return None
 
 
 SESSION_KEY = pytest.StashKey[PerfciSession]()
