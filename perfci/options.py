@@ -166,7 +166,8 @@ CASE_TIMEOUT = Option(name="case_timeout_s", title="Per-case time-out (s)", help
 ROUND_TIME = Option(name="round_time_s", title="Sampling time per case and round (s)",
                     help="Sampling time per case and round, seconds", kind="float", flag="--round-time",
                     flags_doc="`--round-time` (`run`, `ab`, `ci`; `--sample-budget`, its older name, is taken "
-                    "as it; `run --budget` is taken with a deprecation note)", default=0.4, low=0, low_open=True, high=3_600, unit="s",
+                    "as it; `run --budget` is taken with a deprecation note)", default=0.4, low=0, low_open=True,
+                    high=3_600, unit="s",
                     config="round_time_s", config_aliases=("budget_s",), plugin_flag="--perfci-round-time",
                     plugin_default=0.2, deprecated_flags=("--budget", "--sample-budget", "--perfci-budget"))
 SPEED_REFERENCE = Option(name="speed_reference", title="Speed reference", help="Time a fixed torch matmul before "

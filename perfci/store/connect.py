@@ -130,7 +130,10 @@ def opening_errors(url: str, label: str) -> Iterator[None]:
     try:
         yield
     except ArgumentError:
-        raise UsageError(f"{url!r} is not a database URL.", hint="e.g. sqlite:///history.db") from None
+        hint = "e.g. sqlite:///history.db or postgresql+psycopg://user@host/db"
+        if url.startswith("postgres://"):  # Heroku's and libpq's spelling, which SQLAlchemy does not take
+            hint = "write postgresql+psycopg://... for postgres://... (SQLAlchemy's name for it)"
+        raise UsageError(f"{label!r} is not a database URL.", hint=hint) from None
     except ImportError as exc:  # a URL whose database driver is not installed (mysql://, postgresql:// = psycopg2)
         raise UsageError(
             f"{label}: the database driver is not installed ({exc.name or exc}).",

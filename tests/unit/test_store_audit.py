@@ -175,3 +175,12 @@ def test_prune_says_what_it_kept_and_would_keep(tmp_path: Path) -> None:
     dump_results(make_run([make_case("a", 1e-3)]), base)
     res = CliRunner().invoke(app, ["compare", str(base), str(base), "--history-noise", "--db", f"sqlite:///{typo}"])
     assert res.exit_code == 2 and "no history store at" in res.stderr and not typo.exists(), res.output
+
+
+def test_a_postgres_scheme_url_is_refused_with_its_spelling_and_the_password_masked() -> None:
+    """`--db postgres://...` (libpq's and Heroku's spelling) said "not a database URL" with a SQLite example, and
+    quoted the password (a user audit)."""
+    res = CliRunner().invoke(app, ["history", "list", "--db", "postgres://u:secret@h/db"])
+    assert res.exit_code == 2, res.output
+    assert "'postgres://u:***@h/db' is not a database URL" in res.stderr and "secret" not in res.stderr
+    assert "postgresql+psycopg://" in res.stderr
