@@ -70,6 +70,7 @@ class PerfciSession:
     allow_missing: bool = False
     left_out: dict[str, str] = field(default_factory=dict)  # test id -> deselected | skipped: why (not missing)
     failures: dict[str, CaseError] = field(default_factory=dict)  # test id -> how it failed (its cases: errors)
+    xfailed: set[str] = field(default_factory=set)  # test ids that failed as expected (xfail): their cases dropped
     started_at: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
@@ -104,6 +105,8 @@ class PerfciSession:
 
         out = []
         for case in self.cases:
+            if any(case.workload == t or case.workload.startswith(f"{t}::") for t in self.xfailed):
+                continue  # an expected failure is left out (`left_out`), not a measurement
             mine = (t for t in self.failures if case.workload == t or case.workload.startswith(f"{t}::"))
             test_id = next(mine, None)
             if test_id is not None and case.status is not CaseStatus.ERROR:
@@ -144,7 +147,7 @@ class PerfciSession:
         """Write the results and compare them; the exit code the comparison's gate asks for (0 when none)."""
         if self.disabled or (self.out is None and self.baseline is None):
             return 0
-        if not self.cases:
+        if not self._with_failures():  # none measured, or only expected failures
             return self._nothing_measured()
         from perfci.format.schema import dump_results
 
@@ -163,7 +166,7 @@ class PerfciSession:
         """No test measured anything: said, and with --perfci-compare a failure (nothing compared is never a
         pass); with --perfci-out alone, nothing is written and the session's outcome stands."""
         kinds = [v.split(":", 1)[0] for v in self.left_out.values()]
-        why = ", ".join(f"{kinds.count(k)} {k}" for k in ("skipped", "deselected") if k in kinds)
+        why = ", ".join(f"{kinds.count(k)} {k}" for k in ("skipped", "deselected", "xfail") if k in kinds)
         what = f"no benchmark or perf test was measured{f' ({why})' if why else ''}"
         if self.baseline is None:
             self.error = f"perfci: {what}: nothing written to {self.out}"
@@ -396,9 +399,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state is not None and state.active and report.failed:
         state.failed(node_test_id(state, item), report)
     if state is not None and state.active and report.skipped and report.when in ("setup", "call"):
+        test_id = node_test_id(state, item)
+        if hasattr(report, "wasxfail"):  # failed as expected: what it measured before failing is not kept
+            state.xfailed.add(test_id)
+            state.left_out[test_id] = f"xfail: {report.wasxfail or 'expected to fail'}"
+            return
         longrepr = report.longrepr
         why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "skipped"
-        state.left_out[node_test_id(state, item)] = f"skipped: {why.removeprefix('Skipped: ')}"
+        state.left_out[test_id] = f"skipped: {why.removeprefix('Skipped: ')}"
 
 
 @pytest.hookimpl(hookwrapper=True)
