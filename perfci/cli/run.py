@@ -92,7 +92,7 @@ BUILTIN_DEFAULT_NOTE = (
 
 
 def note_other_devices(choice: CaseChoice) -> None:
-    skipped = [(spec, reason) for spec, reason in choice.left_out if not reason.startswith("device ")]
+    skipped = [(spec, reason) for spec, reason in choice.left_out if not reason.startswith(("device ", "shard "))]
     if skipped:  # fp16 variants of a model on a CPU vanished from every output without a word
         spec, reason = skipped[0]
         note(
@@ -233,7 +233,7 @@ def list_cases(
         if fmt is OutputFormat.json:
             rows = [case_row(s, None) for s in choice.cases] + [case_row(s, r) for s, r in left_out]
             out.print_json(json.dumps(rows))
-            return 0
+            return 0 if selected else 2
         for spec in choice.cases:  # soft-wrapped: the terminal folds a long id, and a copy of it comes whole
             out.print(spec.id, highlight=False, markup=False, soft_wrap=True)
         for spec, reason in left_out:
@@ -244,7 +244,7 @@ def list_cases(
                 err.print(f"hint: {hint}", highlight=False, markup=False, soft_wrap=whole_lines(err))
         if not show_all:
             note_other_devices(choice)
-        return 0
+        return 0 if selected else 2  # as `perfci run` of the same selection
 
     guard(body)
 
