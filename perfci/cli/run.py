@@ -188,16 +188,19 @@ def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = 
 
 
 @app.command()
-def env(fmt: FmtOpt = OutputFormat.table) -> None:
-    """Show the runner fingerprint."""
+def env(fmt: FmtOpt = OutputFormat.table, config: ConfigOpt = None) -> None:
+    """Show the runner fingerprint, and the runner class in effect (it names the stored baseline)."""
 
     def body() -> int:
         fp = fingerprint()
         out, _ = consoles()
+        derived = runner_name(fp)
+        runner = project_settings(config).runner_class(None, fp)  # $PERFCI_RUNNER or the configuration, if set
         if fmt is OutputFormat.json:
-            out.print_json(json.dumps({**fp, "runner": runner_name(fp)}))
+            out.print_json(json.dumps({**fp, "runner": runner, "runner_derived": derived}))
             return 0
-        out.print(f"runner class: {runner_name(fp)}", highlight=False, markup=False)
+        set_apart = f" (set by $PERFCI_RUNNER or the configuration; this machine's own: {derived})"
+        out.print(f"runner class: {runner}{set_apart if runner != derived else ''}", highlight=False, markup=False)
         for key, value in fp.items():
             if key == "gpus":
                 if not value:

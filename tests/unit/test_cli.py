@@ -156,6 +156,17 @@ def test_env_json_says_no_gpu_plainly() -> None:
         assert fp["gpu_note"]
 
 
+def test_env_shows_the_runner_class_in_effect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`perfci env` showed the class derived from the machine when $PERFCI_RUNNER set another one (a user audit):
+    the baseline file is named by the one in effect."""
+    monkeypatch.setenv("PERFCI_RUNNER", "lab-box")
+    doc = json.loads(runner.invoke(app, ["env", "--format", "json"]).stdout)
+    assert doc["runner"] == "lab-box" and doc["runner_derived"] != "lab-box"
+    text = runner.invoke(app, ["env"]).stdout
+    assert text.startswith(f"runner class: lab-box (set by $PERFCI_RUNNER or the configuration; this machine's own: "
+                           f"{doc['runner_derived']})")  # fmt: skip
+
+
 def test_parse_size() -> None:
     assert parse_size("1GiB") == 2**30
     assert parse_size("512 MB") == 512 * 10**6
