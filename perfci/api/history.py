@@ -123,6 +123,10 @@ def read_trends(
     """The selected trends; none is a usage error with the remedy."""
     items = trends(store, metric, runner, patterns, min_effect)
     if not items:
+        try:
+            default_registry().comparable(metric)
+        except ValueError as exc:  # a mistyped name: the store was not the problem
+            raise UsageError(f"--metric: {exc}.") from None
         raise UsageError(
             f"the history store has no values of {metric!r} for the selected cases.",
             hint="add runs with 'perfci history ingest RESULTS.json'",

@@ -260,3 +260,13 @@ def test_a_small_table_lists_the_worst_first() -> None:
     console.print(trend_table(items))
     order = [line.split()[1] for line in console.export_text().splitlines() if "@cpu" in line]
     assert order == ["d.slower@cpu", "c.faster@cpu", "a.steady@cpu", "b.short@cpu"]
+
+
+def test_a_mistyped_metric_is_named_not_blamed_on_the_store(tmp_path: Path) -> None:
+    """`trend --metric latency.mean` said the store had no values and hinted at ingesting runs (a user audit)."""
+    db = _store(tmp_path, history_runs(3))
+    code, _, err = _invoke("trend", "--db", db, "--metric", "latency.mean")
+    assert code == 2 and "--metric: unknown metric 'latency.mean'; known: latency.median" in err, err
+    assert "history ingest" not in err
+    code, _, err = _invoke("trend", "--db", db, "--metric", "accuracy.rel_l2")  # known, but never stored here
+    assert code == 2 and "the history store has no values of 'accuracy.rel_l2'" in err, err
