@@ -38,8 +38,18 @@ def _read(path: Path) -> tuple[str, bytes]:
 
 
 def _sides(comparison: Comparison, runs: list[RunResult]) -> tuple[RunResult | None, RunResult | None]:
-    """Match results files to the comparison's sides by run id; otherwise by order (baseline first)."""
+    """Match results files to the comparison's sides by run id; otherwise by order (baseline first), for a
+    comparison that records no run ids. A results file of another run is refused: its charts would sit beside
+    verdicts it did not give."""
     ids = [getattr(comparison, side, {}).get("run_id") for side in ("baseline_run", "candidate_run")]
+    if any(ids):
+        for run in runs:
+            if run.run_id not in ids:
+                raise UsageError(
+                    f"results of run {run.run_id!r} are not one of the runs this comparison compared "
+                    f"({' and '.join(repr(i) for i in ids if i)}).",
+                    hint="give the comparison with the results files it was made from, or the comparison alone",
+                )
     by_id = {r.run_id: r for r in runs}
     base, cand = by_id.get(ids[0] or ""), by_id.get(ids[1] or "")
     if base is None and cand is None and runs:

@@ -64,6 +64,22 @@ def test_report_of_a_saved_comparison_with_and_without_results(
     assert '"dist":[{' in full.read_text()
 
 
+def test_a_results_file_of_another_run_beside_a_comparison_is_refused(files: dict[str, Path], tmp_path: Path) -> None:
+    """Results files of other runs given with a comparison were charted beside its verdicts (a user audit)."""
+    from dataclasses import replace
+
+    from perfci.format.schema import load_results
+
+    other = tmp_path / "other.json"
+    dump_results(replace(load_results(files["cand"]), run_id="some-other-run"), other)
+    result = runner.invoke(
+        app, ["report", str(files["cmp"]), str(files["base"]), str(other), "-o", str(tmp_path / "r.html")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "results of run 'some-other-run' are not one of the runs this comparison compared" in result.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_markdown_to_stdout(files: dict[str, Path], verdict: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(files["cmp"]), "-o", str(tmp_path / "r.html"), "--markdown", "-"])
     assert result.exit_code == 0
