@@ -35,15 +35,17 @@ import greenlet
 import pytest
 
 from perfci.workloads.api import LocatedFailure, SkipCase
+from perfci.workloads.pytest_addopts import FilterAddopts
 
-# pytest's own options for a session run inside perfci: the project's `addopts` (`-n auto`, `--benchmark-*`) and
-# $PYTEST_ADDOPTS are left out; nothing is written into the checkout (the cache); asserts are not rewritten and
-# hypothesis's plugin is not loaded (on this 2-core machine they took a session's start from 0.2 s to 1.3 s; a test
-# using hypothesis's `@given` runs without the plugin); perfci's own plugin is not loaded either (its `perf` is
-# replaced here, and it would read the project's configuration for nothing)
+# pytest's own options for a session run inside perfci: the project's `addopts` are kept, less what would change
+# what runs or how it is timed in this process (workloads/pytest_addopts.py), and $PYTEST_ADDOPTS is left out;
+# nothing is written into the checkout (the cache); asserts are not rewritten and hypothesis's plugin is not loaded
+# (on this 2-core machine they took a session's start from 0.2 s to 1.3 s; a test using hypothesis's `@given` runs
+# without the plugin); perfci's own plugin is not loaded either (its `perf` is replaced here, and it would read the
+# project's configuration for nothing)
 SESSION_OPTIONS = (
     "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:perfci",
-    "--assert=plain", "-o", "addopts=",
+    "--assert=plain",
 )  # fmt: skip
 # a worker's sessions: no capturing (pytest's would hold fd 0, the worker's protocol, between tests)
 WORKER_SESSION_OPTIONS = (*SESSION_OPTIONS, "--capture=no")
@@ -370,7 +372,8 @@ class FileTests:
         self._code: int | None = None  # pytest's exit code, once the session has ended
 
     def _main(self) -> None:
-        self._code = int(pytest.main([str(self.path), *WORKER_SESSION_OPTIONS], plugins=[self._session]))
+        plugins = [self._session, FilterAddopts()]
+        self._code = int(pytest.main([str(self.path), *WORKER_SESSION_OPTIONS], plugins=plugins))
 
     def _run(self, key: str | None) -> None:
         """Run the test `key` in the session (started at the first call); None ends the session."""

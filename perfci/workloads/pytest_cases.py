@@ -81,6 +81,7 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
     """The measuring tests of a `pytest:<path>` source, as cases (one per test, on `cpu`)."""
     import pytest
 
+    from perfci.workloads.pytest_addopts import FilterAddopts
     from perfci.workloads.pytest_capture import SESSION_OPTIONS, quiet_session
 
     path = source_path(source)
@@ -88,7 +89,7 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
         raise WorkloadDefinitionError(f"{path}: no such pytest file or folder.")
     collector = _Collector()
     with quiet_session(silent=True):  # the test list is not the user's business; errors are collected below
-        code = pytest.main([str(path), "--collect-only", *SESSION_OPTIONS], plugins=[collector])
+        code = pytest.main([str(path), "--collect-only", *SESSION_OPTIONS], plugins=[collector, FilterAddopts()])
     if collector.errors:
         raise WorkloadDefinitionError(
             f"{path}: pytest could not collect the tests: {collector.errors[0]}",

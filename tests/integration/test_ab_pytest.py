@@ -217,6 +217,56 @@ def test_a_call_the_test_context_changes_and_a_crashing_test_are_their_own_error
     assert crash["verdict"] == "error" and "Segmentation fault; at test_c.py:13 in test_crash" in crash["note"], crash
 
 
+GATED_CONFTEST = """
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--run-slow"):
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason="need --run-slow"))
+"""
+GATED_TESTS = """
+import pytest
+
+
+@pytest.mark.slow
+def test_loop(benchmark):
+    benchmark(sorted, list(range({n}, 0, -1)))
+
+
+def test_steady(benchmark):
+    benchmark(sorted, [3, 1, 2])
+"""
+GATED_PYPROJECT = """
+[tool.pytest.ini_options]
+addopts = "--run-slow -n auto --lf -p no:randomly"
+markers = ["slow"]
+"""
+
+
+def test_the_projects_addopts_are_kept_less_what_would_change_the_run(tmp_path: Path) -> None:
+    """A helper's audit: `ab --pytest` dropped the project's `addopts`, so a test that its conftest skips unless
+    `--run-slow` (given in addopts) was skipped on both sides, and its 3x slowdown passed as `missing` on purpose.
+    The addopts are kept now; pytest-xdist's `-n auto` and the cache's `--lf` among them are dropped (neither is
+    installed or loaded in these sessions: kept, they stopped every session)."""
+    repo = new_repo(tmp_path / "proj")
+    files = {"pyproject.toml": GATED_PYPROJECT, "conftest.py": GATED_CONFTEST, "bench/test_g.py": GATED_TESTS}
+    commit(repo, {**files, "bench/test_g.py": GATED_TESTS.format(n=200)}, "v1")
+    commit(repo, {"bench/test_g.py": GATED_TESTS.format(n=600)}, "v2: test_loop sorts 3x more")
+    out = tmp_path / "out"
+    proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = latency_rows(out)
+    assert rows["bench/test_g.py::test_loop@cpu"]["verdict"] == "regression", rows
+    assert rows["bench/test_g.py::test_steady@cpu"]["verdict"] != "error", rows
+
+
 def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_path: Path) -> None:
     """It was found after the whole A/B had been measured (minutes of a CI job), and nothing was written."""
     repo = new_repo(tmp_path / "proj")
