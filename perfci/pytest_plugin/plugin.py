@@ -443,6 +443,10 @@ def _table_text(table: Any, width: int) -> str:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
+    if state is not None and state.disabled and state.out is not None:  # said, not silent (addopts may hold it)
+        terminalreporter.write_sep("=", "perfci")
+        terminalreporter.write_line(f"perfci: --perfci-disable: nothing measured, nothing written to {state.out}")
+        return
     if state is None or (state.written is None and state.outcome is None and state.error is None):
         return
     from perfci.api.compare import unpaired_remedy, unsettled_note

@@ -139,6 +139,7 @@ def test_disable_calls_once_and_writes_nothing(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest_subprocess(*FAST, "--perfci-out", "out", "--perfci-disable")
     result.assert_outcomes(passed=2)
     assert not (pytester.path / "out").exists()
+    result.stdout.fnmatch_lines(["perfci: --perfci-disable: nothing measured, nothing written to *out"])
     # a gate switched off without a word (--perfci-disable in addopts, --perfci-compare in CI): refused
     pytester.makeini("[pytest]\naddopts = --perfci-disable\n")
     (pytester.path / "base.json").write_text("{}")
