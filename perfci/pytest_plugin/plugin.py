@@ -16,9 +16,11 @@ imports this module in every session of an environment where perfci is installed
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +33,11 @@ from perfci.pytest_plugin.flags import add_options, plugin_settings
 
 if TYPE_CHECKING:
     from perfci.api.compare import CompareOutcome
-    from perfci.format.model import CaseError, CaseResult, RunResult
+    from perfci.format.model import CaseError, CaseResult, GitInfo, RunResult
     from perfci.pytest_plugin.measure import InProcessSettings
 
 RESULTS_FILE = "results.json"
+CHECKPOINT_S = 10.0  # with --perfci-out, the results so far are written at most this often (`checkpoint`)
 LEFT_OUT_KEY = "left_out"  # results settings: tests left out on purpose (perfci/compare/coverage.py)
 NOT_A_REGRESSION_EXIT = 2  # perfci's code for a failure that is not a regression: unwritable, nothing compared
 
@@ -75,6 +78,8 @@ class PerfciSession:
     cases: list[CaseResult] = field(default_factory=list)
     written: Path | None = None
     measured: RunResult | None = None  # what was written or compared, for the terminal table
+    checkpointed: float | None = None  # when the results so far were last written part-way (`checkpoint`)
+    identity: tuple[str, dict[str, Any], GitInfo | None] | None = None  # run id, fingerprint, commit: once
     outcome: CompareOutcome | None = None
     error: str | None = None
 
@@ -87,6 +92,20 @@ class PerfciSession:
         if any(c.id == case.id for c in self.cases):
             raise ValueError(f"perf: {case.id!r} measured twice; give each call in a test its own name=")
         self.cases.append(case)
+        self.checkpoint()
+
+    def checkpoint(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """With --perfci-out, the results so far written part-way (`settings.complete` false), at the first case
+        and then at most every CHECKPOINT_S: a session that dies (a segmentation fault, `os._exit`) leaves the
+        cases measured by then, not nothing. `finish` writes the whole file."""
+        now = clock()
+        if self.out is None or (self.checkpointed is not None and now - self.checkpointed < CHECKPOINT_S):
+            return
+        from perfci.format.schema import dump_results
+
+        self.checkpointed = now
+        with contextlib.suppress(OSError):  # the final write says why, if it fails too
+            dump_results(self.run(complete=False), self.out / RESULTS_FILE)
 
     def failed(self, test_id: str, report: Any) -> None:
         """The test failed (after measuring: an assertion on the result, a teardown): its cases become `error`s
@@ -121,23 +140,26 @@ class PerfciSession:
 
             self.started_at = utc_now()
 
-    def run(self) -> RunResult:
+    def run(self, complete: bool = True) -> RunResult:
         from perfci.engine.runner import git_info, new_run_id, utc_now
         from perfci.format.model import RunResult
         from perfci.profilers.fingerprint import fingerprint
 
+        if self.identity is None:  # one run id, fingerprint and commit for the checkpoints and the final file
+            self.identity = (new_run_id(), fingerprint(), git_info(self.rootpath))
+        run_id, fp, git = self.identity
         return RunResult(
-            run_id=new_run_id(),
+            run_id=run_id,
             started_at=self.started_at,
             finished_at=utc_now(),
-            fingerprint=fingerprint(),
-            git=git_info(self.rootpath),
+            fingerprint=fp,
+            git=git,
             settings={
                 "source": "pytest",
                 "in_process": True,
                 "rounds": self.settings.rounds,
                 "budget_s": self.settings.budget_s,
-                "complete": True,
+                "complete": complete,
                 **({LEFT_OUT_KEY: dict(self.left_out)} if self.left_out else {}),
             },
             cases=self._with_failures(),

@@ -264,6 +264,30 @@ def test_an_expected_failure_is_left_out_not_recorded_ok(pytester: pytest.Pytest
     assert run.settings["left_out"] == {"test_x.py::test_known_bad": "xfail: wrong until #12"}
 
 
+def test_a_session_that_dies_leaves_what_it_measured_written_part_way(pytester: pytest.Pytester) -> None:
+    """A test that crashed the process (a segmentation fault) after another test was measured left no results file
+    (a helper's audit): the first measured case is written part-way (`settings.complete` false), which `perfci
+    compare` refuses and `perfci run --resume` is named for."""
+    pytester.makepyfile(
+        test_die="""
+        import ctypes
+
+        def test_a(benchmark):
+            benchmark(sum, range(100))
+
+        def test_z_crash(benchmark):
+            ctypes.string_at(0)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-round-time", "0.02", "--perfci-out", "o")
+    assert result.ret not in (0, 1)  # killed by the signal
+    run = load_results(pytester.path / "o" / "results.json")
+    assert run.settings["complete"] is False and [c.id for c in run.cases] == ["test_die.py::test_a@cpu"]
+    done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-round-time", "0.02", "--perfci-out", "p",
+                                         "-k", "test_a")  # fmt: skip
+    assert done.ret == 0 and load_results(pytester.path / "p" / "results.json").settings["complete"] is True
+
+
 def test_perfci_budget_is_a_deprecated_name_of_round_time(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_speed=TEST_FILE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-budget", "0.02", "--perfci-out", "out")
