@@ -141,4 +141,6 @@ def sensitivity(comparison: Comparison) -> Sensitivity | None:
     covered = max(1, math.ceil(SENSITIVITY_SHARE * len(ordered)))
     mdc = ordered[covered - 1].mdc or 0.0
     covered = sum(1 for r in ordered if (r.mdc or 0.0) <= mdc)
-    return Sensitivity(mdc, covered, len(ordered), comparison.mode == "paired", ordered[-1], by_device)
+    ids = [getattr(comparison, side, {}).get("run_id") for side in ("baseline_run", "candidate_run")]
+    an_ab = comparison.mode == "paired" and not (ids[0] and ids[0] == ids[1])  # not a file with itself
+    return Sensitivity(mdc, covered, len(ordered), an_ab, ordered[-1], by_device)

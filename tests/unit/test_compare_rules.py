@@ -519,6 +519,10 @@ def test_a_run_compared_with_itself_says_so() -> None:
     assert any(w.startswith(f"both sides are the same run ({run.run_id})") for w in comparison.warnings)
     other = replace(run, run_id="another")
     assert not any("same run" in w for w in compare_runs(run, other, STEADY).warnings)
+    from perfci.reports.verdicts import sensitivity
+
+    said = sensitivity(comparison)  # a file with itself is not an A/B (a user audit: "this A/B could detect")
+    assert said is not None and said.sentence().startswith("this comparison could detect")
 
 
 def test_the_unsettled_note_counts_the_regressions_among_them_apart() -> None:
