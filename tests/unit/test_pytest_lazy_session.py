@@ -109,6 +109,36 @@ def test_a_test_that_crashes_the_process_takes_only_itself(tmp_path: Path) -> No
     assert crashed.returncode == -11 and 'test_crash.py", line 5 in test_crash' in crashed.stderr
 
 
+TWO_FILES = """
+import sys
+from pathlib import Path
+from perfci.workloads.pytest_capture import file_tests
+
+for name, key in [("test_one.py", "test_a"), ("test_two.py", "test_a"), ("test_one.py", "test_b"),
+                  ("test_two.py", "test_b")]:
+    print(name, key, file_tests(Path(sys.argv[1]) / name).callable_of(key).fn(), flush=True)
+"""
+
+
+def test_two_files_sessions_wait_side_by_side_in_one_worker(tmp_path: Path) -> None:
+    """A worker whose cases come from two files alternates between their two waiting sessions; each file's module
+    fixture is set up once, and both end at the worker's exit."""
+    for n, name in ((1, "one"), (2, "two")):
+        (tmp_path / f"test_{name}.py").write_text(
+            "import os\nimport pytest\n\n\n@pytest.fixture(scope='module')\ndef base():\n"
+            f"    open(os.environ['LAZY_LOG'], 'a').write('{name}-up\\n')\n    yield {n}\n"
+            f"    open(os.environ['LAZY_LOG'], 'a').write('{name}-down\\n')\n\n\n"
+            "def test_a(benchmark, base):\n    benchmark(lambda: base * 10)\n\n\n"
+            "def test_b(benchmark, base):\n    benchmark(lambda: base * 100)\n"
+        )
+    log = tmp_path / "log"
+    proc = subprocess.run([sys.executable, "-c", TWO_FILES, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env={**_env(), "LAZY_LOG": str(log)}, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split()[-1] for line in proc.stdout.splitlines()] == ["10", "20", "100", "200"]
+    assert sorted(log.read_text().split()) == ["one-down", "one-up", "two-down", "two-up"]
+
+
 def _env() -> dict[str, str]:
     import os
 
