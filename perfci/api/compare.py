@@ -238,10 +238,13 @@ def check_finished(run: RunResult, label: str) -> None:
     hold the rounds done by then, some one round or none, and a gate that compared them would pass on a run that
     never ended, as `baseline update`, `history ingest` and `merge` refuse it."""
     if run.settings.get("complete") is False:
+        from_pytest = run.settings.get("source") == "pytest"
         raise UsageError(
             f"{label}: the run did not complete (interrupted: settings.complete is false); a run written part-way "
             "is not compared.",
-            hint="`perfci run --resume --out DIR` (with the run's other options) completes it",
+            hint="run the pytest session again: its end writes the whole file"
+            if from_pytest
+            else "`perfci run --resume --out DIR` (with the run's other options) completes it",
         )
 
 

@@ -1,7 +1,8 @@
 """Worker process: measures one round of a list of cases and streams one JSON event per line to the runner.
 
-Started by the runner as `python -m perfci.engine.worker` with a JSON job on stdin. The worker moves its stdout to a
-private descriptor for the protocol and points fd 1 at stderr, so prints in user workloads never corrupt it.
+Started by the runner as `python -m perfci.engine.worker` with a JSON job on stdin. The worker moves its stdout and
+stdin to private descriptors for the protocol and points fd 1 at stderr and fd 0 at /dev/null, so prints in user
+workloads never corrupt it and reads of stdin neither eat it nor wait on it.
 
 A round has three phases. (1) Each case is set up, checked, warmed up and calibrated. (2) Sampling runs in
 `slices`: every live case samples for budget/slices, case after case, slice after slice, so each case's
@@ -233,15 +234,28 @@ def shift_heap(environ: dict[str, str] | os._Environ[str]) -> int:
     return n
 
 
+def _private_stdin() -> IO[str]:
+    """The runner's commands on a descriptor of their own, and fd 0 on /dev/null: a workload or test that reads
+    stdin (`input()`, `sys.stdin.readline()`) reads nothing, as on both sides of a pair, instead of eating the
+    protocol or waiting on it (a test's `readline()` hung its worker until the time-out, and the gate passed)."""
+    commands = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin, open until it exits
+    return commands
+
+
 def main() -> None:
     shift_heap(os.environ)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    commands = _private_stdin()
     t0 = time.perf_counter()
     preload(os.environ.get(PRELOAD_VAR))  # a lockstep worker started ahead of its pair: imports while it waits
     t1 = time.perf_counter()
-    job = decode_job(sys.stdin.readline())
+    job = decode_job(commands.readline())
     # a spare whose job came before its imports were done kept its pair waiting (waited_for_job near 0)
     started = {"preload": t1 - t0, "waited_for_job": time.perf_counter() - t1}
     # in a container its parent is the runtime's (see CONTAINER_VAR); elsewhere a parent gone already: exit now
@@ -251,9 +265,10 @@ def main() -> None:
         _pin(job)
     _emit(protocol, Ready())
     if job.lockstep:
-        run_lockstep(job, protocol, sys.stdin, started)
+        run_lockstep(job, protocol, commands, started)
+        _close_pytest_sessions()  # now: the driver kills a lockstep worker once its pair is closed
         _emit(protocol, Done())
-        sys.stdin.read()  # until the driver closes the pair (`WorkerProcess.close`): no exit during another pair
+        commands.read()  # until the driver closes the pair (`WorkerProcess.close`): no exit during another pair
     else:
         run_job(job, protocol)
         _emit(protocol, Done())
@@ -272,11 +287,22 @@ def _exit(protocol: IO[str]) -> NoReturn:
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join(max(0.0, deadline - time.monotonic()))
+    _close_pytest_sessions()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     _end_children()
     os._exit(0)
+
+
+def _close_pytest_sessions() -> None:
+    """End the pytest sessions waiting between tests (workloads/pytest_capture.py), if any: their session- and
+    module-scoped fixtures are torn down, as pytest does at its end (a worker ends with os._exit, and a lockstep
+    worker is killed once its pair is closed: atexit handlers run in neither)."""
+    capture = sys.modules.get("perfci.workloads.pytest_capture")
+    if capture is not None:
+        with contextlib.suppress(Exception):
+            capture.close_sessions()
 
 
 def _end_children() -> None:

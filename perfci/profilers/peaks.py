@@ -18,6 +18,7 @@ never imports torch); it prints one JSON object.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -120,7 +121,7 @@ def measure_peaks(device: str, threads: int) -> dict[str, Any]:
         rates = {}
         for size in CPU_MATMUL_SIZES:
             a, b = torch.randn(size, size), torch.randn(size, size)
-            rates[size] = 2.0 * size**3 / _best_time(lambda a=a, b=b: a @ b, lambda: None)
+            rates[size] = 2.0 * size**3 / _best_time(functools.partial(torch.matmul, a, b), lambda: None)
         n = max(rates, key=lambda k: rates[k])
         t_mm = 2.0 * n**3 / rates[n]
         mm_dtype = "float32"

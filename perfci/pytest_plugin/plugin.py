@@ -263,6 +263,11 @@ def pytest_configure(config: pytest.Config) -> None:
         root=project_root(config.invocation_params.dir),
         allow_missing=bool(config.getoption("perfci_allow_missing")),
     )
+    if state.active and state.out is not None and not hasattr(config, "workerinput"):
+        # an earlier session's file is not this one's: were this session to die before its first measured test,
+        # that file would stand, complete, as its results
+        with contextlib.suppress(OSError):
+            (state.out / RESULTS_FILE).unlink(missing_ok=True)
     if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
         config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
     if state.out is not None or state.baseline is not None:

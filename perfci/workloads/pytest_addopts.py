@@ -10,7 +10,9 @@ purpose, and the A/B passed. Taken out (`FilterAddopts`, before the options are 
 - the cache's and stepwise's (`--lf`, `--ff`, `--sw`, ...): the cache plugin is off in these sessions (nothing is
   written into the checkout), and a session must run the tests it is asked for;
 - hypothesis's and perfci's own plugin's (both off in these sessions: `pytest_capture.SESSION_OPTIONS`);
-- `--benchmark-skip` (it would skip every measuring test), `--junitxml` (a file written into the checkout);
+- `--benchmark-skip` and `--benchmark-only` (they would skip the measuring tests of one fixture or the other),
+  `--junitxml` (a file written into the checkout), and pytest-benchmark's storage goes to a temporary folder
+  (its `.benchmarks/` was made in the checkout);
 - and where pytest-cov is loaded, `--no-cov` is added: coverage tracing would be in every timed call.
 
 `$PYTEST_ADDOPTS`, the caller's environment rather than the project's, is left out (pytest_capture.quiet_session).
@@ -18,7 +20,9 @@ purpose, and the A/B passed. Taken out (`FilterAddopts`, before the options are 
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +37,8 @@ DROPPED = {
     "--new-first": False, "--cache-clear": False, "--lfnf": True, "--last-failed-no-failures": True,
     "--sw": False, "--stepwise": False, "--sw-skip": False, "--stepwise-skip": False, "--sw-reset": False,
     "--stepwise-reset": False,
-    "--benchmark-skip": False, "--junitxml": True, "--junit-xml": True, "--junit-prefix": True,
+    "--benchmark-skip": False, "--benchmark-only": False,
+    "--junitxml": True, "--junit-xml": True, "--junit-prefix": True,
 }  # fmt: skip
 SHORT_DROPPED = {"-n": True, "-d": False, "-f": False}  # xdist's -n N (or -nN), --tx's -d, --looponfail's -f
 # whole families of a plugin that is off in these sessions; the options of each that take no value
@@ -91,3 +96,5 @@ class FilterAddopts:
         args[:] = without_dropped(args)
         if early_config.pluginmanager.hasplugin("pytest_cov"):
             args.append("--no-cov")
+        if early_config.pluginmanager.hasplugin("benchmark"):
+            args.append(f"--benchmark-storage=file://{Path(tempfile.gettempdir()) / 'perfci-pytest-benchmark'}")

@@ -12,8 +12,8 @@ test's end undid) is an `error` row too: perfci would time another code path tha
 A worker keeps one pytest session per file (`FileTests`), and runs in it only the tests whose cases it is given,
 each when its case is set up: a test that crashes the process (a segmentation fault) takes its own case with it,
 not the file's other tests, which the next worker runs without it. The session waits between tests in a greenlet
-of its own (the worker's stdin is its protocol: pytest's capturing is off in these sessions), and ends when the
-worker does.
+of its own (pytest's capturing is off in these sessions), and ends when the worker does (`close_sessions`), its
+wider-scope fixtures torn down then.
 """
 
 from __future__ import annotations
@@ -383,7 +383,7 @@ class FileTests:
             if key is None:
                 return
             self._runner = greenlet.greenlet(self._main)
-            atexit.register(self.close)
+            _OPEN.append(self)
         self._session.wanted = key
         with quiet_session():  # pytest's output while it runs, not while it waits
             self._runner.switch()
@@ -409,6 +409,19 @@ class FileTests:
         if isinstance(found, BaseException):
             raise found
         return found
+
+
+_OPEN: list[FileTests] = []  # the sessions this process started, to end at its exit (`close_sessions`)
+
+
+def close_sessions() -> None:
+    """End every session this process started (the worker calls it as it exits, with `os._exit`: atexit handlers
+    do not run there): their session- and module-scoped fixtures are torn down."""
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+atexit.register(close_sessions)  # a process that ends the ordinary way
 
 
 def file_tests(path: Path) -> FileTests:

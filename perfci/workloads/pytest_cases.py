@@ -15,6 +15,8 @@ perfci's `perf` fixture is one case, measured in worker processes like a workloa
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +46,7 @@ def source_path(source: str) -> Path:
     return Path(source[len(PYTEST_PREFIX) :])
 
 
-@dataclass
+@dataclass(eq=False)  # hashable: pytest keys its hook callers by plugin (a folder with a conftest.py)
 class _Collector:
     """Keeps the collected items that request a measuring fixture, the test files pytest could not collect, and
     the other collection errors."""
@@ -88,7 +90,8 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
     if not path.exists():
         raise WorkloadDefinitionError(f"{path}: no such pytest file or folder.")
     collector = _Collector()
-    with quiet_session(silent=True):  # the test list is not the user's business; errors are collected below
+    said = io.StringIO()
+    with quiet_session(silent=True), contextlib.redirect_stderr(said):  # the test list is not the user's business
         code = pytest.main([str(path), "--collect-only", *SESSION_OPTIONS], plugins=[collector, FilterAddopts()])
     if collector.errors:
         raise WorkloadDefinitionError(
@@ -97,7 +100,10 @@ def list_pytest_cases(source: str) -> list[CaseSpec]:
         )
     stopped = code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
     if stopped and not collector.broken:
-        raise WorkloadDefinitionError(f"{path}: pytest stopped collecting the tests (exit code {int(code)}).")
+        lines = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "error:" in ln.lower()]  # "pytest.main(): error: unrecognized arguments"
+        why = f": {errors[-1][:500]}" if errors else ""  # a usage error's own words
+        raise WorkloadDefinitionError(f"{path}: pytest stopped collecting the tests (exit code {int(code)}){why}.")
     # a file that does not import at this revision: its tests, read from its text, are cases that fail (`error`)
     collector.items += [
         (f, f"{f.name}::{test}", (UNCOLLECTED_TAG,)) for f in collector.broken for test in measuring_tests_in(f)

@@ -267,6 +267,55 @@ def test_the_projects_addopts_are_kept_less_what_would_change_the_run(tmp_path: 
     assert rows["bench/test_g.py::test_steady@cpu"]["verdict"] != "error", rows
 
 
+STDIN_TESTS = """
+import sys
+
+
+def test_stdin(benchmark):
+    data = sys.stdin.readline()
+    benchmark(lambda: len(data))
+
+
+def test_plain(benchmark):
+    benchmark(sorted, [3, 1, 2])
+"""
+SESSION_CONFTEST = """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_log():
+    yield
+    with open(os.environ["PERFCI_TEST_LOG"], "a") as f:
+        f.write("session-down\\n")
+"""
+
+
+def test_a_test_reading_stdin_a_conftest_in_the_folder_and_session_teardown(tmp_path: Path) -> None:
+    """A helper's audit: a test's `sys.stdin.readline()` read the worker's protocol pipe and hung its worker until
+    the time-out (then the gate passed); a `conftest.py` inside the folder given stopped the listing ("exit code
+    3"); session fixtures were never torn down in workers (they end with os._exit); pytest-benchmark made an empty
+    `.benchmarks/` in the checkout. Now stdin reads nothing on both sides, the folder lists, every worker's
+    session ends with its teardown, and the checkout gets no `.benchmarks/`."""
+    repo = new_repo(tmp_path / "proj")
+    files = {"bench/test_in.py": STDIN_TESTS, "bench/conftest.py": SESSION_CONFTEST, "pyproject.toml": ""}
+    commit(repo, files, "v1")
+    commit(repo, {"bench/test_in.py": STDIN_TESTS + "# a comment\n"}, "v2: a comment")
+    log = tmp_path / "log"
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfci", "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out)],
+        cwd=repo, capture_output=True, text=True, timeout=300, env={**os.environ, "PERFCI_TEST_LOG": str(log)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = latency_rows(out)
+    assert rows["bench/test_in.py::test_stdin@cpu"]["verdict"] not in ("error", "new", "missing"), rows
+    assert log.read_text().count("session-down") >= 2  # each worker's session ended, its fixtures torn down
+    assert not (repo / ".benchmarks").exists()
+
+
 def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_path: Path) -> None:
     """It was found after the whole A/B had been measured (minutes of a CI job), and nothing was written."""
     repo = new_repo(tmp_path / "proj")

@@ -286,6 +286,11 @@ def test_a_session_that_dies_leaves_what_it_measured_written_part_way(pytester: 
     done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-round-time", "0.02", "--perfci-out", "p",
                                          "-k", "test_a")  # fmt: skip
     assert done.ret == 0 and load_results(pytester.path / "p" / "results.json").settings["complete"] is True
+    # a session that dies before its first measured test does not leave an earlier session's file standing as its
+    # own (a helper's audit: the old, complete file stayed)
+    pytester.makepyfile(test_early="import os\n\ndef test_0(benchmark):\n    os._exit(1)\n")
+    early = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--perfci-out", "p", "test_early.py")
+    assert early.ret == 1 and not (pytester.path / "p" / "results.json").exists()
 
 
 def test_perfci_budget_is_a_deprecated_name_of_round_time(pytester: pytest.Pytester) -> None:

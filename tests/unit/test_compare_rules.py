@@ -629,3 +629,6 @@ def test_compare_refuses_a_file_written_part_way(tmp_path: Path) -> None:
         assert "perfci run --resume" in res.stderr
     res = CliRunner().invoke(app, ["compare", str(part), "--baseline", "store:main", "--db", f"sqlite:///{tmp_path}/h"])
     assert res.exit_code == 2 and "the run did not complete" in res.stderr, res.output
+    dump_results(replace(cut, settings={"complete": False, "source": "pytest"}), part)  # the pytest plugin's
+    res = CliRunner().invoke(app, ["compare", str(whole), str(part)])
+    assert res.exit_code == 2 and "run the pytest session again" in res.stderr and "--resume" not in res.stderr
