@@ -12,8 +12,8 @@ test's end undid) is an `error` row too: perfci would time another code path tha
 A worker keeps one pytest session per file (`FileTests`), and runs in it only the tests whose cases it is given,
 each when its case is set up: a test that crashes the process (a segmentation fault) takes its own case with it,
 not the file's other tests, which the next worker runs without it. The session waits between tests in a greenlet
-of its own (pytest's capturing is off in these sessions), and ends when the worker does (`close_sessions`), its
-wider-scope fixtures torn down then.
+of its own (pytest's capturing is off in these sessions), and ends when the worker's job is done
+(`close_sessions`), its wider-scope fixtures torn down then.
 """
 
 from __future__ import annotations
