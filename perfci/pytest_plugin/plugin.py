@@ -266,8 +266,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.active and state.out is not None and not hasattr(config, "workerinput"):
         # an earlier session's file is not this one's: were this session to die before its first measured test,
         # that file would stand, complete, as its results
-        with contextlib.suppress(OSError):
-            (state.out / RESULTS_FILE).unlink(missing_ok=True)
+        earlier = state.out / RESULTS_FILE
+        if earlier.is_file() and not earlier.is_symlink():  # a link is the user's to keep (and is written through)
+            with contextlib.suppress(OSError):
+                earlier.unlink()
     if not config.pluginmanager.has_plugin("benchmark"):  # pytest-benchmark registers it itself
         config.addinivalue_line("markers", "benchmark(group=...): pytest-benchmark's marker; perfci reads its group")
     if state.out is not None or state.baseline is not None:
