@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from perfci.options import ALLOW_MISSING
+from perfci.pytest_plugin.files import RESULTS_FILE, checked_out, expected_file, readable_baseline
 from perfci.pytest_plugin.flags import add_options, plugin_settings
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from perfci.format.model import CaseError, CaseResult, GitInfo, RunResult
     from perfci.pytest_plugin.measure import InProcessSettings
 
-RESULTS_FILE = "results.json"
 CHECKPOINT_S = 10.0  # with --perfci-out, the results so far are written at most this often (`checkpoint`)
 LEFT_OUT_KEY = "left_out"  # results settings: tests left out on purpose (perfci/compare/coverage.py)
 NOT_A_REGRESSION_EXIT = 2  # perfci's code for a failure that is not a regression: unwritable, nothing compared
@@ -220,20 +220,6 @@ class PerfciSession:
         return int(self.outcome.exit_code())
 
 
-def expected_file(rootpath: Path, cwd: Path | None = None) -> Path | None:
-    """The expected-changes file a session's comparison applies: the one in the folder pytest runs in, else the
-    project root's (the folder the case ids are relative to), else pytest's rootdir's; None when there is none. A
-    session started in a subfolder (`cd bench && pytest ...`) read none, and a declared removal failed the gate."""
-    from perfci.compare.expected import EXPECTED_FILE
-    from perfci.workloads.pytest_ids import project_root
-
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, project_root(here), rootpath):
-        if (folder / EXPECTED_FILE).is_file():
-            return folder / EXPECTED_FILE
-    return None
-
-
 SESSION_KEY = pytest.StashKey[PerfciSession]()
 
 
@@ -248,12 +234,12 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     shared = plugin_settings(config, strict=bool(out or base))  # refused now, not after every test has run
     baseline = Path(base).resolve() if base else None
-    checked_out = _checked_out(out, baseline) if out else None
+    out_folder = checked_out(out, baseline) if out else None
     if baseline is not None:
-        _readable_baseline(baseline)
+        readable_baseline(baseline)
     config.stash[SESSION_KEY] = state = PerfciSession(
         settings=shared.measure,
-        out=checked_out,
+        out=out_folder,
         baseline=baseline,
         threshold=shared.threshold,
         job_noise=shared.job_noise,
@@ -279,50 +265,6 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(problem)
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
-
-
-def _readable_baseline(path: Path) -> None:
-    """`--perfci-compare PATH` when it is a results file perfci can read; a usage error now otherwise (a missing,
-    empty or corrupt baseline was reported only after every test had been measured)."""
-    from perfci.errors import PerfciError
-    from perfci.format.schema import load_results
-
-    if not path.is_file():
-        raise pytest.UsageError(f"--perfci-compare {path}: no such file")
-    try:
-        load_results(path)
-    except PerfciError as exc:
-        raise pytest.UsageError(f"--perfci-compare {path}: {exc}") from None
-
-
-def _checked_out(out: str, baseline: Path | None) -> Path:
-    """`--perfci-out` resolved, when results.json can be written there and is not the baseline; a usage error
-    otherwise (a file there ended the session in a traceback, and `--perfci-out base --perfci-compare
-    base/results.json` overwrote the baseline and compared it with itself: PASS on a 3x slowdown)."""
-    path = Path(out).resolve()
-    existing = next(p for p in (path, *path.parents) if p.exists())  # the root exists
-    if not existing.is_dir():
-        raise pytest.UsageError(
-            f"--perfci-out {out}: {existing} is a file, not a folder; --perfci-out names the folder that "
-            f"{RESULTS_FILE} is written in"
-        )
-    results = path / RESULTS_FILE
-    if results.is_dir():
-        raise pytest.UsageError(f"--perfci-out {out}: {results} is a folder, so the results file cannot be written")
-    if baseline is not None and (baseline == results or _same_file(baseline, results)):
-        raise pytest.UsageError(
-            f"--perfci-compare {baseline} is the {RESULTS_FILE} that --perfci-out {out} writes: the run would "
-            "overwrite its baseline and compare it with itself; give --perfci-out another folder"
-        )
-    return path
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether `a` and `b` are one existing file (a hard link, a case-insensitive file system)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
-        return False
 
 
 class Perf:

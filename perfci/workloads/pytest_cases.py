@@ -32,7 +32,7 @@ PYTEST_SUITE = "pytest"
 MEASURING_FIXTURES = ("benchmark", "perf")
 GROUP_TAG = "group:"
 # the tag of a case read from the text of a file pytest could not collect (`measuring_tests_in`): an A/B takes the
-# other revision's ids for that file where it collects there (ab/orchestrate.adopt_uncollected)
+# other revision's ids for that file where it collects there (ab/listing.adopt_uncollected)
 UNCOLLECTED_TAG = "pytest:uncollected"
 # a top-level test taking a measuring fixture, found in the text of a file that does not parse
 _TOP_LEVEL_MEASURING_TEST = re.compile(r"^(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\([^)]*\b(?:benchmark|perf)\b", re.M)

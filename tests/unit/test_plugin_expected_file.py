@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfci.pytest_plugin.plugin import expected_file
+from perfci.pytest_plugin.files import expected_file
 
 
 def test_the_expected_file_is_found_from_a_subfolder(tmp_path: Path) -> None:
