@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import math
 
+from perfci.metrics.durations import format_seconds as format_seconds  # here for the reports
 from perfci.metrics.registry import default_registry
-
-
-def format_seconds(s: float | None) -> str:
-    if s is None or not math.isfinite(s):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def format_bytes(b: float | None) -> str:

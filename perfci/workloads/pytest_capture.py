@@ -34,6 +34,7 @@ from typing import Any
 import greenlet
 import pytest
 
+from perfci.metrics.durations import format_seconds
 from perfci.workloads.api import LocatedFailure, SkipCase
 from perfci.workloads.pytest_addopts import FilterAddopts
 
@@ -99,18 +100,12 @@ def check_context(captured: Captured, after: Callable[[int], float]) -> None:
     ratio = after_s / inside
     if ratio >= CONTEXT_RATIO or ratio <= 1 / CONTEXT_RATIO:
         raise LocatedFailure(
-            f"the call took {_duration(inside)} inside the test and {_duration(after_s)} after it ({ratio:.3g}x): "
+            f"the call took {format_seconds(inside)} inside the test and {format_seconds(after_s)} after it "
+            f"({ratio:.3g}x): "
             "the test's fixtures or a `with` block around the call (a monkeypatch, a mock, a setting) change what it "
             "does, and perfci ab times the call after the test has ended; measure a callable that sets up what it "
             "needs itself, or compare with the pytest plugin (docs/pytest.md)"
         )
-
-
-def _duration(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 class Recorder:
