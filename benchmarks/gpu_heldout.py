@@ -32,7 +32,10 @@ first measured on 2026-12-06 after the eighth audit: a Mistral of about 150M par
 8 x 128 tokens) and an MLP-Mixer-B/16 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=bigcode-inception, a
 ninth, added on 2026-12-06 and first measured that evening (docs/gpu.md): a GPTBigCode of about
 125M parameters (transformers, from a config: 12 layers, width 768, multi-query attention, bf16, batch 8 x 128
-tokens) and an Inception-v3 (timm, random weights, bf16, batch 32 at 224x224).
+tokens) and an Inception-v3 (timm, random weights, bf16, batch 32 at 224x224). HELDOUT_MODELS=gptj-poolformer, a tenth,
+added on 2026-12-06 for the first H200 lent after the ninth: a GPT-J of about 125M parameters (transformers, from a
+config: 12 layers, width 768, rotary attention on 64 dimensions, bf16, batch 8 x 128 tokens) and a PoolFormer-S12
+(timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -172,6 +175,13 @@ BIGCODE = {
     "    )\n    model = GPTBigCodeModel(config)",
 }
 BIGCODE_INCEPTION = _file(BIGCODE, {"name": "inception_v3", "timm_name": "inception_v3", "batch": "32"})
+GPTJ = {
+    "name": "gptj125m",
+    "imports": "GPTJConfig, GPTJModel",
+    "build": "    config = GPTJConfig(n_embd=768, n_layer=12, n_head=12, rotary_dim=64, vocab_size=50304)\n"
+    "    model = GPTJModel(config)",
+}
+GPTJ_POOLFORMER = _file(GPTJ, {"name": "poolformer_s12", "timm_name": "poolformer_s12", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -182,6 +192,7 @@ MODEL_SETS = {
     "phi-densenet": (PHI_DENSENET, "phi150m"),
     "mistral-mixer": (MISTRAL_MIXER, "mistral150m"),
     "bigcode-inception": (BIGCODE_INCEPTION, "bigcode125m"),
+    "gptj-poolformer": (GPTJ_POOLFORMER, "gptj125m"),
 }
 
 
