@@ -17,6 +17,15 @@ baseline's wait b and the candidate's c keeps its verdict, with the note (`expla
 Both sides measured on a busy machine (`busy_machine`): a separate job on a busy machine runs at another speed, so
 an unpaired row that would blame the candidate is decided again with the job-to-job noise at least BUSY_JOB_NOISE
 (compare/decide.py). Paired rows (an A/B's lockstep pairs) see both revisions at the same moment and keep theirs.
+
+An unsteady machine (`unsteady_machine`): a virtual machine's speed can move by half without any wait or steal to
+show it. Each round keeps the seconds of a fixed pure-Python loop timed just before and after it
+(profilers/contention.py, `speed_probe_s`); where those readings, over both sides' rounds, spread by more than
+UNSTEADY_RANGE (log of the slowest over the fastest), the machine ran at other speeds while the two jobs ran, and
+every unpaired host-timed row is decided again with the job-to-job noise at least half that spread (and at least
+BUSY_JOB_NOISE), in both directions: an improvement in an A/A is as wrong as a regression. Seen on the 2-core CI
+VM: the probe at 0.7 and 1.3 ms in phases, two sessions of unchanged tests 1.6-1.7x apart, three false
+`regression` rows in eight comparisons. A quiet machine's probes stay within a few percent.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ CONTENTION_MARGIN = 0.05
 BUSY_WAIT = 0.2  # a round that waited this share of its runnable time for a CPU was measured on a busy machine
 CONTENTION_RATIO = 2.0
 CPU_WAIT = "cpu_wait"  # the round telemetry key (profilers/contention.py)
+SPEED_PROBE = "speed_probe_s"  # the round telemetry key of the speed probe's two readings
+UNSTEADY_RANGE = math.log(1.3)  # probe readings further apart than this: the machine's speed moved
 BLAMING = (Verdict.REGRESSION, Verdict.SLOWER)  # the verdicts that blame the candidate
 
 
@@ -46,6 +57,34 @@ def busy_machine(base: CaseResult, cand: CaseResult) -> float | None:
     BUSY_JOB_NOISE)."""
     waits = [w for w in (busiest_wait(base), busiest_wait(cand)) if w is not None]
     return max(waits) if waits and max(waits) >= BUSY_WAIT else None
+
+
+def probe_readings(case: CaseResult) -> list[float]:
+    """The speed probe's readings of the case's rounds (seconds; none from a perfci that did not take them)."""
+    got: list[float] = []
+    for r in case.rounds:
+        values = r.telemetry.get(SPEED_PROBE)
+        if isinstance(values, list):
+            got += [float(v) for v in values if isinstance(v, int | float) and v > 0]
+    return got
+
+
+def unsteady_machine(base: CaseResult, cand: CaseResult) -> float | None:
+    """The spread of the speed probe over both sides' rounds (log of the slowest reading over the fastest) when
+    it exceeds UNSTEADY_RANGE, else None (steady, or a side without readings)."""
+    b, c = probe_readings(base), probe_readings(cand)
+    if not b or not c:
+        return None
+    spread = math.log(max(b + c) / min(b + c))
+    return spread if spread > UNSTEADY_RANGE else None
+
+
+def unsteady_note(spread: float, noise: float) -> str:
+    return (
+        f"the machine's speed moved while these jobs ran (a fixed loop timed around each round took up to "
+        f"{math.exp(spread) - 1:.0%} longer at some times than at others); job-to-job noise taken as at least "
+        f"{noise:.0%}; `perfci ab` measures both revisions at the same moments"
+    )
 
 
 def busy_note(base: CaseResult, cand: CaseResult, noise: float) -> str:

@@ -24,7 +24,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from perfci.compare.case_ids import moved_test_ids
-from perfci.compare.contended import BLAMING, busy_machine, busy_note, contention_note, explainable_ratio, unblamed
+from perfci.compare.contended import (
+    BLAMING,
+    busy_machine,
+    busy_note,
+    contention_note,
+    explainable_ratio,
+    unblamed,
+    unsteady_machine,
+    unsteady_note,
+)
 from perfci.compare.coverage import Scope, recorded_scope, require_common, require_compared, settle_missing
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
@@ -204,6 +213,7 @@ def compare_case(
     alpha = settings.alpha(n_cases)
     busy = contention_note(base, cand)
     busy_wait = busy_machine(base, cand)
+    unsteady = unsteady_machine(base, cand)
     in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
     sources = (device_sources(base), device_sources(cand))
@@ -236,6 +246,11 @@ def compare_case(
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=BUSY_JOB_NOISE)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, busy_note(base, cand, BUSY_JOB_NOISE)) if n))
+            elif unsteady is not None and row.method == "unpaired" and not interleaved and mdef.threshold.host_set:
+                floor = max(BUSY_JOB_NOISE, unsteady / 2.0)  # both directions: a false improvement is wrong too
+                row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
+                                 noise_floor=floor)  # fmt: skip
+                row = replace(row, note="; ".join(n for n in (row.note, unsteady_note(unsteady, floor)) if n))
             if clocked is not None and clocked.note:
                 row = replace(row, note="; ".join(n for n in (row.note, clocked.note) if n))
             rows.append(row)

@@ -86,6 +86,7 @@ class TelemetryKeys(TypedDict, total=False):
     cpu_wait: Fraction | None
     cpu_pressure: Fraction | None
     cpu_steal: Fraction | None
+    speed_probe_s: list[Seconds]
 
 
 def _keys_schema(keys: type) -> dict[str, Any]:

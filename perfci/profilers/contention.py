@@ -10,6 +10,11 @@
 - `cpu_pressure`: the share of the round's wall time in which some task of the machine (or of the container's
   cgroup) waited for a CPU (`/proc/pressure/cpu`, "some"). Context only: it also sees other processes' waits.
 - `cpu_steal`: the share of the machine's CPU time a hypervisor gave to other guests (`/proc/stat`).
+- `speed_probe_s`: the seconds a fixed pure-Python loop took just before and just after the round (`speed_probe`,
+  the faster of three runs each). A virtual machine's speed can move without any of the counters above seeing
+  it: on the 2-core CI VM (2026-12-06) the same loop ran at 0.7 or 1.3 ms in phases of 0.1 s to several seconds,
+  with no steal and no waiting, and two pytest sessions of unchanged code then differed by 1.6-1.7x. The probe
+  is how a comparison of separate jobs sees that (compare/contended.py, `unsteady_machine`).
 
 Each is absent where the platform does not offer it (macOS, Windows, a kernel without schedstats). The readers
 take the `/proc` root, so tests give them a folder of fake files. How a comparison uses `cpu_wait`:
@@ -18,10 +23,12 @@ compare/contended.py.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROC = Path("/proc")
 
@@ -109,22 +116,47 @@ def contention(before: CpuCounters, after: CpuCounters) -> dict[str, float]:
     return out
 
 
+PROBE_LOOP = 10_000  # additions in the speed probe's loop: about 0.3-0.7 ms of CPython on a current CPU
+PROBE_RUNS = 3  # the probe is the fastest of this many runs: an interrupt inside one run is not a speed
+
+
+def speed_probe(clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds of a fixed pure-Python loop (the fastest of PROBE_RUNS runs): the machine's speed at this moment,
+    as far as interpreted code sees it. It allocates nothing and touches little memory, so a process's memory
+    layout moves it little."""
+    best = math.inf
+    for _ in range(PROBE_RUNS):
+        start = clock()
+        total = 0
+        for i in range(PROBE_LOOP):
+            total += i
+        best = min(best, clock() - start)
+    return best
+
+
 class ContentionWatch:
-    """Counters read at `start()`; `stop()` gives the fractions since then."""
+    """Counters read at `start()`; `stop()` gives the fractions since then, and the speed probe's seconds taken at
+    both ends (`probe`: None leaves the probe out, as tests of the counters do)."""
 
     def __init__(
         self,
         proc: Path = PROC,
         clock: Callable[[], float] = time.monotonic,
         cpu: Callable[[], float] = time.process_time,
+        probe: Callable[[], float] | None = speed_probe,
     ) -> None:
-        self._proc, self._clock, self._cpu = proc, clock, cpu
+        self._proc, self._clock, self._cpu, self._probe = proc, clock, cpu, probe
         self._start: CpuCounters | None = None
+        self._speed: float | None = None
 
     def start(self) -> None:
+        self._speed = self._probe() if self._probe is not None else None
         self._start = read_counters(self._proc, self._clock, self._cpu)
 
-    def stop(self) -> dict[str, float]:
+    def stop(self) -> dict[str, Any]:
         if self._start is None:
             return {}
-        return contention(self._start, read_counters(self._proc, self._clock, self._cpu))
+        out: dict[str, Any] = contention(self._start, read_counters(self._proc, self._clock, self._cpu))
+        if self._probe is not None and self._speed is not None:
+            out["speed_probe_s"] = [self._speed, self._probe()]
+        return out

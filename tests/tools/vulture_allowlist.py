@@ -39,6 +39,7 @@ CaseError.round_index
 TelemetryKeys.cpu_wait
 TelemetryKeys.cpu_pressure
 TelemetryKeys.cpu_steal
+TelemetryKeys.speed_probe_s
 DeviceTime.unstable  # a results-format field: written for readers of the file and the report
 ServedBenchmark.pedantic  # pytest-benchmark's fixture API, called by users' tests
 ServedBenchmark.weave

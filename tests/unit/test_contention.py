@@ -12,15 +12,17 @@ import pytest
 from perfci.compare.contended import (
     BUSY_WAIT,
     CONTENTION_MARGIN,
+    UNSTEADY_RANGE,
     busiest_wait,
     busy_machine,
     contention_note,
     explainable_ratio,
+    unsteady_machine,
 )
 from perfci.compare.decide import compare_runs
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings
 from perfci.format.model import CaseResult, Verdict
-from perfci.profilers.contention import ContentionWatch, contention, read_counters
+from perfci.profilers.contention import PROBE_RUNS, ContentionWatch, contention, read_counters, speed_probe
 from tests.conftest import make_case, make_run
 
 
@@ -174,3 +176,62 @@ def test_an_improvement_or_a_paired_row_keeps_its_noise_on_a_busy_machine() -> N
     cmp = compare_runs(make_run([base]), make_run([slower]), DecisionSettings(job_noise=0.01), paired=True)
     row = next(r for r in cmp.rows if r.metric == "latency.median")
     assert row.method == "paired" and row.verdict is Verdict.REGRESSION and "busy" not in row.note
+
+
+def test_the_speed_probe_is_the_fastest_of_its_runs() -> None:
+    ticks = iter([0.0, 0.9e-3, 1.0, 1.0006, 2.0, 2.0011])  # runs of 0.9, 0.6 and 1.1 ms on a fake clock
+    assert speed_probe(lambda: next(ticks)) == pytest.approx(0.6e-3)
+    assert PROBE_RUNS == 3
+
+
+def test_a_round_keeps_the_probe_taken_at_both_ends(tmp_path: Path) -> None:
+    readings = iter([0.5e-3, 0.9e-3])
+    watch = ContentionWatch(tmp_path, probe=lambda: next(readings))
+    watch.start()
+    assert watch.stop()["speed_probe_s"] == [0.5e-3, 0.9e-3]
+    quiet = ContentionWatch(tmp_path, probe=None)
+    quiet.start()
+    assert "speed_probe_s" not in quiet.stop()
+
+
+def _probed(case: CaseResult, readings: list[tuple[float, float]]) -> CaseResult:
+    rounds = tuple(
+        replace(r, telemetry={**r.telemetry, "speed_probe_s": list(p)})
+        for r, p in zip(case.rounds, readings, strict=True)
+    )
+    return replace(case, rounds=rounds)
+
+
+def test_an_unsteady_machine_widens_the_job_noise_both_ways() -> None:
+    """Two pytest sessions of unchanged tests on the 2-core CI VM differed by 1.6-1.7x while a fixed loop ran at
+    0.35 or 0.7 ms in phases: rows of separate jobs whose probes spread that far are decided with the job noise at
+    least half the spread, whichever way they point; steady probes keep the configured noise."""
+    steady = [(0.50e-3, 0.51e-3)] * 5
+    moving = [(0.35e-3, 0.36e-3), (0.70e-3, 0.69e-3), (0.36e-3, 0.70e-3), (0.35e-3, 0.35e-3), (0.70e-3, 0.70e-3)]
+    base = _probed(make_case("k", 1e-3, seed=1), steady)
+    slow = make_case("k", 1e-3, seed=2, scale=1.65)
+    assert _compare(base, _probed(slow, steady))["verdict"] is Verdict.REGRESSION
+    assert unsteady_machine(base, _probed(slow, steady)) is None
+    row = _compare(base, _probed(slow, moving))
+    assert row["verdict"] is Verdict.INCONCLUSIVE
+    spread = unsteady_machine(base, _probed(slow, moving))
+    assert spread == pytest.approx(math.log(0.70 / 0.35))
+    assert "the machine's speed moved" in str(row["note"]) and "at least 35%" in str(row["note"])
+    fast = _probed(make_case("k", 1e-3, seed=3, scale=0.6), moving)
+    assert _compare(base, fast)["verdict"] is Verdict.INCONCLUSIVE  # a false improvement is wrong too
+    far = _probed(make_case("k", 1e-3, seed=4, scale=30.0), moving)
+    assert _compare(base, far)["verdict"] is Verdict.REGRESSION  # far beyond any speed the machine took
+    # a side written without the probe (an older perfci) is compared as before
+    assert unsteady_machine(make_case("k", 1e-3), _probed(slow, moving)) is None
+    # one edge: readings just inside UNSTEADY_RANGE are steady
+    edge = [(0.5e-3, 0.5e-3 * math.exp(UNSTEADY_RANGE) * 0.999)] * 5
+    assert unsteady_machine(base, _probed(slow, edge)) is None
+
+
+def test_an_unsteady_machine_leaves_paired_rows_alone() -> None:
+    moving = [(0.35e-3, 0.7e-3)] * 5
+    base = _probed(make_case("k", 1e-3, seed=1), moving)
+    slower = _probed(make_case("k", 1e-3, seed=2, scale=1.65), moving)
+    cmp = compare_runs(make_run([base]), make_run([slower]), DecisionSettings(job_noise=0.01), paired=True)
+    row = next(r for r in cmp.rows if r.metric == "latency.median")
+    assert row.method == "paired" and row.verdict is Verdict.REGRESSION and "speed moved" not in row.note
