@@ -48,7 +48,9 @@ REFERENCE_JOB_NOISE = 0.03
 # pytest sessions are usually run on one machine (a developer's, or one CI job measuring both sides). Eight
 # sessions of a pytest-benchmark-style file on the 2-core CI machine spread 1.2-2.4% (sd of the session's mean
 # log) for calibrated cases (docs/pytest.md); 5% leaves room for a shared runner. Pass --perfci-job-noise (or
-# `perfci compare --job-noise`) for a baseline from another machine.
+# `perfci compare --job-noise`) for a baseline from another machine. Where the machine's speed moved while the two
+# sessions ran (their rounds' speed probe spread past 30%), compare/contended.py widens it (2026-12-06: the same VM
+# moved 2x in phases).
 IN_PROCESS_JOB_NOISE = 0.05
 # The least cross-job noise of an unpaired comparison that would blame the candidate when either side was measured
 # on a busy CPU (compare/contended.py, `busy_machine`): a busy machine's speed is not the same from one job to the
