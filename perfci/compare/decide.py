@@ -243,9 +243,14 @@ def compare_case(
             elif busy:  # the candidate was busier than the baseline: not blamed at all
                 row = unblamed(row, busy, explainable_ratio(base, cand))
             elif busy_wait is not None and row.method == "unpaired" and not interleaved and row.verdict in BLAMING:
+                # a machine both busy and unsteady: the wider of the two rules' floors
+                swing = unsteady / 2.0 if unsteady is not None and mdef.threshold.host_set else 0.0
+                floor = max(BUSY_JOB_NOISE, swing)
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
-                                 noise_floor=BUSY_JOB_NOISE)  # fmt: skip
-                row = replace(row, note="; ".join(n for n in (row.note, busy_note(base, cand, BUSY_JOB_NOISE)) if n))
+                                 noise_floor=floor)  # fmt: skip
+                wider = unsteady_note(unsteady, floor) if unsteady is not None and swing > BUSY_JOB_NOISE else ""
+                notes = (row.note, busy_note(base, cand, floor), wider)
+                row = replace(row, note="; ".join(n for n in notes if n))
             elif unsteady is not None and row.method == "unpaired" and not interleaved and mdef.threshold.host_set:
                 floor = max(BUSY_JOB_NOISE, unsteady / 2.0)  # both directions: a false improvement is wrong too
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,

@@ -235,3 +235,21 @@ def test_an_unsteady_machine_leaves_paired_rows_alone() -> None:
     cmp = compare_runs(make_run([base]), make_run([slower]), DecisionSettings(job_noise=0.01), paired=True)
     row = next(r for r in cmp.rows if r.metric == "latency.median")
     assert row.method == "paired" and row.verdict is Verdict.REGRESSION and "speed moved" not in row.note
+
+
+def test_a_machine_both_busy_and_unsteady_takes_the_wider_floor() -> None:
+    """Both rules apply to a blaming row of separate jobs: its job noise is the wider of the two floors (the busy
+    rule's 25% alone would blame the code for a 3x that a machine whose speed moved 4x can make)."""
+    waits = [0.5, 0.0, 0.4, 0.0, 0.0]
+    moving = [(0.35e-3, 1.4e-3), (0.36e-3, 0.36e-3), (1.4e-3, 1.4e-3), (0.35e-3, 0.35e-3), (1.4e-3, 1.4e-3)]
+    base = _busy(_probed(make_case("k", 1e-3, seed=1), moving), waits)
+    slow = make_case("k", 1e-3, seed=2, scale=3.0)
+    busy_only = _compare(base, _busy(slow, waits))
+    assert busy_only["verdict"] is Verdict.REGRESSION  # the busy floor alone: 3x is beyond it
+    both = _compare(base, _busy(_probed(slow, moving), waits))
+    assert both["verdict"] is Verdict.INCONCLUSIVE, both
+    floor = math.log(1.4 / 0.35) / 2.0
+    assert f"job-to-job noise taken as at least {floor:.0%}" in str(both["note"])
+    assert "measured on a busy CPU" in str(both["note"]) and "the machine's speed moved" in str(both["note"])
+    far = _busy(_probed(make_case("k", 1e-3, seed=3, scale=40.0), moving), waits)
+    assert _compare(base, far)["verdict"] is Verdict.REGRESSION
