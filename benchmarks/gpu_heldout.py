@@ -35,7 +35,9 @@ ninth, added on 2026-12-06 and first measured that evening (docs/gpu.md): a GPTB
 tokens) and an Inception-v3 (timm, random weights, bf16, batch 32 at 224x224). HELDOUT_MODELS=gptj-poolformer, a tenth,
 added on 2026-12-06 for the first H200 lent after the ninth: a GPT-J of about 125M parameters (transformers, from a
 config: 12 layers, width 768, rotary attention on 64 dimensions, bf16, batch 8 x 128 tokens) and a PoolFormer-S12
-(timm, random weights, bf16, batch 32).
+(timm, random weights, bf16, batch 32). HELDOUT_MODELS=gptneo-dla, an eleventh, added on 2026-12-07 for that
+day's H200: a GPT-Neo of about 125M parameters (transformers, from a config: 12 layers, width 768, global and local
+attention alternating, bf16, batch 8 x 128 tokens) and a DLA-34 (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -182,6 +184,15 @@ GPTJ = {
     "    model = GPTJModel(config)",
 }
 GPTJ_POOLFORMER = _file(GPTJ, {"name": "poolformer_s12", "timm_name": "poolformer_s12", "batch": "32"})
+GPTNEO = {
+    "name": "gptneo125m",
+    "imports": "GPTNeoConfig, GPTNeoModel",
+    "build": "    config = GPTNeoConfig(\n"
+    "        vocab_size=50304, hidden_size=768, num_layers=12, num_heads=12,\n"
+    '        attention_types=[[["global", "local"], 6]], window_size=256,\n'
+    "    )\n    model = GPTNeoModel(config)",
+}
+GPTNEO_DLA = _file(GPTNEO, {"name": "dla34", "timm_name": "dla34", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -193,6 +204,7 @@ MODEL_SETS = {
     "mistral-mixer": (MISTRAL_MIXER, "mistral150m"),
     "bigcode-inception": (BIGCODE_INCEPTION, "bigcode125m"),
     "gptj-poolformer": (GPTJ_POOLFORMER, "gptj125m"),
+    "gptneo-dla": (GPTNEO_DLA, "gptneo125m"),
 }
 
 
