@@ -2,8 +2,10 @@
 # The pytest A/B on a file held out from ab_pytest_bar.sh (five other pytest-benchmark tests: primes, words, a
 # matrix, strings, floats), with seeds that script does not use: the strings test made 10% slower (seeds 11, 12),
 # an A/A (seed 13), and the same test 5% slower from the same base (seeds 14-16). Prints each command's exit code,
-# time and the rows that are not `unchanged`. Usage: bash benchmarks/ab_pytest_heldout.sh (perfci on PATH)
+# time and the rows that are not `unchanged`. Usage: bash benchmarks/ab_pytest_heldout.sh [FIRST_SEED] (perfci on
+# PATH; FIRST_SEED, 11 by default, moves the six seeds: FIRST_SEED..FIRST_SEED+5)
 set -u
+S=${1:-11}
 T=$(mktemp -d)
 cd "$T" && git init -q . && git config user.email bench@perfci && git config user.name bench && mkdir bench
 cat > bench/test_held.py <<'PY'
@@ -34,11 +36,11 @@ def test_floats(benchmark):
 PY
 git add -A && git commit -qm base
 sed -i 's/    N = 2000/    N = 2200/' bench/test_held.py && git commit -qam "10% slower strings"
-for seed in 11 12; do
+for seed in $S $((S + 1)); do
   /usr/bin/time -f "%e s" perfci ab HEAD~1 HEAD --pytest bench --seed $seed > o.txt 2> e.txt; echo "10% slower strings seed $seed: exit $? in $(tail -1 e.txt)"; grep -E "regression|slower|faster|improvement|inconclusive" o.txt | grep -v memory.host
 done
-/usr/bin/time -f "%e s" perfci ab HEAD~1 HEAD~1 --pytest bench --seed 13 > o.txt 2> e.txt; echo "A/A seed 13: exit $? in $(tail -1 e.txt)"; grep -E "regression|slower|faster|improvement|inconclusive" o.txt | grep -v memory.host
+/usr/bin/time -f "%e s" perfci ab HEAD~1 HEAD~1 --pytest bench --seed $((S + 2)) > o.txt 2> e.txt; echo "A/A seed $((S + 2)): exit $? in $(tail -1 e.txt)"; grep -E "regression|slower|faster|improvement|inconclusive" o.txt | grep -v memory.host
 sed -i 's/    N = 2200/    N = 2100/' bench/test_held.py && git commit -qam "5% slower strings (from base)"
-for seed in 14 15 16; do
+for seed in $((S + 3)) $((S + 4)) $((S + 5)); do
   /usr/bin/time -f "%e s" perfci ab HEAD~2 HEAD --pytest bench --seed $seed > o.txt 2> e.txt; echo "5% slower strings seed $seed: exit $? in $(tail -1 e.txt)"; grep -E "regression|slower|faster|improvement|inconclusive" o.txt | grep -v memory.host
 done
