@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfci.api.settings import Settings
 from perfci.compare.history_noise import MIN_RUNS, NoiseEstimate, estimate_noise
@@ -18,13 +18,18 @@ from perfci.patterns import CasePattern
 from perfci.reports.trend_counts import RecentSteps
 from perfci.reports.trend_html import write_trend_html
 from perfci.reports.trend_text import trend_digest, trend_markdown
-from perfci.store.history import HistoryStore, Pruned, RunFilter, RunInfo
 from perfci.store.movers import DEFAULT_WINDOW, pct_of_peak, window_moves
+from perfci.store.records import RunFilter
 from perfci.store.trend import Drift, Shift, Trend, drift, environment_changes, trends
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: when a command opens it, not at every command's start
+    from perfci.store.history import HistoryStore, Pruned, RunInfo
 
 
 def open_store(settings: Settings, db: str | None, create: bool = True) -> HistoryStore:
     """The history store; `create=False` for commands that only read (a missing SQLite file is refused)."""
+    from perfci.store.history import HistoryStore
+
     return HistoryStore(settings.store_url(db), create)
 
 

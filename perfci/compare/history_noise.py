@@ -12,12 +12,15 @@ rather than a false alarm. Cases with fewer than `min_runs` such runs keep the d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perfci.metrics.registry import LATENCY
 from perfci.patterns import CasePattern
 from perfci.stats.components import JobTerm, job_term
-from perfci.store.history import HistoryStore
 from perfci.store.trend import Trend, trends
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: not at the start of every command (docs/scale.md)
+    from perfci.store.history import HistoryStore
 
 MIN_RUNS = 10
 CONFIDENCE = 0.9

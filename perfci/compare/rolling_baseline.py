@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from statistics import geometric_mean
+from typing import TYPE_CHECKING
 
 from perfci.compare.case_ids import moved_test_ids
 from perfci.compare.coverage import recorded_scope, require_common, require_compared, settle_missing
@@ -51,8 +52,10 @@ from perfci.metrics.registry import (
 from perfci.stats.changepoint import DEFAULT_MIN_SIZE
 from perfci.stats.decision import decide, min_detectable, tolerance_interval, tolerance_verdict
 from perfci.stats.rolling import rolling_log_ratio
-from perfci.store.history import HistoryStore, Point, RunInfo
 from perfci.store.trend import Shift, trends
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: not at the start of every command (docs/scale.md)
+    from perfci.store.history import HistoryStore, Point, RunInfo
 
 PREFIX = "store:"
 DEFAULT_RUNS = 10

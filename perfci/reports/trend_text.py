@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -23,9 +23,11 @@ from perfci.reports.trend_counts import (
     trend_call,
 )
 from perfci.reports.units import format_ratio, format_value
-from perfci.store.history import RunInfo
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
 from perfci.store.trend import Trend
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: not at the start of every command
+    from perfci.store.history import RunInfo
 
 MAX_TABLE_ROWS = 40  # terminal rows: the worst cases; the full list is in --format json and --html
 

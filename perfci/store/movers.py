@@ -14,14 +14,14 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from sqlalchemy import select
+from typing import TYPE_CHECKING
 
 from perfci.format.model import Direction
 from perfci.metrics.registry import BANDWIDTH_PCT_PEAK, FLOPS_PCT_PEAK, metric_direction
-from perfci.store.history import HistoryStore
-from perfci.store.tables import measurements, runs
 from perfci.store.trend import Shift, Trend
+
+if TYPE_CHECKING:
+    from perfci.store.history import HistoryStore
 
 DEFAULT_WINDOW = 20  # runs: `perfci trend --window`
 
@@ -69,6 +69,10 @@ PEAK_METRICS = (FLOPS_PCT_PEAK, BANDWIDTH_PCT_PEAK)
 def pct_of_peak(store: HistoryStore, items: Iterable[Trend]) -> dict[tuple[str, str], tuple[float, str]]:
     """(runner, case) -> (% of peak, the metric it is of) at the case's latest run, where the runner's peaks were
     known when it ran. One query per runner, over its latest runs only."""
+    from sqlalchemy import select  # here: the rest of this module is pure, and read at every command's start
+
+    from perfci.store.tables import measurements, runs
+
     latest: dict[str, dict[str, str]] = {}  # runner -> case -> run id of its latest point
     for t in items:
         if t.points:

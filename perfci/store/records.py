@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any
-
-from sqlalchemy import Select, func
+from typing import TYPE_CHECKING, Any
 
 from perfci.errors import UsageError
-from perfci.store.tables import runs
+
+if TYPE_CHECKING:  # SQLAlchemy is read when a query is built, not when these records are (every command's start)
+    from sqlalchemy import Select
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,10 @@ class RunFilter:
     until: str | None = None
 
     def apply(self, q: Select[Any]) -> Select[Any]:
+        from sqlalchemy import func
+
+        from perfci.store.tables import runs
+
         if self.runner is not None:
             q = q.where(runs.c.runner == self.runner)
         if self.branch is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from statistics import geometric_mean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfci.format.model import Direction
 from perfci.metrics.registry import LATENCY, metric_direction
@@ -19,7 +19,9 @@ from perfci.patterns import CasePattern, matches_any
 from perfci.profilers.fingerprint_changes import change_text, fingerprint_changes
 from perfci.stats import changepoint
 from perfci.stats.changepoint import DEFAULT_ALPHA, DEFAULT_MIN_SIZE, ChangePoint, detect_change_points
-from perfci.store.history import HistoryStore, Point
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: not at the start of every command (docs/scale.md)
+    from perfci.store.history import HistoryStore, Point
 
 TOO_FEW_RUNS = "too few runs"  # a series too short to show a change point, whatever it holds
 # the order rows are listed in: worse first, then better, steady, and series too short to call

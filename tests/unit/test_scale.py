@@ -178,6 +178,21 @@ def test_compare_imports_neither_the_store_nor_the_workloads() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.parametrize("command", [["run"], ["ci"], ["list"], ["merge", "a.json", "b.json"], ["--version"]])
+def test_commands_that_do_not_open_the_store_do_not_import_sqlalchemy(command: list[str]) -> None:
+    """`perfci run` (and `ci`, `list`, `merge`, `--version`) read the history store only where asked to: SQLAlchemy,
+    0.4-0.6 s of their start on the 2-core VM, is imported when the store is opened."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\nfrom perfci.cli import load_commands\nload_commands({command!r})\n"
+        "print('sqlalchemy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_history_ingest_starts_its_workers_before_the_database_driver_is_imported() -> None:
     """`perfci history ingest` registers only its command, and nothing imports SQLAlchemy (0.3 s of CPU on this
     2-core machine) before the file-reading workers are forked: it is imported inside `ingest`."""
