@@ -21,7 +21,7 @@ from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError
 from tests.git_repos import commit, git, new_repo
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 WORKLOAD = """
 import perfci

@@ -25,7 +25,7 @@ import pytest
 
 from tests.integration.test_ab_environments import install_slowlib, venv
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 FAKE = Path(__file__).resolve().parents[1] / "tools" / "fake_container_runtime.py"
 

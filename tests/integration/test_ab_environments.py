@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "workloads" / "tiny.py"
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.git_repos import commit, git, new_repo
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 BENCH = """
 import pytest

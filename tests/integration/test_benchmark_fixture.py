@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-round-time", "0.02"]
 JOB_NOISE = ["--perfci-job-noise", "0.35"]  # the VM's speed between sessions: tests/integration/test_pytest_plugin.py

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 SCRIPT = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "kill_check.py"
 
 

@@ -15,7 +15,7 @@ import pytest
 from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 TESTS = """
 def work(n):

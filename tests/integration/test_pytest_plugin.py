@@ -15,7 +15,7 @@ import pytest
 from perfci.format.schema import json_schema, load_results
 from perfci.metrics.registry import LATENCY
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 pytest_plugins = ["pytester"]
 
 FAST = ["-p", "no:cacheprovider", "--perfci-rounds", "3", "--perfci-round-time", "0.02"]

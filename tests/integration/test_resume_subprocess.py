@@ -17,7 +17,7 @@ from perfci.format.schema import load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
 ROUNDS = 8
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 
 def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

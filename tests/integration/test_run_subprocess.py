@@ -18,7 +18,7 @@ from perfci.engine.runner import MALLOC_TUNABLES
 from perfci.format.schema import json_schema, load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 
 def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

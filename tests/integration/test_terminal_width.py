@@ -18,7 +18,7 @@ import pytest
 from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 NAMES = ("tests/bench/test_bench_style.py::test_fib_plain", "tests/bench/test_bench_style.py::test_sort_numbers_large")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
