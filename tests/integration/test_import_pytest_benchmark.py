@@ -12,7 +12,7 @@ import pytest
 
 from perfci.format.schema import load_results
 
-pytestmark = pytest.mark.integration  # seeded timings: not sensitive to a busy machine
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
 
 BENCH = """
 import pytest
