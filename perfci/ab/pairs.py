@@ -21,6 +21,7 @@ from perfci.errors import PerfciError, UsageError
 from perfci.format.comparison import decode_comparison
 from perfci.format.model import CaseResult, CaseSpec, RunResult
 from perfci.format.schema import load_results
+from perfci.interrupts import stop_if_interrupted
 from perfci.options import PAIRS, PAIRS_AT_ONCE
 
 MIN_PAIRS = int(PAIRS.least())  # the fewest pairs an A/B stops at when its time budget runs out
@@ -80,6 +81,7 @@ class PairedRunner:
         pairs (an interval needs two). Returns the pairs run."""
         k = 0
         while k < n:
+            stop_if_interrupted()  # a Ctrl-C whose KeyboardInterrupt was lost stops the A/B before its next pair
             past = deadline is not None and self.clock() >= deadline  # read once: the checks below must agree
             if past and self.next_index >= MIN_PAIRS:
                 break

@@ -17,8 +17,8 @@ benchmarks/kill_check.py):
    comparison's objects, saved less than the 0.3 s or a fifth of the command's time that would be worth a second
    exit path: docs/scale.md.)
 
-The signal handler can only tell the rest of the process through module state: `_received` (the signals seen) is
-that state, and nothing else is kept here.
+The signal handler can only tell the rest of the process through module state, kept in perfci/interrupts.py (below
+the CLI, so that a long loop of the library can ask for it too).
 """
 
 from __future__ import annotations
@@ -31,15 +31,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
+from perfci.interrupts import interrupted, on_interrupt
+
 INTERRUPTED_EXIT = 130  # Ctrl-C or SIGTERM
-
-_received: list[int] = []  # Ctrl-C or SIGTERM received, from the first moment
-
-
-def on_interrupt(signum: int, frame: object) -> None:
-    """Ctrl-C's and SIGTERM's handler: remembered, then a KeyboardInterrupt."""
-    _received.append(signum)
-    raise KeyboardInterrupt
 
 
 def _main_thread() -> bool:
@@ -56,13 +50,13 @@ def interrupts_handled() -> Iterator[None]:
     try:
         yield
     except SystemExit as exc:
-        if exc.code == INTERRUPTED_EXIT or _received:
+        if exc.code == INTERRUPTED_EXIT or interrupted():
             _exit_interrupted()
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done and written: no -15 during the shutdown
         raise
     except BaseException:
-        if not _received:
+        if not interrupted():
             raise
         sys.stderr.write("interrupted.\n")  # outside a command's guard: nothing measured or written
         _exit_interrupted()

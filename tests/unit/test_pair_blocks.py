@@ -297,3 +297,19 @@ def test_which_side_starts_first_is_drawn_per_pair() -> None:
     # both sides of every pair were still sampled
     sampled = {name for name, what in log if what == "Sample"}
     assert sampled == {f"{i}{t}" for i in pairs for t in "AB"}
+
+
+def test_an_interrupt_received_stops_the_a_b_before_its_next_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C recorded by the handler whose KeyboardInterrupt was lost (seen once: the A/B ran to its last pair)
+    stops the pairs before the next block starts; with none received, the blocks run."""
+    from perfci import interrupts
+
+    paired, blocks = _paired(monkeypatch, at_once=0)
+    monkeypatch.setattr(interrupts, "_received", [])
+    paired.pairs(1, None)
+    assert len(blocks) == 1
+    interrupts._received.append(2)  # what the handler records (SIGINT) before its raise
+    with pytest.raises(KeyboardInterrupt):
+        paired.pairs(3, None)
+    assert len(blocks) == 1  # no block started after the interrupt
+    assert interrupts.interrupted()
