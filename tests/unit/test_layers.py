@@ -24,7 +24,17 @@ LAYERS: dict[str, int] = {
     "cli": 9, "pytest_plugin": 9,
 }
 # fmt: on
-CORE_MODULES = {"errors", "config", "patterns", "cpus", "fractions", "options", "work_folder", "parent_death"}
+CORE_MODULES = {
+    "errors",
+    "config",
+    "patterns",
+    "cpus",
+    "fractions",
+    "options",
+    "work_folder",
+    "parent_death",
+    "interrupts",
+}
 ENGINE_MODULES = {"runner", "worker", "supervisor", "case_session", "lockstep"}
 
 
