@@ -352,7 +352,7 @@ def ab(
             raise
         raise NoCasesError(exc.message, hint=hint) from None
     except KeyboardInterrupt:  # where the pairs measured so far are, and how to go on from them
-        if any((out_dir / side / "results.json").exists() for side in ("base", "head")):  # either may come first
+        if all((out_dir / side / "results.json").exists() for side in ("base", "head")):  # a pair: both sides
             notify(f"the pairs measured so far are in {out_dir}: continue with the same command and "
                    f"--out {out_dir} --resume")  # fmt: skip
         raise

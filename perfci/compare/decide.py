@@ -214,6 +214,7 @@ def compare_case(
     busy = contention_note(base, cand)
     busy_wait = busy_machine(base, cand)
     unsteady = unsteady_machine(base, cand)
+    unsteady_swing = unsteady / 2.0 if unsteady is not None else 0.0  # the job noise an unsteady machine implies
     in_process = _in_process(base) and _in_process(cand)
     rows: list[MetricComparison] = []
     sources = (device_sources(base), device_sources(cand))
@@ -244,7 +245,7 @@ def compare_case(
                 row = unblamed(row, busy, explainable_ratio(base, cand))
             elif busy_wait is not None and row.method == "unpaired" and not interleaved and row.verdict in BLAMING:
                 # a machine both busy and unsteady: the wider of the two rules' floors
-                swing = unsteady / 2.0 if unsteady is not None and mdef.threshold.host_set else 0.0
+                swing = unsteady_swing if mdef.threshold.host_set else 0.0
                 floor = max(BUSY_JOB_NOISE, swing)
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=floor)  # fmt: skip
@@ -252,7 +253,7 @@ def compare_case(
                 notes = (row.note, busy_note(base, cand, floor), wider)
                 row = replace(row, note="; ".join(n for n in notes if n))
             elif unsteady is not None and row.method == "unpaired" and not interleaved and mdef.threshold.host_set:
-                floor = max(BUSY_JOB_NOISE, unsteady / 2.0)  # both directions: a false improvement is wrong too
+                floor = max(BUSY_JOB_NOISE, unsteady_swing)  # both directions: a false improvement is wrong too
                 row = _timed_row(cand.id, mdef, bv, cv, theta, alpha, settings, paired, steps, in_process,
                                  noise_floor=floor)  # fmt: skip
                 row = replace(row, note="; ".join(n for n in (row.note, unsteady_note(unsteady, floor)) if n))

@@ -323,7 +323,7 @@ def test_ab_interrupted_says_where_its_pairs_are_and_how_to_go_on(repo: Path) ->
     proc = subprocess.Popen([sys.executable, "-m", "perfci", *args], cwd=repo, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 180
-    while not (out / "head" / "results.json").exists():
+    while not all((out / side / "results.json").exists() for side in ("base", "head")):  # a pair on disk
         assert proc.poll() is None and time.monotonic() < deadline, "the A/B ended or stalled before a pair"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
