@@ -57,6 +57,9 @@ CONTEXT_BURST_CALLS = 20
 # a first call longer than this is not repeated inside the test (a model's forward: the test's own time)
 CONTEXT_REPEAT_BELOW_S = 0.1
 CONTEXT_RATIO = 3.0  # a call this many times slower (or faster) after the test than in it: another code path
+# bursts timed after the test before a slower call is called another code path: a busy machine (a 2.4 µs call read
+# 3.5x slower in one burst, in CI) slows one burst, a changed code path slows every one
+CONTEXT_BURSTS = 3
 
 
 @dataclass(frozen=True)
@@ -92,11 +95,16 @@ def check_context(captured: Captured, after: Callable[[int], float]) -> None:
     now) is CONTEXT_RATIO times its time inside it, or a CONTEXT_RATIO-th of it: the test's context changed what
     the call does (a monkeypatch or mock undone, a `with` block exited), so timing it after the test would compare
     another code path than the test measures. A callable whose first call took CONTEXT_REPEAT_BELOW_S or more is
-    not checked (it was not repeated inside the test)."""
+    not checked (it was not repeated inside the test). A slower call is timed in up to CONTEXT_BURSTS bursts and
+    the fastest is kept (a busy machine slows a burst, not every one); a faster one cannot be a busy machine."""
     inside = captured.in_test_s
     if not captured.in_test_warm or inside is None or inside <= 0:
         return
     after_s = after(CONTEXT_BURST_CALLS)
+    for _ in range(CONTEXT_BURSTS - 1):
+        if after_s / inside < CONTEXT_RATIO:
+            break
+        after_s = min(after_s, after(CONTEXT_BURST_CALLS))  # slower: timed again, the fastest burst kept
     ratio = after_s / inside
     if ratio >= CONTEXT_RATIO or ratio <= 1 / CONTEXT_RATIO:
         raise LocatedFailure(

@@ -91,9 +91,10 @@ def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp
     changed, same = rows[ids.format("changed")], rows[ids.format("same")]
     assert changed["verdict"] == "regression" and 2.0 < changed["ratio"] < 4.5, changed
     assert changed["method"] == "paired" and changed["n_baseline"] == 4
-    # measured and compared; its verdict is not asserted: 3 pairs (4 now) at 0.05 s of a file that differs at head
-    # (the other tests changed) put it anywhere from -4% to +3% here, and the A/A tests hold the no-false-alarm line
-    assert same["verdict"] != "error" and 0.85 < same["ratio"] < 1.15, same
+    # measured and compared; its verdict is not asserted: 4 pairs at 0.05 s of a file that differs at head (the
+    # other tests changed) put it anywhere from -4% to +22% on the CI machine (0e6851a), and the A/A tests hold the
+    # no-false-alarm line; far from the changed test's 3x
+    assert same["verdict"] != "error" and 0.7 < same["ratio"] < 1.45, same
     assert rows[ids.format("pedantic[2000]")]["ratio"] is not None  # benchmark.pedantic's target timed too
     broken = rows[ids.format("measured_by_perf")]
     assert broken["verdict"] == "error" and "broken at head" in broken["note"], broken
@@ -241,7 +242,7 @@ def test_loop(benchmark):
 
 
 def test_steady(benchmark):
-    benchmark(sorted, [3, 1, 2])
+    benchmark(sorted, list(range(3000)))
 """
 GATED_PYPROJECT = """
 [tool.pytest.ini_options]
@@ -257,8 +258,9 @@ def test_the_projects_addopts_are_kept_less_what_would_change_the_run(tmp_path: 
     installed or loaded in these sessions: kept, they stopped every session)."""
     repo = new_repo(tmp_path / "proj")
     files = {"pyproject.toml": GATED_PYPROJECT, "conftest.py": GATED_CONFTEST, "bench/test_g.py": GATED_TESTS}
-    commit(repo, {**files, "bench/test_g.py": GATED_TESTS.format(n=200)}, "v1")
-    commit(repo, {"bench/test_g.py": GATED_TESTS.format(n=600)}, "v2: test_loop sorts 3x more")
+    # calls of tens of µs: a 2.4 µs one (n=200) read 3.5x slower after its test on the busy CI machine (0e6851a)
+    commit(repo, {**files, "bench/test_g.py": GATED_TESTS.format(n=3000)}, "v1")
+    commit(repo, {"bench/test_g.py": GATED_TESTS.format(n=9000)}, "v2: test_loop sorts 3x more")
     out = tmp_path / "out"
     proc = perfci(repo, "ab", "HEAD~1", "HEAD", "--pytest", "bench", *FAST, "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
