@@ -101,12 +101,32 @@ def require_compared(comparison: Comparison, metrics: Sequence[str]) -> Comparis
         )
     missing = [r for r in rows if r.verdict is Verdict.MISSING]
     parts = [f"{len(missing)} baseline case(s) not measured ({missing[0].expected})"] if missing else []
-    new = sum(r.verdict is Verdict.NEW for r in rows)
+    no_data = [r for r in rows if r.verdict is Verdict.NEW and is_baseline_without_data(r.note)]
+    # a case the baseline holds but failed or skipped is no news: said as such, with the first one's message
+    parts += (
+        [f"{len(no_data)} case(s) with no data in the baseline ({no_data[0].case_id}: {no_data[0].note})"]
+        if no_data
+        else []
+    )
+    new = sum(r.verdict is Verdict.NEW for r in rows) - len(no_data)
     parts += [f"{new} new case(s), not in the baseline"] if new else []
     raise UsageError(
         f"nothing compared: {' and '.join(parts)}.",
-        hint="a gate passes only on what it compared: measure at least one of the baseline's cases",
+        hint="a gate passes only on what it compared: "
+        + (
+            "measure the baseline again where its cases ran"
+            if no_data
+            else "measure at least one of the baseline's cases"
+        ),
     )
+
+
+# the note of a `new` row whose case the baseline holds without data (decide.compare_case): it failed or was skipped
+BASELINE_FAILED, BASELINE_SKIPPED, BASELINE_NO_DATA = "baseline failed", "baseline skipped", "baseline has no data"
+
+
+def is_baseline_without_data(note: str | None) -> bool:
+    return note is not None and note.startswith((BASELINE_FAILED, BASELINE_SKIPPED, BASELINE_NO_DATA))
 
 
 def settle_missing(comparison: Comparison, scope: Scope) -> Comparison:

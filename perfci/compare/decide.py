@@ -34,7 +34,16 @@ from perfci.compare.contended import (
     unsteady_machine,
     unsteady_note,
 )
-from perfci.compare.coverage import Scope, recorded_scope, require_common, require_compared, settle_missing
+from perfci.compare.coverage import (
+    BASELINE_FAILED,
+    BASELINE_NO_DATA,
+    BASELINE_SKIPPED,
+    Scope,
+    recorded_scope,
+    require_common,
+    require_compared,
+    settle_missing,
+)
 from perfci.compare.policy import BUSY_JOB_NOISE, DecisionSettings, job_noise, practical_threshold
 from perfci.errors import UsageError
 from perfci.format.comparison import run_side
@@ -207,8 +216,8 @@ def compare_case(
         return [MetricComparison(cand.id, LATENCY, Verdict.MISSING, "s", _value(base), None, note=f"skipped: {reason}")]
     if base.status is not CaseStatus.OK or not base.rounds:
         # a case that failed or was skipped in the baseline and is measured now: named, not failed
-        word = "skipped" if base.status is CaseStatus.SKIPPED else "failed"
-        note = f"baseline {word}: {base.errors[0].message}" if base.errors else "baseline has no data"
+        word = BASELINE_SKIPPED if base.status is CaseStatus.SKIPPED else BASELINE_FAILED
+        note = f"{word}: {base.errors[0].message}" if base.errors else BASELINE_NO_DATA
         return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note=note)]
     alpha = settings.alpha(n_cases)
     busy = contention_note(base, cand)

@@ -62,9 +62,15 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
         compare_runs(replace(cand, cases=(broken, same)), make_run([make_case("broken", 1e-3), same]), STEADY)
     )
     assert mended["broken"].verdict is Verdict.NEW and mended["broken"].note == "baseline failed: SIGSEGV"
-    # alone, it leaves nothing compared: never a pass
-    with pytest.raises(UsageError, match=r"nothing compared: 1 new case\(s\), not in the baseline"):
+    # alone, it leaves nothing compared: never a pass, and said as a baseline without data (it said "1 new case(s),
+    # not in the baseline" of a case the baseline holds), with the baseline's failure
+    with pytest.raises(UsageError, match=r"nothing compared: 1 case\(s\) with no data in the baseline \(\S*broken\S*: "
+                       r"baseline failed: SIGSEGV\)\.") as caught:  # fmt: skip
         compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3)]), STEADY)
+    assert caught.value.hint and "measure the baseline again" in caught.value.hint
+    with pytest.raises(UsageError, match=r"no data in the baseline .* and 1 new case\(s\), not in the baseline"):
+        compare_runs(replace(cand, cases=(broken,)), make_run([make_case("broken", 1e-3), make_case("fresh", 1e-3)]),
+                     STEADY)  # fmt: skip
     # a new case that fails: an `error` row with its message (it was a silent `new` row while the run said ERROR)
     born_broken = replace(make_case("born_broken", 1e-3), status=CaseStatus.ERROR, errors=broken.errors)
     fresh = _rows(compare_runs(base, replace(cand, cases=(*cand.cases, born_broken)), STEADY))
