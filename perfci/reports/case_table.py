@@ -30,6 +30,9 @@ _BREAK_AFTER = ("/", "::", ",")
 _BREAK_BEFORE = ("[", "@")
 _SOFT_BREAK_AFTER = ("_", ".", "-", "=")
 MEASURE_WIDTH = 1_000_000  # "as wide as it likes" when measuring a table's natural width
+# a longer note goes under the wide layout's table, numbered, and its row holds the number: inline, one 200-character
+# note (an implausible bandwidth's reason) padded every row of a CI log's table to its width
+NOTE_INLINE_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,28 @@ class CaseTable:
             if j == last or any(r.cells[j].plain.strip() not in EMPTY_CELLS for r in self.rows)
         ]
 
+    def footnoted(self) -> dict[int, int]:
+        """The rows whose note goes under the wide layout's table (longer than NOTE_INLINE_MAX; not with a note
+        column): row index -> footnote number."""
+        if self.note_header is not None:
+            return {}
+        long = [i for i, r in enumerate(self.rows) if r.note is not None and r.note.cell_len > NOTE_INLINE_MAX]
+        return {i: n for n, i in enumerate(long, start=1)}
+
+    def footnotes(self) -> Text | None:
+        """`[n] <case id>: <note>` for each footnoted row: the id again, so that a grep of a log finds the note."""
+        marks = self.footnoted()
+        if not marks:
+            return None
+        lines = [Text.assemble(f"[{n}] {self.rows[i].case_id}: ", self.rows[i].note or "") for i, n in marks.items()]
+        return Text("\n").join(lines)
+
     def wide(self) -> Table:
         """The rich table: every cell on one line, at its natural width (title and caption go above and under it,
-        unpadded: a table's own are padded with spaces to the table's width, which a CI log keeps at line ends)."""
+        unpadded: a table's own are padded with spaces to the table's width, which a CI log keeps at line ends).
+        A long note is a number after the verdict (`footnoted`), its text under the table (`footnotes`)."""
         table = Table()
+        marks = self.footnoted()
         keep = self.shown()
         table.add_column(self.id_header, no_wrap=True)
         for j in keep:
@@ -80,10 +101,12 @@ class CaseTable:
         if self.note_header is not None:
             table.add_column(self.note_header, no_wrap=True)
         last = len(self.columns) - 1
-        for r in self.rows:
+        for i, r in enumerate(self.rows):
             cells = [
                 r.cells[j]
                 if j != last or r.note is None or self.note_header is not None
+                else Text.assemble(r.cells[j], f" [{marks[i]}]")
+                if i in marks
                 else Text.assemble(r.cells[j], self.note_around[0], r.note, self.note_around[1])
                 for j in keep
             ]
@@ -98,6 +121,9 @@ class CaseTable:
             if self.title:
                 yield Text(self.title, style="italic")
             yield wide
+            footnotes = self.footnotes()
+            if footnotes is not None:
+                yield footnotes
             if self.caption is not None:
                 yield self.caption
         else:

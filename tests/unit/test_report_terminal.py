@@ -10,7 +10,7 @@ from rich.console import Console
 
 from perfci.format.model import CaseResult, CaseSpec, Comparison, MetricComparison, RunResult, Verdict
 from perfci.metrics import case_metrics
-from perfci.reports.case_table import id_lines
+from perfci.reports.case_table import NOTE_INLINE_MAX, id_lines
 from perfci.reports.junit import render_junit
 from perfci.reports.terminal import SUMMARY_ABOVE, SUMMARY_OTHER_ROWS, comparison_table, run_table, verdict_line
 from tests.report_fixtures import suite_comparison
@@ -186,6 +186,27 @@ def test_a_note_gets_its_own_line_when_narrow_and_follows_the_verdict_when_wide(
     assert "improvement" in narrow.split() and note in " ".join(narrow.split())
     assert not any("improvement" in line and "expected" in line for line in narrow.splitlines())
     assert f"improvement ({note})" in _at(300, comparison_table(Comparison("a", "b", (row,))))
+
+
+def test_a_long_note_goes_under_the_wide_table_numbered_and_the_rows_keep_their_width() -> None:
+    """A note over NOTE_INLINE_MAX (an implausible bandwidth's reason, a long error) padded every row of a CI log's
+    table to its width; now its row holds `[n]` after the verdict and the note follows the table, after the id."""
+    long = "candidate failed: " + "a long message about what went wrong " * 5
+    short = "candidate failed: RuntimeError: broken (at wl.py:7)"
+    rows = (
+        MetricComparison(LONG_IDS[0], "latency.median", Verdict.ERROR, "s", 1e-3, None, note=long),
+        MetricComparison(LONG_IDS[1], "latency.median", Verdict.ERROR, "s", 1e-3, None, note=short),
+    )
+    assert len(long) > NOTE_INLINE_MAX >= len(short)
+    text = _at(10_000, comparison_table(Comparison("a", "b", rows)))
+    lines = text.splitlines()
+    first = next(line for line in lines if LONG_IDS[0] in line and "│" in line)
+    assert "│ error [1] " in first and long.strip() not in first
+    assert f"[1] {LONG_IDS[0]}: {long.strip()}" in [line.rstrip() for line in lines]  # whole, after the table
+    assert f"error ({short})" in next(line for line in lines if LONG_IDS[1] in line)  # a short note stays inline
+    assert max(len(line) for line in lines if "│" in line) < len(long)  # no row as wide as the long note
+    narrow = _at(80, comparison_table(Comparison("a", "b", rows)))  # compact: notes on lines of their own, no numbers
+    assert "[1]" not in narrow and "a long message" in narrow
 
 
 def _cases(*ids: str, bandwidth: bool = True) -> RunResult:
