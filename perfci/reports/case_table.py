@@ -30,7 +30,7 @@ _BREAK_AFTER = ("/", "::", ",")
 _BREAK_BEFORE = ("[", "@")
 _SOFT_BREAK_AFTER = ("_", ".", "-", "=")
 MEASURE_WIDTH = 1_000_000  # "as wide as it likes" when measuring a table's natural width
-# a longer note goes under the wide layout's table, numbered, and its row holds the number: inline, one 200-character
+# a longer note goes under the wide layout's table, numbered, and its row holds the number: inline, one 170-character
 # note (an implausible bandwidth's reason) padded every row of a CI log's table to its width
 NOTE_INLINE_MAX = 100
 
