@@ -180,6 +180,14 @@ class Outputs:
     decisions: DecisionView = BY_TIME  # --rank, --max-memory of the decision tables
 
 
+def bound_outputs(outputs: Outputs, candidate: RunResult) -> Outputs:
+    """`outputs` with the candidate's decision tables worked out once where files are asked for (the terminal
+    shows the same tables); as they are where none is (a `--format json` run shows none)."""
+    if outputs.out is None and outputs.junit is None and outputs.html is None:
+        return outputs
+    return replace(outputs, decisions=outputs.decisions.for_run(candidate))
+
+
 def write_outputs(
     outputs: Outputs, comparison: Comparison, candidate: RunResult | None, baseline: RunResult | None
 ) -> list[Path]:
@@ -190,6 +198,7 @@ def write_outputs(
     from perfci.reports.junit import write_junit
     from perfci.reports.markdown import write_markdown
 
+    outputs = replace(outputs, decisions=outputs.decisions.for_run(candidate))
     written: list[Path] = []
     if outputs.out is not None:
         dump_comparison(comparison, outputs.out / "comparison.json")
@@ -212,6 +221,7 @@ class CompareOutcome:
     runner: str
     unsettled: list[str]  # cases the unpaired rule could not settle at the practical threshold
     written: list[Path]
+    decisions: DecisionView = BY_TIME  # the view the files used, its tables worked out once where files were written
 
     def exit_code(self) -> ExitCode:
         return gate(self.comparison)
@@ -272,8 +282,11 @@ def compare_with_store(settings: Settings, req: CompareRequest) -> CompareOutcom
     compared, base = compare_rolling(window, cand, decision, str(req.baseline), req.allow_mismatch)
     compared = with_allowed_missing(compared, req.allow_missing)
     comparison = with_expected(with_noise_note(compared, lookup), req.expected)
-    written = write_outputs(req.outputs, comparison, cand, base)
-    return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)
+    outputs = bound_outputs(req.outputs, cand)
+    written = write_outputs(outputs, comparison, cand, base)
+    return CompareOutcome(
+        comparison, base, cand, name, unsettled_cases(comparison, decision), written, outputs.decisions
+    )
 
 
 def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
@@ -296,5 +309,8 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
     decision = replace(decision, job_noise_lookup=lookup)
     compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
     comparison = with_expected(compared, req.expected)
-    written = write_outputs(req.outputs, comparison, cand, base)
-    return CompareOutcome(comparison, base, cand, name, unsettled_cases(comparison, decision), written)
+    outputs = bound_outputs(req.outputs, cand)
+    written = write_outputs(outputs, comparison, cand, base)
+    return CompareOutcome(
+        comparison, base, cand, name, unsettled_cases(comparison, decision), written, outputs.decisions
+    )

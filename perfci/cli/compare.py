@@ -219,7 +219,7 @@ def compare(
         settings = project_settings(config)
         view = settings.decisions(rank, max_memory)
         outcome = compare_files(settings, replace(req, outputs=replace(req.outputs, decisions=view)))
-        print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, view)
+        print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, outcome.decisions)
         print_unsettled_hint(outcome.unsettled, unpaired_remedy(outcome.unsettled), outcome.comparison)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 

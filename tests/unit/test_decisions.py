@@ -240,3 +240,35 @@ def test_the_reference_configuration_reads_reference_not_an_exact_variant() -> N
     assert eager_rows and all(line.rstrip(" |").endswith("reference") for line in eager_rows)
     bf16_rows = [line for line in text.splitlines() if line.startswith("| `bf16")]
     assert bf16_rows and all("0.004 (≤ 0.05)" in line for line in bf16_rows)
+
+
+def test_one_compare_with_files_works_the_tables_out_once_for_report_summary_and_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perfci.api.compare import CompareRequest, Outputs, compare_files
+    from perfci.api.settings import Settings
+    from perfci.format.schema import dump_results
+    from perfci.reports import decisions
+
+    run = model_run()
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    dump_results(run, base)
+    dump_results(run, cand)
+    calls: list[int] = []
+    real = decisions.decision_tables
+
+    def counted(*args: Any, **kwargs: Any) -> list[decisions.DecisionTable]:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(decisions, "decision_tables", counted)
+    out = tmp_path / "out"
+    outcome = compare_files(Settings(), CompareRequest(baseline=base, candidate=cand, outputs=Outputs(out=out)))
+    terminal = text_lines(outcome.decisions.tables(outcome.candidate), 120)
+    assert len(calls) == 1
+    assert any("bf16" in line and "best" in line.lower() for line in terminal)
+    assert "bf16" in (out / "summary.md").read_text() and "bf16" in (out / "report.html").read_text()
+    # without files, nothing is worked out ahead (a --format json compare shows no table)
+    calls.clear()
+    bare = compare_files(Settings(), CompareRequest(baseline=base, candidate=cand))
+    assert calls == [] and bare.decisions.bound is None
