@@ -29,7 +29,8 @@ from perfci.cli.progress import PlainProgress
 from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.format.model import Comparison, RunResult
-from perfci.reports.decisions import DecisionView, text_lines
+from perfci.reports.decision_lines import text_lines
+from perfci.reports.decisions import DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
 
 if TYPE_CHECKING:

@@ -39,7 +39,8 @@ from perfci.reports.case_rows import (
 )
 from perfci.reports.charts import MAX_SAMPLES, chart_data
 from perfci.reports.clocks import clock_lines, kernel_tables, launch_bound_lines
-from perfci.reports.decisions import BY_TIME, DecisionView, html_tables
+from perfci.reports.decision_lines import html_tables
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.verdicts import VERDICT_ORDER, headline, sensitivity, verdict_counts
 

@@ -30,7 +30,8 @@ from perfci.metrics.definition import MetricDef
 from perfci.metrics.registry import BANDWIDTH, FLOPS, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.reports.case_rows import fingerprint_mismatches, metric_cell, metric_columns, side_fingerprint
 from perfci.reports.clocks import clock_lines, launch_bound_lines
-from perfci.reports.decisions import BY_TIME, DecisionView, markdown_lines
+from perfci.reports.decision_lines import markdown_lines
+from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.gpu_modes import boost_notes, burst_sustained_notes
 from perfci.reports.units import format_change_interval, format_ratio, format_value
 from perfci.reports.verdicts import expected_reason, format_mdc, headline, sensitivity, sort_rows

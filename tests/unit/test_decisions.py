@@ -12,7 +12,8 @@ import pytest
 
 from perfci.format.model import RunResult
 from perfci.format.schema import decode_results, run_to_dict
-from perfci.reports.decisions import decision_tables, markdown_lines, text_lines
+from perfci.reports.decision_lines import markdown_lines, text_lines
+from perfci.reports.decisions import decision_tables
 from perfci.reports.markdown import code
 from perfci.workloads import surprises
 from tests.conftest import make_case, make_run
