@@ -239,6 +239,7 @@ class RunOutcome:
     baseline: RunResult | None
     out_dir: Path
     unsettled: list[str] = field(default_factory=list)  # cases the stored baseline could not settle
+    decisions: DecisionView = BY_TIME  # the decision tables' view, the run's tables worked out once
 
     def exit_code(self) -> ExitCode:
         return gate(self.comparison, self.result)
@@ -293,10 +294,11 @@ def finish_run(
         remove_stale_outputs(out_dir, "junit.xml")
     else:
         remove_stale_outputs(out_dir, "comparison.json", "junit.xml")
-    write_html(out_dir / "report.html", result, comparison, base, req.decisions)
-    write_markdown(out_dir / "summary.md", result, comparison, base, req.decisions)
+    decisions = req.decisions.for_run(result)  # the report, summary.md and the terminal show the same tables
+    write_html(out_dir / "report.html", result, comparison, base, decisions)
+    write_markdown(out_dir / "summary.md", result, comparison, base, decisions)
     unsettled = unsettled_cases(comparison, planned.decision) if comparison is not None and not req.confirm else []
-    return RunOutcome(result, comparison, base, out_dir, unsettled)
+    return RunOutcome(result, comparison, base, out_dir, unsettled, decisions)
 
 
 def run(settings: Settings, req: RunRequest, env: Mapping[str, str], progress: ProgressFn | None = None) -> RunOutcome:

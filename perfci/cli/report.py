@@ -60,7 +60,7 @@ def report(
         check_outputs(results, html, summary)
         cand, comparison = inputs.candidate, inputs.comparison
         o, err = consoles()
-        view = settings.decisions(rank, max_memory)
+        view = settings.decisions(rank, max_memory).for_run(cand)  # worked out once: report, summary, terminal
         text = render(inputs, html, summary, view)
         if text is not None:
             o.out(text, end="", highlight=False)

@@ -64,7 +64,6 @@ from perfci.options import SEED, SPEED_REFERENCE
 from perfci.patterns import pytest_expression_hint
 from perfci.profilers.fingerprint import fingerprint, runner_name
 from perfci.profilers.nvml import locked_sm_clocks
-from perfci.reports.decisions import BY_TIME, DecisionView
 from perfci.reports.terminal import run_table, verdict_line
 from perfci.work_folder import output_folder_lock
 
@@ -148,7 +147,7 @@ def run(
             with locked_sm_clocks(lock_clocks, note):
                 result = measure_with_progress(planned)
             outcome = finish_run(settings, req, planned, result, settings.env, note)
-        print_run(outcome, fmt, req.decisions)
+        print_run(outcome, fmt)
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)
@@ -174,11 +173,11 @@ def measure_with_progress(planned: Planned) -> RunResult:
         raise
 
 
-def print_run(outcome: RunOutcome, fmt: OutputFormat, decisions: DecisionView = BY_TIME) -> None:
+def print_run(outcome: RunOutcome, fmt: OutputFormat) -> None:
     result, comparison = outcome.result, outcome.comparison
     # one JSON document: the results, with the comparison (as comparison.json holds it) when there is a baseline
     emit(fmt, outcome.json_document, lambda: run_table(result))
-    print_decisions(result, decisions, fmt)
+    print_decisions(result, outcome.decisions, fmt)
     if comparison is not None:
         print_comparison(comparison, result, fmt)
         print_unsettled_hint(outcome.unsettled, outcome.unsettled_remedy, comparison)
