@@ -165,13 +165,17 @@ def pytest_workload(source: str, workload_id: str) -> Workload:
         return file_tests(path).callable_of(rest)
 
     def setup(ctx: WorkloadContext) -> Any:
-        from perfci.workloads.pytest_capture import call_times, check_context
+        from perfci.workloads.pytest_capture import check_context, times_after_test
+        from perfci.workloads.torch_modes import under_modes
 
         captured = run_file()
-        check_context(captured, lambda calls: call_times(captured.fn, calls))
+        check_context(captured, lambda calls: times_after_test(captured, calls))
+        fn = under_modes(captured.fn, captured.modes)  # the test's torch.no_grad() or inference_mode(), again
         ctx.flops, ctx.bytes = captured.flops, captured.nbytes
         ctx.notes["pytest"] = captured.how
-        return captured.fn
+        if fn is not captured.fn and captured.modes is not None:
+            ctx.notes["pytest_torch_mode"] = captured.modes.words
+        return fn
 
     # the file's session (pytest's own start and every measuring test's fixtures) runs before the memory window:
     # charged to whichever test came first in its worker, it read 14 MB in one round and 0 in the next

@@ -205,3 +205,73 @@ def test_the_burst_stops_at_its_time_limit() -> None:
     clock = FakeClock([0.03] * CONTEXT_BURST_CALLS)
     assert call_times(clock.call, CONTEXT_BURST_CALLS, clock) == pytest.approx(0.03)
     assert clock.calls == 2  # two calls of 30 ms passed the 50 ms limit
+
+
+MODES_TESTS = """
+import torch
+
+
+def step():
+    return torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+
+
+def test_no_grad(benchmark):
+    with torch.no_grad():
+        benchmark(step)
+
+
+def test_inference(benchmark):
+    with torch.inference_mode():
+        benchmark(step)
+
+
+def test_plain(benchmark):
+    benchmark(step)
+"""
+
+MODES_DRIVER = """
+import sys
+from perfci.workloads.api import WorkloadContext
+from perfci.workloads.pytest_cases import pytest_workload, pytest_source
+from pathlib import Path
+
+source = pytest_source(Path(sys.argv[1]))
+for key in ("test_no_grad", "test_inference", "test_plain"):
+    ctx = WorkloadContext(device="cpu", params={}, seed=0)
+    fn = pytest_workload(source, "test_modes.py::" + key).setup(ctx)
+    print(key, *fn(), ctx.notes.get("pytest_torch_mode", "-"), flush=True)
+"""
+
+
+def test_a_call_the_test_made_under_no_grad_or_inference_mode_is_timed_under_it_again(tmp_path: Path) -> None:
+    """The worker calls the kept callable after its test has left `torch.no_grad()` (or `inference_mode()`): the
+    callable perfci times enters the test's mode again at every call, and the case's notes say which."""
+    path = tmp_path / "test_modes.py"
+    path.write_text(MODES_TESTS)
+    proc = subprocess.run([sys.executable, "-c", MODES_DRIVER, str(path)], capture_output=True, text=True,
+                          timeout=120, env=_env(), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "test_no_grad False False torch.no_grad()",
+        "test_inference False True torch.inference_mode()",
+        "test_plain True False -",
+    ]
+
+
+def test_modes_are_recorded_only_where_torch_was_imported_and_the_default_leaves_the_callable_as_it_is() -> None:
+    import torch
+
+    from perfci.workloads.torch_modes import DEFAULT_MODES, TorchModes, torch_modes, under_modes
+
+    recorder = Recorder()
+
+    def fn() -> bool:
+        return torch.is_grad_enabled()
+
+    with torch.no_grad():
+        recorder.keep(Captured(fn, "benchmark"))
+    recorder.keep(Captured(fn, "benchmark"))
+    kept, plain = recorder.calls
+    assert kept.modes == TorchModes(grad=False) and plain.modes == DEFAULT_MODES == torch_modes()
+    assert under_modes(fn, plain.modes) is fn and under_modes(fn, None) is fn
+    assert under_modes(fn, kept.modes)() is False and fn() is True and torch.is_grad_enabled()
