@@ -179,26 +179,28 @@ class Outputs:
     html: Path | None = None
     decisions: DecisionView = BY_TIME  # --rank, --max-memory of the decision tables
 
+    @property
+    def asked(self) -> bool:
+        return self.out is not None or self.junit is not None or self.html is not None
 
-def bound_outputs(outputs: Outputs, candidate: RunResult) -> Outputs:
+
+def bound_outputs(outputs: Outputs, candidate: RunResult | None) -> Outputs:
     """`outputs` with the candidate's decision tables worked out once where files are asked for (the terminal
     shows the same tables); as they are where none is (a `--format json` run shows none)."""
-    if outputs.out is None and outputs.junit is None and outputs.html is None:
-        return outputs
-    return replace(outputs, decisions=outputs.decisions.for_run(candidate))
+    return replace(outputs, decisions=outputs.decisions.for_run(candidate)) if outputs.asked else outputs
 
 
 def write_outputs(
     outputs: Outputs, comparison: Comparison, candidate: RunResult | None, baseline: RunResult | None
 ) -> list[Path]:
     """Write the comparison's files; return the main ones written (for the CLI to name)."""
-    if outputs.out is None and outputs.junit is None and outputs.html is None:
+    if not outputs.asked:
         return []  # not even the report writers' imports (jinja2: a tenth of a second)
     from perfci.reports.html import write_html
     from perfci.reports.junit import write_junit
     from perfci.reports.markdown import write_markdown
 
-    outputs = replace(outputs, decisions=outputs.decisions.for_run(candidate))
+    outputs = bound_outputs(outputs, candidate)  # already bound by compare_files: then as it is
     written: list[Path] = []
     if outputs.out is not None:
         dump_comparison(comparison, outputs.out / "comparison.json")

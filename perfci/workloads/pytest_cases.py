@@ -173,7 +173,7 @@ def pytest_workload(source: str, workload_id: str) -> Workload:
         fn = under_modes(captured.fn, captured.modes)  # the test's torch.no_grad() or inference_mode(), again
         ctx.flops, ctx.bytes = captured.flops, captured.nbytes
         ctx.notes["pytest"] = captured.how
-        if fn is not captured.fn and captured.modes is not None:
+        if captured.modes is not None and captured.modes.words:
             ctx.notes["pytest_torch_mode"] = captured.modes.words
         return fn
 
