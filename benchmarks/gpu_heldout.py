@@ -38,6 +38,9 @@ config: 12 layers, width 768, rotary attention on 64 dimensions, bf16, batch 8 x
 (timm, random weights, bf16, batch 32). HELDOUT_MODELS=gptneo-dla, an eleventh, added on 2026-12-07 for that
 day's H200: a GPT-Neo of about 125M parameters (transformers, from a config: 12 layers, width 768, global and local
 attention alternating, bf16, batch 8 x 128 tokens) and a DLA-34 (timm, random weights, bf16, batch 32).
+HELDOUT_MODELS=falcon-hrnet, a twelfth, added on 2026-12-07 for the next device lent: a Falcon of about 125M
+parameters (transformers, from a config: 12 layers, width 768, parallel attention and MLP, multi-query attention,
+bf16, batch 8 x 128 tokens) and an HRNet-W18-Small (timm, random weights, bf16, batch 32).
 """
 
 from __future__ import annotations
@@ -193,6 +196,14 @@ GPTNEO = {
     "    )\n    model = GPTNeoModel(config)",
 }
 GPTNEO_DLA = _file(GPTNEO, {"name": "dla34", "timm_name": "dla34", "batch": "32"})
+FALCON = {
+    "name": "falcon125m",
+    "imports": "FalconConfig, FalconModel",
+    "build": "    config = FalconConfig(\n"
+    "        vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_attention_heads=12\n"
+    "    )\n    model = FalconModel(config)",
+}
+FALCON_HRNET = _file(FALCON, {"name": "hrnet_w18_small", "timm_name": "hrnet_w18_small", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -205,6 +216,7 @@ MODEL_SETS = {
     "bigcode-inception": (BIGCODE_INCEPTION, "bigcode125m"),
     "gptj-poolformer": (GPTJ_POOLFORMER, "gptj125m"),
     "gptneo-dla": (GPTNEO_DLA, "gptneo125m"),
+    "falcon-hrnet": (FALCON_HRNET, "falcon125m"),
 }
 
 

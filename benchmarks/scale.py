@@ -2,7 +2,7 @@
 cases, and the time the 5,000-case HTML report takes to open in headless Chromium.
 
     python benchmarks/scale.py [--sizes 500,5000,20000] [--repeats 3] [--rounds 5] [--samples 10-30]
-                               [--keep DIR] [--no-browser]
+                               [--keep DIR] [--no-browser] [--against TREE]
 
 For each size it writes two synthetic results files (seeded; a baseline and a candidate from separate runs),
 shaped like real `perfci run` output: five rounds per case (--rounds), 10-30 raw samples per round (--samples),
@@ -18,7 +18,10 @@ median of `--repeats`):
 
 Before timing, perfci's byte-code is written (compileall), as `pip install` writes it. Then,
 for the 5,000-case report (unless --no-browser), the time from `page.goto` until the report says it is
-ready (`body[data-ready="1"]`) in headless Chromium through playwright. Figures: docs/scale.md.
+ready (`body[data-ready="1"]`) in headless Chromium through playwright. With `--against TREE` (another source
+tree, e.g. `git worktree add /tmp/old COMMIT`), every command is also run by that tree's perfci, in turn with this
+tree's, and the CPU-time ratio printed: on a VM whose speed moves by half from one hour to the next, only
+interleaved runs compare two versions. Figures: docs/scale.md.
 """
 
 from __future__ import annotations
@@ -137,13 +140,20 @@ def synthetic_run(n: int, candidate: bool, seed: int = 0, shape: Shape | None = 
     )
 
 
-def perfci(*args: str, cwd: Path | None = None, stdout: Path | None = None) -> tuple[float, float]:
+AGAINST: list[Path] = []  # --against TREE: the other source tree, timed in turn with this one
+
+
+def perfci(
+    *args: str, cwd: Path | None = None, stdout: Path | None = None, tree: Path | None = None
+) -> tuple[float, float]:
     """Wall time and CPU time (user + system) of one `perfci` CLI subprocess (comparisons run with --exit-zero:
-    errors are planted). On a shared machine the CPU time moves less than the wall time."""
+    errors are planted), of this tree's perfci or, with `tree`, of the perfci package in that source tree. On a
+    shared machine the CPU time moves less than the wall time."""
     out = open(stdout, "w") if stdout else subprocess.DEVNULL  # noqa: SIM115
+    env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+    proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE, env=env)
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if stdout:
@@ -153,11 +163,21 @@ def perfci(*args: str, cwd: Path | None = None, stdout: Path | None = None) -> t
     return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def timed(row: dict[str, float | None], name: str, fn: Callable[[], tuple[float, float]], repeats: int) -> None:
-    """The medians of `repeats` runs: wall time as `name`, CPU time as `name`_cpu."""
-    runs = [fn() for _ in range(repeats)]
+def timed(
+    row: dict[str, float | None], name: str, fn: Callable[[Path | None], tuple[float, float]], repeats: int
+) -> None:
+    """The medians of `repeats` runs: wall time as `name`, CPU time as `name`_cpu. With --against, each run of this
+    tree is followed by one of the other (interleaved: a VM whose speed moves moves both), its medians as
+    `name`_ref and `name`_ref_cpu."""
+    runs, ref = [], []
+    for _ in range(repeats):
+        runs.append(fn(None))
+        ref += [fn(tree) for tree in AGAINST]
     row[name] = round(statistics.median(w for w, _ in runs), 3)
     row[f"{name}_cpu"] = round(statistics.median(c for _, c in runs), 3)
+    if ref:
+        row[f"{name}_ref"] = round(statistics.median(w for w, _ in ref), 3)
+        row[f"{name}_ref_cpu"] = round(statistics.median(c for _, c in ref), 3)
 
 
 def browser_open(path: Path, repeats: int) -> float | None:
@@ -190,14 +210,15 @@ def measure(n: int, folder: Path, repeats: int, browser: bool, shape: Shape) -> 
     out, project = folder / f"out-{n}", folder / f"project-{n}"
     project.mkdir(exist_ok=True)
     row: dict[str, float | None] = {"cases": n, "file_mb": round(base.stat().st_size / 1e6, 1)}
-    timed(row, "compare_json_s", lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
-                                                stdout=folder / "compare.json"), repeats)  # fmt: skip
-    timed(row, "compare_out_s", lambda: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out)),
+    timed(row, "compare_json_s", lambda t: perfci("compare", str(base), str(cand), "--exit-zero", "--format", "json",
+                                                  stdout=folder / "compare.json", tree=t), repeats)  # fmt: skip
+    timed(row, "compare_out_s", lambda t: perfci("compare", str(base), str(cand), "--exit-zero", "--out", str(out),
+                                                 tree=t), repeats)  # fmt: skip
+    timed(row, "report_s", lambda t: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
+                                            str(folder / "again.html"), "--quiet", tree=t), repeats)  # fmt: skip
+    timed(row, "baseline_update_s", lambda t: perfci("baseline", "update", str(cand), "--runner", "scale",
+                                                     "--reason", "scale benchmark", cwd=project, tree=t),
           repeats)  # fmt: skip
-    timed(row, "report_s", lambda: perfci("report", str(out / "comparison.json"), str(base), str(cand), "--out",
-                                          str(folder / "again.html"), "--quiet"), repeats)  # fmt: skip
-    timed(row, "baseline_update_s", lambda: perfci("baseline", "update", str(cand), "--runner", "scale",
-                                                   "--reason", "scale benchmark", cwd=project), repeats)  # fmt: skip
     row["report_mb"] = round((out / "report.html").stat().st_size / 1e6, 1)
     row["chromium_open_s"] = browser_open(out / "report.html", repeats) if browser else None
     return row
@@ -209,15 +230,16 @@ def _cell(value: float | None) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
 
 
-def compile_perfci() -> None:
+def compile_perfci(*trees: Path) -> None:
     """Write perfci's byte-code first, as `pip install` does: a user's CLI starts from it. Without this, an
     editable install in an environment with PYTHONDONTWRITEBYTECODE set (this project's VM) compiled every
-    perfci module from its source on every command (docs/scale.md)."""
+    perfci module from its source on every command (docs/scale.md). `trees`: other source trees, the same."""
     import compileall
 
     import perfci
 
-    compileall.compile_dir(Path(perfci.__file__).parent, quiet=1)
+    for folder in (Path(perfci.__file__).parent, *(t / "perfci" for t in trees)):
+        compileall.compile_dir(folder, quiet=1)
 
 
 def main() -> None:
@@ -229,11 +251,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds per case (perfci run's default: 5)")
     parser.add_argument("--samples", default="10-30", help="raw samples per round, drawn from MIN-MAX")
     parser.add_argument("--browser-sizes", default="5000", help="sizes whose report is opened in Chromium")
+    parser.add_argument("--against", type=Path, help="another source tree (e.g. a git worktree of an older commit): "
+                        "each command of it is timed in turn with this tree's, and the ratio shown")  # fmt: skip
     args = parser.parse_args()
+    if args.against is not None:
+        if not (args.against / "perfci" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no perfci package there")
+        AGAINST.append(args.against.resolve())
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     browser_sizes = {int(s) for s in args.browser_sizes.split(",") if s}
-    compile_perfci()
+    compile_perfci(*AGAINST)
     low, high = (int(x) for x in args.samples.split("-"))
     shape = Shape(args.rounds, (low, high))
     rows = []
@@ -255,6 +283,11 @@ def main() -> None:
             for c in cols
         ]
         print("| " + " | ".join(cells) + " |")
+    for row in rows if AGAINST else ():
+        for c in timed_cols:
+            now, ref = row[c + "_cpu"] or 0.0, row[c + "_ref_cpu"] or 1.0
+            print(f"{row['cases']:,} cases, {c}: this tree {row[c]:.2f} s ({now:.2f} CPU), {AGAINST[0]} "
+                  f"{row[c + '_ref']:.2f} s ({ref:.2f} CPU): {now / ref:.2f}x CPU")  # fmt: skip
     by = {r["cases"]: r for r in rows}
     if 5000 in by and 20000 in by:
         for c in timed_cols:

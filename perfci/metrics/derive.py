@@ -13,7 +13,7 @@ from perfci.format.model import Metric, Round
 from perfci.metrics import registry as reg
 from perfci.metrics.definition import MetricDef, MetricRegistry
 from perfci.metrics.registry import reference_ratio
-from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile
+from perfci.stats.summary import coefficient_of_variation, median, median_ci, quantile, sorted_median
 
 CONFIDENCE = 0.95
 # bandwidth above the runner's measured copy peak by more than this is implausible: the bytes per call count
@@ -35,8 +35,9 @@ def metric(
 
 
 def round_medians(rounds: tuple[Round, ...]) -> list[float]:
-    """Per-round median time per call: the unit of replication for comparisons."""
-    return [median(r.per_call) for r in rounds]
+    """Per-round median time per call: the unit of replication for comparisons (each round's sorted per-call
+    times are kept: the report's charts read them again)."""
+    return [sorted_median(r.sorted_per_call) for r in rounds]
 
 
 def reference_metrics(rounds: tuple[Round, ...]) -> list[Metric]:

@@ -13,7 +13,10 @@ HTML and @-mentions in it stay inert, and `|` is escaped so it cannot split a ta
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from perfci.format.jsonfile import write_text_atomic
 from perfci.format.model import (
@@ -43,6 +46,7 @@ _HEAD = (
     "| verdict | case | metric | change | interval | detects | baseline | candidate |\n"
     "| --- | --- | --- | --: | --: | --: | --: | --: |"
 )
+T = TypeVar("T")
 MAX_SLOWER_ROWS = 10  # the "below the threshold" section is short: the largest slowdowns, the rest counted
 _RUN_HEAD = "| case | median | interval | memory (host) | memory (device) |\n| --- | --: | --: | --: | --: |"
 
@@ -104,24 +108,33 @@ def _run_row(c: CaseResult, extra: tuple[MetricDef, ...] = ()) -> str:
 
 
 def _table(
-    lines: list[str], rows: list[str], what: str, report: str, budget: int, max_rows: int, head: str = _HEAD
+    lines: list[str],
+    items: Sequence[T],
+    row: Callable[[T], str],
+    what: str,
+    report: str,
+    budget: int,
+    max_rows: int,
+    head: str = _HEAD,
 ) -> None:
-    """Append a table of `rows` to `lines`, stopping at `max_rows` or before `budget` characters."""
-    if not rows:
+    """Append a table of `items` (each made a line by `row`) to `lines`, stopping at `max_rows` or before `budget`
+    characters; only the rows shown are formatted (a 5,000-case comparison shows a few dozen)."""
+    if not items:
         return
     lines.extend(["", head])
     used = sum(len(x) + 1 for x in lines)
     reserve = 200  # the truncation line and the footer
     shown = 0
-    for row in rows[:max_rows]:
-        if used + len(row) + 1 > budget - reserve:
+    for item in items[:max_rows]:
+        text = row(item)
+        if used + len(text) + 1 > budget - reserve:
             break
-        lines.append(row)
-        used += len(row) + 1
+        lines.append(text)
+        used += len(text) + 1
         shown += 1
-    if shown < len(rows):
+    if shown < len(items):
         lines.append("")
-        lines.append(f"… and {len(rows) - shown:,} more {what} (see {report})")
+        lines.append(f"… and {len(items) - shown:,} more {what} (see {report})")
 
 
 def render_markdown(
@@ -149,7 +162,7 @@ def render_markdown(
         lines += _clock_lines(comparison, max_rows)
         ordered = sort_rows(comparison.rows)
         listed = [r for r in ordered if r.verdict in LISTED]
-        _table(lines, [_row(r) for r in listed], "cases", report, budget, max_rows)
+        _table(lines, listed, _row, "cases", report, budget, max_rows)
         if not listed:
             lines.append("\nNo regressions, errors or inconclusive cases.")
         worse = [r for r in ordered if r.verdict in BELOW_THRESHOLD_WORSE]
@@ -175,8 +188,9 @@ def render_markdown(
             if len(rows) > max_rows:
                 lines.append(f"\n… and {len(rows) - max_rows:,} more cases (see {report})")
         extra = metric_columns(run)
-        measured = [_run_row(c, extra) for c in run.cases if c.status is CaseStatus.OK]
-        _table(lines, measured, "measured cases", report, budget, max_rows, _run_head(extra))
+        measured = [c for c in run.cases if c.status is CaseStatus.OK]
+        _table(lines, measured, partial(_run_row, extra=extra), "measured cases", report, budget, max_rows,
+               _run_head(extra))  # fmt: skip
     lines += markdown_lines(decisions.tables(run), code)
     lines += _implausible_lines(run, max_rows)
     lines += [f"\n> note: {code(c)}: {words}" for c, words in launch_bound_lines(run)[:max_rows]]
@@ -226,7 +240,7 @@ def _below_threshold(
         f"\n{' and '.join(what)} smaller than the practical threshold"
         + (" (they fail this gate: fail_on = slower)." if gating else "; they do not fail the gate, but they add up.")
     )
-    _table(lines, [_row(r) for r in slower], "slower cases", report, budget, MAX_SLOWER_ROWS)
+    _table(lines, slower, _row, "slower cases", report, budget, MAX_SLOWER_ROWS)
 
 
 def _implausible_lines(run: RunResult | None, max_rows: int) -> list[str]:

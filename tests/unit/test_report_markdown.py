@@ -139,3 +139,16 @@ def test_a_regressions_note_is_in_the_summary_too() -> None:
     md = render_markdown(None, Comparison("main", "pr", (beyond, gone)))
     assert "regression `beyond the declared expected change of 50%`" in md
     assert "missing `not in the candidate (--allow-missing" in md
+
+
+def test_only_the_rows_shown_are_formatted(monkeypatch) -> None:
+    """A 5,000-case comparison lists a few dozen rows: the rest are counted, never formatted (0.2 s of a compare)."""
+    import perfci.reports.markdown as md
+
+    made: list[str] = []
+    real = md._row
+    monkeypatch.setattr(md, "_row", lambda r: made.append(r.case_id) or real(r))
+    text = md.render_markdown(None, synthetic(5000))
+    shown = [line for line in text.splitlines() if line.startswith("| ") and "models.m" in line]
+    assert shown and len(made) <= len(shown) + 1  # the one row that did not fit the budget is made, then dropped
+    assert "more cases" in text

@@ -265,6 +265,7 @@ def test_round_median_is_the_median_of_the_per_call_times_bit_for_bit() -> None:
             assert mdef.values(fresh, case) == sorted_median(r.sorted_per_call)
             assert "sorted_per_call" not in fresh.__dict__  # the fast way took no per-call tuples
             assert mdef.values(r, case) == sorted_median(r.sorted_per_call)  # and the known tuple, once made
+            assert r.sorted_per_call == tuple(sorted(r.per_call))  # sorted then divided: the same floats
             expected = statistics.geometric_mean(samples)
             assert geometric_mean(samples) == pytest.approx(expected, rel=1e-15, abs=0.0)
             if sys.version_info[:2] == (3, 11):  # its definition there: exp(fmean(map(log, data)))
