@@ -28,7 +28,9 @@ from perfci.format.jsonfile import write_text_atomic
 from perfci.format.model import Comparison, RunResult
 from perfci.reports.case_rows import (
     RUNTIME_PARAM,
+    ComparisonRow,
     ReportInput,
+    RunRow,
     comparison_rows,
     fingerprint_mismatches,
     fingerprint_summary,
@@ -136,15 +138,18 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
     saved_cand = getattr(comparison, "candidate_run", {}) or {}
     fp_cand = side_fingerprint(run, saved_cand)
     fp_base = side_fingerprint(base, saved_base)
+    rows: list[ComparisonRow] | list[RunRow]
+    with_ref = False  # a run's --speed-reference column
     if comparison is not None:
         rows = comparison_rows(inp)
         counts = [(v.value, n) for v, n in verdict_counts(comparison).items() if n]
         labels = (comparison.baseline_label, comparison.candidate_label)
     else:
         rows = run_rows(run) if run else []
-        counts = [(s, sum(1 for r in rows if r["status"] == s)) for s in ("error", "ok")]
+        counts = [(s, sum(1 for r in rows if r.status == s)) for s in ("error", "ok")]
         counts = [(s, n) for s, n in counts if n]
         labels = ("", run.run_id if run else "")
+        with_ref = any(r.vs_ref != "-" for r in rows)
     runtimes, groups = runtime_groups(run) if run else ([], [])
     js = plotly_js() if charts else None
     return {
@@ -164,7 +169,7 @@ def _context(inp: ReportInput, charts: bool) -> dict[str, Any]:
         "fingerprint": fingerprint_summary(fp_cand) if fp_cand else [],
         "fingerprint_json": json.dumps(fp_cand, indent=1, sort_keys=True),
         "rows": rows,
-        "with_ref": comparison is None and any(r.get("vs_ref", "-") != "-" for r in rows),  # --speed-reference
+        "with_ref": with_ref,
         "metric_titles": metric_titles(run) if comparison is None else [],  # accuracy...: metrics/definitions.py
         "counts": counts,
         "runtime_param": RUNTIME_PARAM,

@@ -1,11 +1,12 @@
 """What vulture cannot see being used (pyproject.toml [tool.vulture] reads this file with perfci/): the keys of
 open objects that perfci reads by string (`fingerprint.get("cpu_logical_cores")`), and a format field that is
 written and kept but read only by the reader of a file (a case error's round), and the API of pytest-benchmark's
-fixture that perfci serves to users' tests."""
+fixture that perfci serves to users' tests, and the report rows' sort keys that only the HTML template reads."""
 
 from perfci.format.model import CaseError, DeviceTime, FingerprintKeys, TelemetryKeys
 from perfci.metrics.definition import MetricRegistry
 from perfci.pytest_plugin.benchmark_fixture import ServedBenchmark
+from perfci.reports.case_rows import ComparisonRow, RunRow
 from perfci.stats.components import JobTerm
 
 FingerprintKeys.os
@@ -47,3 +48,14 @@ DeviceTime.kernels  # results-format fields: written for readers of the file and
 DeviceTime.dropped_calls
 JobTerm.jobs  # written into `perfci history noise --format json` rows by asdict
 MetricRegistry.with_metrics  # a project's own metric definitions join the registry here
+ComparisonRow.mdc_v
+ComparisonRow.baseline_v
+ComparisonRow.candidate_v
+ComparisonRow.noise_v
+RunRow.median_v
+RunRow.noise_v
+RunRow.bandwidth_v
+RunRow.flops_v
+RunRow.memory_v
+RunRow.energy_v
+RunRow.vs_ref_v

@@ -48,7 +48,7 @@ def test_bandwidth_above_the_copy_peak_is_marked_and_not_compared(tmp_path) -> N
     assert any(m["name"] == BANDWIDTH and m["note"].startswith("implausible") for m in saved)
     assert load_results(path).cases[0].metric(BANDWIDTH).note == marked.note  # type: ignore[union-attr]
     row = run_rows(_run(wild))[0]
-    assert "implausible" in row["bandwidth"] and "implausible" in row["notes"]
+    assert "implausible" in row.bandwidth and "implausible" in row.notes
     assert "implausible bandwidth" in render_markdown(_run(wild), None)
     assert "implausible" in str([cell.plain for row in run_table(_run(wild)).rows for cell in row.cells])
     assert "implausible" not in render_markdown(_run(ok), None)
@@ -81,7 +81,7 @@ def test_flops_above_the_matmul_peak_are_marked_and_not_compared() -> None:
     comparison = compare_runs(_run(wild), _run(wild), settings)
     assert {r.metric for r in comparison.rows} == {"latency.median"}
     row = run_rows(_run(wild))[0]
-    assert row["flops"].endswith("implausible") and "matmul peak" in row["notes"]
+    assert row.flops.endswith("implausible") and "matmul peak" in row.notes
     assert "implausible FLOP/s" in render_markdown(_run(wild), None)
     assert "matmul peak" in str([row.note.plain for row in run_table(_run(wild)).rows if row.note])
     assert "implausible" not in render_markdown(_run(fast), None)

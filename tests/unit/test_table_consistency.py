@@ -35,8 +35,8 @@ def test_candidate_over_baseline_is_the_change_in_every_row_and_rendering() -> N
     assert math.isclose(row.candidate / row.baseline, row.ratio, rel_tol=1e-12)
     console = Console(width=250, record=True)
     console.print(comparison_table(comparison))
-    html = next(r for r in comparison_rows(ReportInput(None, comparison)) if r["metric"] == "latency.median")
-    html_line = f"{html['case']} {html['change']}"
+    html = next(r for r in comparison_rows(ReportInput(None, comparison)) if r.metric == "latency.median")
+    html_line = f"{html.case} {html.change}"
     for text in (console.export_text(), render_markdown(None, comparison), html_line):
         line = next(x for x in text.splitlines() if "t.k" in x)
         change = re.search(r"([+-]\d+\.\d+)%", line)
