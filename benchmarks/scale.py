@@ -153,7 +153,9 @@ def perfci(
     env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "perfci", *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE, env=env)
+    # -P: the current folder is not put first on the path, where a checkout's own perfci would shadow `tree`'s
+    cmd = [sys.executable, "-P", "-m", "perfci", *args]
+    proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE, env=env)
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if stdout:
@@ -258,6 +260,10 @@ def main() -> None:
         if not (args.against / "perfci" / "__init__.py").is_file():
             raise SystemExit(f"--against {args.against}: no perfci package there")
         AGAINST.append(args.against.resolve())
+        probe = [sys.executable, "-P", "-c", "import perfci; print(perfci.__file__)"]
+        seen = subprocess.run(probe, env=dict(os.environ, PYTHONPATH=str(AGAINST[0])), capture_output=True, text=True)
+        if not seen.stdout.strip().startswith(str(AGAINST[0])):  # the comparison would time this tree twice
+            raise SystemExit(f"--against {args.against}: its perfci is not the one imported ({seen.stdout.strip()})")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="perfci-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     browser_sizes = {int(s) for s in args.browser_sizes.split(",") if s}
