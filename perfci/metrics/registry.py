@@ -135,13 +135,10 @@ def threshold_keys() -> frozenset[str]:
 def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
     """Per-round values of a metric, keyed by round index (rounds without the value are left out; so are values
     that are not positive, but for a metric with an absolute threshold, whose 0 is a value: no error at all)."""
-    value = metric.round_value
-    if value is None:  # reported only: no per-round value
-        return {}
     zero_ok = metric.threshold.absolute
     out: dict[int, float] = {}
     for r in case.rounds:
-        v = value(r, case)
+        v = metric.values(r, case)
         if v is not None and (v > 0 or (zero_ok and v == 0)):
             out[r.index] = v
     return out
