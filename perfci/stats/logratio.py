@@ -120,11 +120,6 @@ def pairs_to_reach(
     return math.inf
 
 
-def prepare() -> None:
-    """Import what the quantiles need now (a quarter of a second), e.g. while a helper process checks files."""
-    _quantiles()
-
-
 @cache
 def _quantiles() -> tuple[Callable[[float, float], float], Callable[[float], float]]:
     """scipy.special's Student t and normal quantile functions (`stdtrit`, `ndtri`), imported on first use."""
