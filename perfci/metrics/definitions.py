@@ -119,31 +119,15 @@ memory_device = metric(name=MEMORY_DEVICE, unit="B", direction=LOWER, timed=Fals
 round_cv = reported(name=ROUND_CV, unit="ratio", direction=LOWER, timed=False)
 
 
-# the round values of the accuracy figures, made once (not per call: three per round of every case compared)
-_ACCURACY_REL_L2, _ACCURACY_MAX_ABS_DIFF, _ACCURACY_TOP1_AGREE = (
-    rounds.accuracy_value(k) for k in ("rel_l2", "max_abs_diff", "top1_agree")
-)
-
-
-@metric(name=ACCURACY_REL_L2, unit="", direction=LOWER, timed=False, threshold=ACCURACY_THRESHOLD, compared=True,
-        column="rel L2 error")  # fmt: skip
-def accuracy_rel_l2(r: Round, c: CaseResult | None) -> float | None:
-    """||a - e|| / ||e|| of the variant's outputs against the reference's (the worst output's)."""
-    return _ACCURACY_REL_L2(r, c)
-
-
-@metric(name=ACCURACY_MAX_ABS, unit="", direction=LOWER, timed=False, threshold=ACCURACY_THRESHOLD, compared=True,
-        column="max abs diff")  # fmt: skip
-def accuracy_max_abs(r: Round, c: CaseResult | None) -> float | None:
-    """The largest |a - e| over the outputs, in the outputs' own unit."""
-    return _ACCURACY_MAX_ABS_DIFF(r, c)
-
-
-@metric(name=ACCURACY_TOP1, unit="", direction=HIGHER, timed=False, threshold=TOP1_THRESHOLD, compared=True,
-        column="top-1 agree")  # fmt: skip
-def accuracy_top1_agree(r: Round, c: CaseResult | None) -> float | None:
-    """The share of rows whose largest logit is the reference's (for a model whose one output is logits)."""
-    return _ACCURACY_TOP1_AGREE(r, c)
+# ||a - e|| / ||e|| of the variant's outputs against the reference's (the worst output's)
+accuracy_rel_l2 = metric(name=ACCURACY_REL_L2, unit="", direction=LOWER, timed=False, threshold=ACCURACY_THRESHOLD,
+                         compared=True, column="rel L2 error")(rounds.accuracy_value("rel_l2"))  # fmt: skip
+# the largest |a - e| over the outputs, in the outputs' own unit
+accuracy_max_abs = metric(name=ACCURACY_MAX_ABS, unit="", direction=LOWER, timed=False, threshold=ACCURACY_THRESHOLD,
+                          compared=True, column="max abs diff")(rounds.accuracy_value("max_abs_diff"))  # fmt: skip
+# the share of rows whose largest logit is the reference's (for a model whose one output is logits)
+accuracy_top1_agree = metric(name=ACCURACY_TOP1, unit="", direction=HIGHER, timed=False, threshold=TOP1_THRESHOLD,
+                             compared=True, column="top-1 agree")(rounds.accuracy_value("top1_agree"))  # fmt: skip
 
 
 # every definition above, in the order reports and the registry list them (registry.default_registry)
