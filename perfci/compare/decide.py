@@ -234,7 +234,8 @@ def compare_case(
             if sources[0] and sources[1]:
                 rows.append(_other_sources(cand.id, mdef, base, cand))
             continue
-        bv, cv = round_values(base, mdef), round_values(cand, mdef)
+        bv = round_values(base, mdef)
+        cv = round_values(cand, mdef) if bv else {}  # a metric the baseline lacks: the candidate's is not read
         if not bv or not cv or implausible(base, name) or implausible(cand, name):
             continue  # implausible values are not compared (compare_runs warns)
         tolerance = (tolerance_of(cand, name) or tolerance_of(base, name)) if mdef.threshold.absolute else None
