@@ -95,6 +95,13 @@ class CIOutcome:
 
     @property
     def verdict(self) -> str:
+        """`pass`, `regression`, `missing` (the gate failed on baseline cases not measured, and on nothing else),
+        `no-baseline` (measured, nothing compared: never said `pass`) or `error`."""
+        if self.code is ExitCode.OK and self.comparison is None:
+            return "no-baseline"
+        failing = self.comparison.failing if self.comparison is not None else ()
+        if self.code is ExitCode.REGRESSION and failing and all(r.verdict is Verdict.MISSING for r in failing):
+            return "missing"
         return VERDICT_WORDS.get(self.code, "error")
 
 
@@ -270,6 +277,10 @@ def workflow_annotations(outcome: CIOutcome, report_only: bool = False) -> list[
                 lines.append(workflow_command(kind, message, f"perfci {what}: {r.case_id}"))
             elif r.verdict is Verdict.ERROR:
                 lines.append(workflow_command(fail_kind, f"{r.case_id}: {r.note}", f"perfci error: {r.case_id}"))
+            elif r.verdict is Verdict.MISSING:  # fails the gate unless allowed (`expected` says why)
+                why = r.expected or r.note or "in the baseline, not measured"
+                kind = "warning" if r.expected else fail_kind
+                lines.append(workflow_command(kind, f"{r.case_id}: {why}", f"perfci missing: {r.case_id}"))
             elif r.verdict is Verdict.INCONCLUSIVE:
                 why = f"; {r.note}" if r.note else f"; see {report}"  # it ended in "not settled; " with no note
                 message = f"{r.case_id}: {r.metric} {_change(r.ratio)}{interval} not settled{why}"
@@ -305,6 +316,7 @@ def counts(outcome: CIOutcome) -> dict[str, int]:
         "improvements": cases(Verdict.IMPROVEMENT),
         "inconclusive": cases(Verdict.INCONCLUSIVE),
         "slower": cases(Verdict.SLOWER),
+        "missing": cases(Verdict.MISSING),  # baseline cases not measured that fail the gate (allowed ones left out)
         "errors": len(failed),
     }
 

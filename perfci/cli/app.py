@@ -29,6 +29,7 @@ from perfci.cli.progress import PlainProgress
 from perfci.engine.progress import ProgressEvent, RoundStarted
 from perfci.errors import InfrastructureError, PerfciError, UsageError
 from perfci.format.model import Comparison, RunResult
+from perfci.reports.case_table import LOG_WIDTH
 from perfci.reports.decision_lines import text_lines
 from perfci.reports.decisions import DecisionView
 from perfci.reports.terminal import comparison_table, verdict_line
@@ -114,9 +115,6 @@ class _State:
     debug = False
 
 
-# stdout that is not a terminal (a CI log, a pipe): tables as wide as they need, so a case id stays on one line and
-# a grep of the log finds it with its verdict; a terminal gets the compact layout when narrow (reports/case_table.py)
-LOG_WIDTH = 10_000
 
 
 MIN_COLUMNS = 20  # a narrower COLUMNS is taken for a mistake: COLUMNS=0 printed no error at all, COLUMNS=5 cut words

@@ -123,6 +123,7 @@ def require_compared(comparison: Comparison, metrics: Sequence[str]) -> Comparis
 
 # the note of a `new` row whose case the baseline holds without data (decide.compare_case): it failed or was skipped
 BASELINE_FAILED, BASELINE_SKIPPED, BASELINE_NO_DATA = "baseline failed", "baseline skipped", "baseline has no data"
+CANDIDATE_NO_DATA = "candidate has no data"  # a case `ok` in the candidate's file with no round: nothing measured
 
 
 def is_baseline_without_data(note: str | None) -> bool:

@@ -38,6 +38,7 @@ from perfci.compare.coverage import (
     BASELINE_FAILED,
     BASELINE_NO_DATA,
     BASELINE_SKIPPED,
+    CANDIDATE_NO_DATA,
     Scope,
     recorded_scope,
     require_common,
@@ -219,6 +220,8 @@ def compare_case(
         word = BASELINE_SKIPPED if base.status is CaseStatus.SKIPPED else BASELINE_FAILED
         note = f"{word}: {base.errors[0].message}" if base.errors else BASELINE_NO_DATA
         return [MetricComparison(cand.id, LATENCY, Verdict.NEW, "s", None, _value(cand), note=note)]
+    if not cand.rounds:  # `ok` with nothing measured: no metric would make a row, and the case would pass unseen
+        return [MetricComparison(cand.id, LATENCY, Verdict.MISSING, "s", _value(base), None, note=CANDIDATE_NO_DATA)]
     alpha = settings.alpha(n_cases)
     busy = contention_note(base, cand)
     busy_wait = busy_machine(base, cand)

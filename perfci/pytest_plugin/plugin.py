@@ -404,6 +404,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = code
 
 
+def _output_width(tr: Any) -> tuple[int, bool]:
+    """(width, on a terminal): a terminal's own width, where tables take their compact layout and lines wrap at
+    words; else (a CI log) LOG_WIDTH, each row and message on one line for grep, as `perfci compare` prints."""
+    from perfci.reports.case_table import LOG_WIDTH
+
+    tw = getattr(tr, "_tw", None)
+    isatty = getattr(getattr(tw, "_file", None), "isatty", None)
+    terminal = bool(isatty()) if callable(isatty) else False
+    return (max(20, int(getattr(tw, "fullwidth", 80))) if terminal else LOG_WIDTH), terminal
+
+
+def _lines(text: str, width: int, terminal: bool) -> str:
+    """A message wrapped at spaces on a terminal (never inside a word or a path), whole in a log."""
+    import textwrap
+
+    if not terminal:
+        return text
+    return "\n".join(textwrap.fill(p, width, break_long_words=False, break_on_hyphens=False) for p in text.split("\n"))
+
+
 def _table_text(table: Any, width: int) -> str:
     from rich.console import Console
 
@@ -425,7 +445,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     tr = terminalreporter
     tr.write_sep("=", "perfci")
-    width = max(120, int(getattr(getattr(tr, "_tw", None), "fullwidth", 120)))  # a CI log is 80 wide
+    width, terminal = _output_width(tr)
     if state.measured is not None:  # the table `perfci run` prints
         tr.write(_table_text(run_table(state.measured), width))
     if state.written is not None:
@@ -435,10 +455,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.outcome is not None:
         tr.write(_table_text(comparison_table(state.outcome.comparison), width))
         for w in state.outcome.comparison.warnings:  # as `perfci compare` says them (they were in the file only)
-            tr.write_line(f"warning: {w}", yellow=True)
+            tr.write_line(_lines(f"warning: {w}", width, terminal), yellow=True)
         failing = bool(state.outcome.comparison.failing)
-        tr.write_line(verdict_line(state.outcome.comparison), red=failing, green=not failing)
+        tr.write_line(_lines(verdict_line(state.outcome.comparison), width, terminal), red=failing, green=not failing)
         if text := unsettled_note(
             state.outcome.unsettled, unpaired_remedy(state.outcome.unsettled), state.outcome.comparison
         ):
-            tr.write_line(text)
+            tr.write_line(_lines(text, width, terminal))

@@ -33,6 +33,9 @@ MEASURE_WIDTH = 1_000_000  # "as wide as it likes" when measuring a table's natu
 # a longer note goes under the wide layout's table, numbered, and its row holds the number: inline, one 170-character
 # note (an implausible bandwidth's reason) padded every row of a CI log's table to its width
 NOTE_INLINE_MAX = 100
+# output that is not a terminal (a CI log, a pipe): tables as wide as they need, so a case id stays on one line and a
+# grep of the log finds it with its verdict; a terminal gets the compact layout when narrow
+LOG_WIDTH = 10_000
 
 
 @dataclass(frozen=True)

@@ -131,10 +131,10 @@ def comparison_table(comparison: Comparison, limit: int | None = None, summary_a
         cells = [row.metric, format_value(row.baseline, row.unit), format_value(row.candidate, row.unit)]
         cells += [format_ratio(row.ratio), interval, format_mdc(row.mdc)]
         verdict = Text(row.verdict.value, VERDICT_STYLE[row.verdict])
+        # a missing row that passes says why it may (`missing allowed (--allow-missing)`), as the JSON does
+        note = row.note or (row.expected if row.verdict is Verdict.MISSING else None)
         rows_out.append(
-            CaseRow(
-                row.case_id, (*map(Text, cells), verdict), Text(printable(row.note, lines=True)) if row.note else None
-            )
+            CaseRow(row.case_id, (*map(Text, cells), verdict), Text(printable(note, lines=True)) if note else None)
         )
     caption = _caption(comparison, len(listed) - len(shown), len(rows) - len(listed) if summarised else None)
     return CaseTable(

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, NoReturn, overload
 
 from perfci.errors import WorkloadDefinitionError
@@ -86,8 +87,18 @@ def recording_workloads(namespace: dict[str, Any]) -> Iterator[None]:
         _loading.pop()
 
 
-def _perfci_or_dataclasses(module: object) -> bool:
-    return isinstance(module, str) and (module in ("perfci", "dataclasses") or module.startswith("perfci."))
+def _made_by_file(frame: FrameType | None, target: dict[str, Any]) -> bool:
+    """Whether the workload being made comes from the workload file's own code (namespace `target`): its module
+    code, or a helper it calls, wherever that helper is defined (a `_helpers.py` beside it: its workloads were
+    dropped without a word). Not one made while the file imports a module: that module's code made it (a shared
+    file of workloads imported by two workload files would otherwise be measured under each)."""
+    while frame is not None:
+        if frame.f_globals is target:
+            return True
+        if frame.f_code.co_filename.startswith("<frozen importlib"):  # inside an import: another module's code
+            return False
+        frame = frame.f_back
+    return False
 
 
 @dataclass(frozen=True)
@@ -109,10 +120,7 @@ class Workload:
         if not _loading:
             return
         target = _loading[-1]
-        frame = inspect.currentframe()
-        while frame is not None and _perfci_or_dataclasses(frame.f_globals.get("__name__")):
-            frame = frame.f_back
-        if frame is not None and frame.f_globals is target:  # made by the file's own code (not a module it imports)
+        if _made_by_file(inspect.currentframe(), target):
             # one entry a set-up: `model_workload` makes its workload, then a copy with more
             made = target.setdefault(MADE_KEY, [])
             made[:] = [w for w in made if w.setup is not self.setup]

@@ -3,6 +3,7 @@ annotations and the outputs file."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from perfci.api.ci import (
     CIRequest,
     escape_data,
     escape_property,
+    outputs,
     plan_ci,
     publish,
     workflow_annotations,
@@ -150,6 +152,26 @@ def test_annotations_name_the_regressed_case_on_one_line(tmp_path: Path) -> None
     )
     assert "+100.0%25; beyond the declared change; see " in first
     assert second.endswith("not settled; see " + str(tmp_path / "out" / "report.html"))
+
+
+def test_a_missing_case_is_annotated_counted_and_named_by_the_verdict(tmp_path: Path) -> None:
+    """An audit: a baseline case not measured failed `perfci ci` (exit 1) with no `::error` for it, and the outputs
+    said `verdict=regression` with `regressions=0`; a push with no baseline said `verdict=pass`."""
+    outcome = _outcome(tmp_path)
+    gone = MetricComparison("w.gone@cpu", LATENCY, Verdict.MISSING, note="not in the candidate")
+    allowed = MetricComparison("w.old@cpu", LATENCY, Verdict.MISSING, expected="missing allowed (--allow-missing)")
+    done = replace(outcome, comparison=Comparison("base", "head", (gone, allowed)))
+    error, warning = workflow_annotations(done)
+    assert error.startswith("::error title=perfci missing%3A w.gone@cpu::w.gone@cpu: not in the candidate")
+    assert warning.startswith("::warning ") and "missing allowed" in warning
+    values = outputs(done)
+    assert (values["verdict"], values["missing"], values["regressions"]) == ("missing", "1", "0")
+    # a regression beside a missing case: the verdict is the regression
+    assert outputs(replace(done, comparison=Comparison("b", "h", (gone, *outcome.comparison.rows))))["verdict"] == (
+        "regression"
+    )
+    assert outputs(replace(outcome, comparison=None, code=ExitCode.OK))["verdict"] == "no-baseline"
+    assert outputs(replace(outcome, comparison=Comparison("b", "h", ()), code=ExitCode.OK))["verdict"] == "pass"
 
 
 def test_publish_appends_the_summary_and_writes_the_outputs(tmp_path: Path) -> None:

@@ -77,6 +77,17 @@ def test_unpaired_verdicts_and_new_missing_error() -> None:
     assert fresh["born_broken"].verdict is Verdict.ERROR and fresh["born_broken"].note == "new case: SIGSEGV"
 
 
+def test_a_candidate_case_ok_with_no_round_is_missing_not_dropped() -> None:
+    """An audit: a candidate case `ok` but with no round made no row at all (no metric has values), and the
+    comparison said PASS on the other case alone. Now it is a `missing` row, failing the gate like a removed case."""
+    base = make_run([make_case("kept", 1e-3), make_case("empty", 1e-3)])
+    cand = make_run([make_case("kept", 1e-3, seed=1), replace(make_case("empty", 1e-3), rounds=())])
+    comparison = compare_runs(base, cand, STEADY)
+    rows = _rows(comparison)
+    assert rows["empty"].verdict is Verdict.MISSING and rows["empty"].note == "candidate has no data"
+    assert rows["kept"].verdict is not Verdict.MISSING and comparison.failing
+
+
 def test_default_cross_job_noise_says_inconclusive_not_regression() -> None:
     base, cand = make_run([make_case("slow", 1e-3)]), make_run([make_case("slow", 1e-3, seed=1, scale=1.3)])
     row = _rows(compare_runs(base, cand, DecisionSettings()))["slow"]

@@ -231,6 +231,29 @@ def test_a_workload_made_at_module_level_and_never_bound_is_measured(tmp_path: P
     assert sorted(s.id for s in cases_from_sources([str(path)])) == ["wl.bound@cpu", "wl.unbound@cpu"]
 
 
+def test_a_workload_made_by_a_helper_module_is_measured_but_not_one_an_import_made(tmp_path: Path) -> None:
+    """An audit: `build("lin_a")` from `_helpers.py`, called by the workload file, was dropped without a word (its
+    workload was made in the helper's module, not the file's). Called from the file, it is the file's; a workload a
+    module makes while it is imported stays that module's (`shared.py` here is no workload file of its own)."""
+    (tmp_path / "_helpers.py").write_text(
+        "import perfci\ndef build(name):\n    return perfci.workload(name=name)(lambda ctx: (lambda: None))\n"
+    )
+    (tmp_path / "shared.py").write_text(
+        "import perfci\nperfci.workload(name='made_on_import')(lambda ctx: (lambda: 1))\n"
+    )
+    path = tmp_path / "wl.py"
+    path.write_text(
+        "import perfci\n"
+        "import shared\n"
+        "from _helpers import build\n"
+        "build('lin_a')\n"
+        "@perfci.workload()\n"
+        "def bound(ctx):\n"
+        "    return lambda: None\n"
+    )
+    assert sorted(s.id for s in cases_from_sources([str(path)])) == ["wl.bound@cpu", "wl.lin_a@cpu"]
+
+
 def test_a_store_window_with_earlier_pytest_ids_is_compared_case_by_case() -> None:
     """The rolling baseline from the history store (`--baseline store:main`): runs ingested before the ids were
     relative to the project root still match, and a stored case the candidate lacks is missing."""

@@ -340,3 +340,13 @@ def test_control_characters_in_messages_reach_no_report_raw() -> None:
     ET.fromstring(render_junit(comparison).split("\n", 1)[1])  # well-formed
     assert "\\x1b[2J" in render_junit(comparison) and "\x1b" not in render_junit(comparison)
     assert code(bad) == "`bad \\x1b[2J\\x1b[31mRED second line`"
+
+
+def test_an_allowed_missing_row_says_why_it_passes() -> None:
+    """An audit: with `--allow-missing` the row read `missing` and the headline `PASS: 1 missing`; the reason was in
+    the JSON only."""
+    allowed = MetricComparison(
+        "w.old@cpu", "latency.median", Verdict.MISSING, expected="missing allowed (--allow-missing)"
+    )
+    text = _text(comparison_table(Comparison("a", "b", (allowed,))))
+    assert "missing allowed (--allow-missing)" in text
