@@ -47,7 +47,8 @@ class Config:
     pytest: tuple[Path, ...] = ()  # pytest files or folders whose benchmark tests `perfci ab` and `ci` measure
     devices: tuple[str, ...] = ()  # devices to run on by default (empty: every device present on the runner)
     # case pattern (perfci.patterns: substring, glob or re:, e.g. "kernels.*") -> metric name or family ->
-    # practical threshold as a fraction, e.g. {"kernels.*": {"latency": 0.03, "memory": 0.01}}
+    # practical threshold as a fraction, e.g. {"kernels.*": {"latency": 0.03, "memory": 0.01}} (an accuracy key's
+    # is absolute, in the metric's own unit: `absolute_keys`)
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     rounds: int | None = None
     case_timeout_s: float | None = None
@@ -134,11 +135,18 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_config(path: Path | None = None, start: Path | None = None, *, metric_keys: Collection[str]) -> Config:
+def load_config(
+    path: Path | None = None,
+    start: Path | None = None,
+    *,
+    metric_keys: Collection[str],
+    absolute_keys: Collection[str] = (),
+) -> Config:
     """Load and validate `path`, or the file `find_config(start or cwd)` finds; an empty Config if none.
 
     `metric_keys`: the metric names and families a threshold may name (metrics.registry.threshold_keys(); passed
-    in because the registry lives above this core module)."""
+    in because the registry lives above this core module); `absolute_keys`: those of them whose threshold is in
+    the metric's own unit (metrics.registry.absolute_threshold_keys())."""
     if path is None:
         path = find_config(start or Path.cwd())
         if path is None:
@@ -159,8 +167,10 @@ def load_config(path: Path | None = None, start: Path | None = None, *, metric_k
         if not isinstance(table, dict):
             where = _Where(path, text, "", frozenset(metric_keys)).where("tool", "perfci")
             raise ConfigError(f"{where}: tool.perfci must be a table ([tool.perfci]), got {table!r}.")
-        return parse_config(table, path, text, prefix="tool.perfci.", metric_keys=metric_keys)
-    return parse_config(data, path, text, prefix="", metric_keys=metric_keys)
+        return parse_config(
+            table, path, text, prefix="tool.perfci.", metric_keys=metric_keys, absolute_keys=absolute_keys
+        )
+    return parse_config(data, path, text, prefix="", metric_keys=metric_keys, absolute_keys=absolute_keys)
 
 
 # ---- validation ----------------------------------------------------------------------------------------------
@@ -174,6 +184,8 @@ class _Where:
     text: str
     prefix: str
     metric_keys: frozenset[str]  # what a threshold may name: metric names and families
+    # the keys among them whose threshold is absolute, in the metric's own unit (accuracy): not a fraction
+    absolute_keys: frozenset[str] = frozenset()
 
     def line(self, *names: str) -> int | None:
         """Best effort: the line of the first `name =` (or `name]`), then of the next name after it, and so on."""
@@ -284,14 +296,37 @@ def _thresholds(w: _Where, value: object) -> dict[str, dict[str, float]]:
                 )
             if isinstance(frac, dict):
                 raise w.error((*key, metric), "is a table.", hint='quote a dotted metric name: "latency.median" = 0.02')
-            if not isinstance(frac, str) and not _is_number(frac):
-                raise w.error((*key, metric), f"must be {THRESHOLD.bounds_text()}, got {frac!r}.")
             try:
+                if metric in w.absolute_keys:
+                    out.setdefault(pattern, {})[metric] = _absolute_threshold(metric, frac)
+                    continue
+                if not isinstance(frac, str) and not _is_number(frac):
+                    raise ValueError(f"must be {THRESHOLD.bounds_text()}, got {frac!r}")
                 out.setdefault(pattern, {})[metric] = parse_fraction(frac)
             except ValueError as exc:
                 raise w.error((*key, metric), f"{str(exc).rstrip('.')}.") from None
         out.setdefault(pattern, {})
     return out
+
+
+def _absolute_threshold(metric: str, value: object) -> float:
+    """An absolute threshold (accuracy's): a finite number from 0 up in the metric's own unit, with no upper bound
+    (`accuracy.max_abs = 2` is a fair bound); ValueError otherwise. A percentage is refused, not read as a fraction:
+    `1%` of what? The relative fractions' rule ("2 is above 1: write 2%") does not apply here."""
+    said = f"the threshold of {metric} is absolute, in the metric's own unit: write a number such as 0.002"
+    if isinstance(value, str) and value.strip().endswith("%"):
+        raise ValueError(f"{value!r} is a percentage, but {said}")
+    number: float | None = None
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    elif _is_number(value):
+        number = float(value)  # type: ignore[arg-type]
+    if number is None or not math.isfinite(number) or number < 0:
+        raise ValueError(f"{value!r} is not a number from 0 up; {said}")
+    return number
 
 
 # keys read by their own function; every other key is held to its row of the options table
@@ -319,10 +354,16 @@ def _read(w: _Where, key: str, value: object) -> tuple[str, Any]:
 
 
 def parse_config(
-    data: Mapping[str, Any], source: Path, text: str = "", prefix: str = "", *, metric_keys: Collection[str]
+    data: Mapping[str, Any],
+    source: Path,
+    text: str = "",
+    prefix: str = "",
+    *,
+    metric_keys: Collection[str],
+    absolute_keys: Collection[str] = (),
 ) -> Config:
     """Validate a parsed TOML table; ConfigError names the file, the line (when found) and the key."""
-    w = _Where(source, text, prefix, frozenset(metric_keys))
+    w = _Where(source, text, prefix, frozenset(metric_keys), frozenset(absolute_keys))
     values: dict[str, Any] = {}
     keys = by_config_key()
     _one_name_each(w, data)

@@ -55,14 +55,21 @@ def flavour_of(command: str) -> str:
 
 def find_runtime(named: str, which: Callable[[str], str | None] = shutil.which) -> Runtime:
     """The runtime `named` (docker, podman, or a path to an executable); a UsageError when it is not there."""
-    executable = os.path.isfile(named) and os.access(named, os.X_OK)
-    path = which(named) if os.sep not in named else (named if executable else None)
-    if path is None:
-        raise UsageError(
-            f"--container-runtime {named}: no such executable"
-            + (" on PATH." if os.sep not in named else " (or it is not executable)."),
-            hint="install docker or podman, or name the runtime's executable: --container-runtime PATH",
-        )
+    hint = "install docker or podman, or name the runtime's executable: --container-runtime PATH"
+    # `.` and `..` are paths though they have no slash: `..` was looked up on PATH and said to be missing there
+    a_path = os.sep in named or named in (os.curdir, os.pardir)
+    if a_path and os.path.isdir(named):
+        raise UsageError(f"--container-runtime {named}: is a directory, not an executable file.", hint=hint)
+    if not a_path:
+        path = which(named)
+        if path is None:
+            raise UsageError(f"--container-runtime {named}: no such executable on PATH.", hint=hint)
+    elif not os.path.exists(named):
+        raise UsageError(f"--container-runtime {named}: no such file.", hint=hint)
+    elif not (os.path.isfile(named) and os.access(named, os.X_OK)):
+        raise UsageError(f"--container-runtime {named}: the file is not executable.", hint=hint)
+    else:
+        path = named
     return Runtime(str(Path(path).absolute()), flavour_of(named))
 
 
@@ -71,6 +78,11 @@ _DAEMON_DOWN = re.compile(
     r"\.sock|unable to connect to podman|error during connect",
     re.IGNORECASE,
 )
+
+
+# how docker ("No such image: X", older ones "No such object: X") and podman ("X: image not known", "failed to
+# find image") say that an image is not on the machine; only then is a pull the fix
+_NO_IMAGE = re.compile(r"no such image|no such object|image not known|failed to find image", re.IGNORECASE)
 
 
 def check_image(runtime: Runtime, image: str, option: str) -> None:
@@ -93,10 +105,14 @@ def check_image(runtime: Runtime, image: str, option: str) -> None:
                 f"{option} {image}: {name} cannot reach its daemon ({said})",
                 hint=f"start it (e.g. sudo systemctl start {name}) or point {name} at one, then run the A/B again",
             )
-        raise UsageError(
-            f"{option} {image}: no such image on this machine ({Path(runtime.command).name} says: {said})",
-            hint=f"pull or build it first: {Path(runtime.command).name} pull {shlex.quote(image)}",
-        )
+        if _NO_IMAGE.search(proc.stderr):
+            raise UsageError(
+                f"{option} {image}: no such image on this machine ({name} says: {said})",
+                hint=f"pull or build it first: {name} pull {shlex.quote(image)}",
+            )
+        # any other failure (a broken runtime, its own configuration missing) is the runtime's, said as it said it:
+        # a pull would not help
+        raise UsageError(f"{option} {image}: {name} image inspect failed: {said}")
 
 
 def host_has_gpus(device: Path = NVIDIA_DEVICE) -> bool:

@@ -20,7 +20,7 @@ from perfci.compare.baselines import check_runner_name
 from perfci.config import DEVICE_RE, Config, load_config
 from perfci.cpus import parse_cpu_list, unavailable
 from perfci.errors import UsageError
-from perfci.metrics.registry import threshold_keys
+from perfci.metrics.registry import absolute_threshold_keys, threshold_keys
 from perfci.options import (
     CASE_TIMEOUT,
     DB,
@@ -57,7 +57,7 @@ ENV_GITHUB_OUTPUT = "GITHUB_OUTPUT"
 
 def load_project_config(path: Path | None = None, start: Path | None = None) -> Config:
     """The project's configuration (perfci.toml or [tool.perfci]), validated against the metric registry."""
-    return load_config(path, start, metric_keys=threshold_keys())
+    return load_config(path, start, metric_keys=threshold_keys(), absolute_keys=absolute_threshold_keys())
 
 
 def first(*values: T | None) -> T:

@@ -115,8 +115,6 @@ class _State:
     debug = False
 
 
-
-
 MIN_COLUMNS = 20  # a narrower COLUMNS is taken for a mistake: COLUMNS=0 printed no error at all, COLUMNS=5 cut words
 
 

@@ -153,14 +153,17 @@ def print_outcome(
     written: list[Path],
     fmt: OutputFormat,
     decisions: DecisionView = BY_TIME,
+    said: tuple[str, ...] = (),
 ) -> None:
+    """`said`: warnings the caller has printed already (an A/B's environments line), not printed twice."""
     if fmt is OutputFormat.json:
         print_json_text(consoles()[0], comparison_json(comparison))  # the document's text, written by orjson
     else:
         emit(fmt, lambda: comparison_document(comparison), lambda: comparison_table(comparison))
     print_decisions(candidate, decisions, fmt)
     for w in comparison.warnings:
-        note(f"warning: {w}")
+        if w not in said:
+            note(f"warning: {w}")
     note(verdict_line(comparison, candidate))
     if written:
         note(f"comparison: {written[0]}\nreport:     {written[1]}")
@@ -293,13 +296,16 @@ def print_ab(result: ABResult, fmt: OutputFormat) -> None:
     outcome = result.outcome
     meta = result.comparison.settings.get("ab", {})
     envs = meta.get("environments")
+    said: tuple[str, ...] = ()
     if envs:
         base, head = (
             f"image {envs[s]['image']}" if "image" in envs[s] else envs[s]["python"] for s in ("base", "head")
         )
         note(f"environments: base {base} -> head {head}")
-        note(result.comparison.warnings[0])
-    print_outcome(result.comparison, outcome.head, result.written, fmt)
+        said = tuple(result.comparison.warnings[:1])  # the environments line (ab/orchestrate.py puts it first)
+        for line in said:
+            note(line)
+    print_outcome(result.comparison, outcome.head, result.written, fmt, said=said)
     note(
         f"A/B: {outcome.pairs_run} pairs in {outcome.looks_run} of {meta.get('looks_planned')} looks, "
         f"{outcome.elapsed_s:.0f} s; results: {result.out_dir / 'base'}, {result.out_dir / 'head'}"

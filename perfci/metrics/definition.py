@@ -174,6 +174,13 @@ class MetricRegistry(Mapping[str, MetricDef]):
         """What a configured threshold may name: a metric or a family of metrics."""
         return frozenset(self._by_name) | frozenset(self.families())
 
+    def absolute_threshold_keys(self) -> frozenset[str]:
+        """The threshold keys whose threshold is in the metric's own unit, not a relative change: each metric with
+        an absolute threshold, and each family whose metrics all have one (`accuracy`)."""
+        absolute = {d.name for d in self.definitions if d.threshold.absolute}
+        families = {f for f in self.families() if all(d.name in absolute for d in self.definitions if d.family == f)}
+        return frozenset(absolute | families)
+
     def columns(self) -> tuple[MetricDef, ...]:
         """The metrics with a run-table column of their own, in definition order."""
         return tuple(d for d in self.definitions if d.column)

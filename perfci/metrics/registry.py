@@ -132,6 +132,11 @@ def threshold_keys() -> frozenset[str]:
     return default_registry().threshold_keys()
 
 
+def absolute_threshold_keys() -> frozenset[str]:
+    """The threshold keys whose configured threshold is absolute, in the metric's unit (not `3%`)."""
+    return default_registry().absolute_threshold_keys()
+
+
 def round_values(case: CaseResult, metric: MetricDef) -> dict[int, float]:
     """Per-round values of a metric, keyed by round index (rounds without the value are left out; so are values
     that are not positive, but for a metric with an absolute threshold, whose 0 is a value: no error at all)."""

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from perfci.reports.decisions import Accuracy, Choice, DecisionTable
 from perfci.reports.units import format_bytes, format_seconds
+from perfci.workloads.checks import shown_apart
 
 T = TypeVar("T")
 MAX_TEXT_TABLES = 6  # at most this many tables in a terminal; summary.md and the report show them all
@@ -29,8 +30,12 @@ def _accuracy_cell(a: Accuracy | None, config: str = "") -> str:
     "0 (≤ 1.3e-05)", as if it were a variant that happened to be exact)."""
     if a is None or (config and a.reference.split(" ", 1)[0] == config and not a.rel_l2):
         return "reference"
-    err = f"{a.rel_l2:.2g}" if a.rel_l2 is not None else "-"
-    return f"{err} (≤ {a.limit:.2g})" if a.limit is not None else err
+    if a.rel_l2 is None:
+        return f"- (≤ {a.limit:.2g})" if a.limit is not None else "-"
+    if a.limit is None:
+        return f"{a.rel_l2:.2g}"
+    # digits enough to show an error past its bound as past it: "0.1 (≤ 0.1): over tolerance" read as within
+    return f"{shown_apart(a.rel_l2, a.limit)} (≤ {a.limit:.2g})"
 
 
 def _ranked_by(table: DecisionTable) -> str:
@@ -51,13 +56,22 @@ def _best_sentence(table: DecisionTable, b: Choice, where: str) -> str:
     within = " within its accuracy tolerance" if b.accuracy is not None and b.accuracy.limit is not None else ""
     ties = table.ties_of(b)
     if ties:
-        others = ", ".join(f"{t.config}{f', batch {t.batch}' if t.batch is not None else ''}" for t in ties[:4])
-        more = f" and {len(ties) - 4} more" if len(ties) > 4 else ""
+        # each configuration's batch and cost in its own brackets, so a tie of three cannot be read as some other
+        # grouping ("inference, batch 8 (...) and eager, batch 8, channels-last, batch 8" was one such list)
+        first = f"{b.config} ({f'batch {b.batch}, ' if b.batch is not None else ''}{cost})"
+        named = [first, *(f"{t.config}{f' (batch {t.batch})' if t.batch is not None else ''}" for t in ties[:4])]
+        more = [f"{len(ties) - 4} more"] if len(ties) > 4 else []
         return (
-            f"best configuration{where} by {_ranked_by(table)}{within}: a tie between {b.config}{batch} ({cost}) "
-            f"and {others}{more}: their intervals overlap, so this run cannot tell them apart"
+            f"best configuration{where} by {_ranked_by(table)}{within}: a tie between "
+            f"{_listed([*named, *more], [b, *ties])}: their intervals overlap, so this run cannot tell them apart"
         )
     return f"best configuration{where} by {_ranked_by(table)}{within}: {b.config}{batch} ({cost})"
+
+
+def _listed(items: list[str], rows: list[Choice]) -> str:
+    """`a, b and c`; `a; b and c` where a configuration has a comma of its own (`hidden=512,dtype=bf16`)."""
+    sep = "; " if any("," in r.config for r in rows) else ", "
+    return f"{sep.join(items[:-1])} and {items[-1]}"
 
 
 def best_lines(table: DecisionTable) -> list[str]:

@@ -25,6 +25,7 @@ from perfci.format.model import CaseResult, CaseStatus, RunResult, printable
 from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2, LATENCY, MEMORY_DEVICE, MEMORY_HOST
 from perfci.metrics.rounds import tolerance_of
 from perfci.reports.sweeps import Sweep, find_sweeps
+from perfci.workloads.surprises import NOTE_MARK
 
 RANKS = ("time", "memory")
 ACCURACY_NOTE = "accuracy"  # where a workload's check records its accuracy (workloads/checks.py)
@@ -183,9 +184,13 @@ def accuracy_of(case: CaseResult) -> Accuracy | None:
 
 
 def explanations(case: CaseResult) -> list[str]:
-    """The sentences a workload recorded to explain a surprising figure of this case."""
+    """The sentences a workload recorded to explain a surprising figure of this case; for a case whose check
+    failed (it keeps no notes), those its check's message ends with (workloads/surprises.py `explained_check`)."""
     said = _notes(case).get(EXPLAIN_NOTE)
-    return [printable(str(s)) for s in said] if isinstance(said, list) else []
+    if isinstance(said, list):
+        return [printable(str(s)) for s in said]
+    failed = [e.message for e in case.errors if e.kind == "check" and NOTE_MARK in e.message]
+    return [printable(s.removesuffix(")")) for m in failed[:1] for s in m.split(NOTE_MARK)[1:]]
 
 
 def _config(case: CaseResult, batch: str | None, swept: tuple[str, ...]) -> str:

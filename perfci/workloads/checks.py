@@ -19,6 +19,19 @@ from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
 from perfci.metrics.rounds import ACCURACY_NOTES, TOLERANCES_NOTES
 
 
+def shown_apart(value: float, bound: float, digits: int = 2) -> str:
+    """`value` with at least `digits` significant digits and as many more as it takes to read differently from
+    `bound` as `:g` shows it, for a check's message and a decision table's accuracy cell (reports/decision_lines.py):
+    an error of 0.10037 against a bound of 0.1 read "0.1 exceeds ... <= 0.1". Up to 17 digits, which tell any two
+    floats apart."""
+    shown = f"{value:.{digits}g}"
+    for n in range(digits, 18):
+        shown = f"{value:.{n}g}"
+        if float(shown) != float(f"{bound:g}") and (float(shown) > bound) == (value > bound):
+            return shown
+    return shown
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Either element-wise (`|a - e| <= atol + rtol * |e|` everywhere) or, when `max_rel_l2` is set, by the
@@ -96,7 +109,10 @@ def assert_close(actual: Any, expected: Any, tolerance: Tolerance, what: str = "
         if tolerance.max_rel_l2 is not None:
             rel = float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), 1e-30))
             if rel > tolerance.max_rel_l2:
-                raise AssertionError(f"{name}: relative L2 error {rel:.3g} exceeds {tolerance.describe()}")
+                raise AssertionError(
+                    f"{name}: relative L2 error {shown_apart(rel, tolerance.max_rel_l2, 3)} exceeds "
+                    f"{tolerance.describe()}"
+                )
             continue
         excess = np.abs(a - e) - (tolerance.atol + tolerance.rtol * np.abs(e))
         if np.any(excess > 0):

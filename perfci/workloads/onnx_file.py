@@ -153,6 +153,7 @@ class OnnxFile:
         fallback = surprises.provider_fallback_note(providers, sess.get_providers())
         if fallback:
             surprises.explain(ctx.notes, fallback)
+        surprises.explained_check(ctx)  # a failed check's message carries them: its case keeps no notes
         return _runner(sess, feeds, ctx.device)
 
     def warm(

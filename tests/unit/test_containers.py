@@ -95,9 +95,9 @@ def test_missing_runtime_is_a_usage_error() -> None:
         find_runtime("docker", which=lambda name: None)
     found = find_runtime("podman", which=lambda name: f"/usr/bin/{name}")
     assert (found.command, found.flavour) == ("/usr/bin/podman", "podman")
-    with pytest.raises(UsageError, match="not executable"):
+    with pytest.raises(UsageError, match="/nonexistent/runtime: no such file"):
         find_runtime("/nonexistent/runtime")
-    with pytest.raises(UsageError, match="not executable"):
+    with pytest.raises(UsageError, match="is a directory, not an executable file"):
         find_runtime("/")  # a folder is no runtime
 
 

@@ -191,7 +191,7 @@ def test_configurations_whose_intervals_overlap_are_a_tie_not_a_best() -> None:
     lo, _ = table.span_of(second)  # type: ignore[misc]
     assert lo <= table.span_of(first)[1] and table.span_of(slow)[0] > table.span_of(first)[1]  # type: ignore[index]
     text = "\n".join(markdown_lines([table], code))
-    assert "a tie between eager, batch 8 (" in text and "and bf16, batch 8: their intervals overlap" in text
+    assert "a tie between eager (batch 8, " in text and "and bf16 (batch 8): their intervals overlap" in text
     starred = [line for line in text.splitlines() if "` *" in line or " *`" in line]
     assert len(starred) == 2  # both tied rows carry the star
     # apart: the same rows 20% apart are not a tie
