@@ -179,7 +179,8 @@ class TorchModel:
 
     def __init__(self, factory: Callable[[], Any], inputs: Callable[[int], Any], tolerances: Mapping[str, Tolerance]):
         self.factory, self.inputs, self.tolerances = factory, inputs, tolerances
-        self.warmed: set[str] = set()  # the device kinds `warm` has rehearsed this model on in this process
+        # the (device kind, variant) pairs `warm` has rehearsed this model in, in this process
+        self.warmed: set[tuple[str, str]] = set()
 
     def build(self) -> Any:
         """The factory's module; anything else is the case's failure at the factory's line (a function or None
@@ -194,28 +195,30 @@ class TorchModel:
             )
         return model
 
-    def warm(
-        self, device: str, params: Mapping[str, ParamValue], variants: Sequence[str], batches: Sequence[int]
-    ) -> None:
+    def warm(self, device: str, params: Mapping[str, ParamValue], batches: Sequence[int]) -> None:
         """Before a case's memory window (the workload's preload): the small model in the case's variant
-        (`warm_variant`), then, once per process and device kind, this model itself in every variant of the
-        workload (`rehearse`: one build). What its layers load on first use (attention's, a recurrent layer's,
+        (`warm_variant`), then this model itself in eager and the case's own variant (`rehearse`: one build), once
+        per process, device kind and variant. What its layers load on first use (attention's, a recurrent layer's,
         their bf16 kernels; on CUDA the kernels' code, loaded lazily) is then no one case's, whichever case comes
-        first and whichever cases the run selected. On a CPU it runs at a batch size no case uses, so that each
-        case still pays for the caches of its own shapes; on CUDA at each of the workload's batch sizes, because the
-        kernels a GPU library picks, and loads, depend on the size (docs/measurement.md, "Memory")."""
+        first and whichever cases the run selected: each case finds its own variant and the eager reference its
+        set-up computes already rehearsed. Other variants are never called here: one that hangs or runs out of
+        memory fails its own cases only, and a variant the run deselected does not run at all. On a CPU it runs at
+        a batch size no case uses, so that each case still pays for the caches of its own shapes; on CUDA at each
+        of the workload's batch sizes, because the kernels a GPU library picks, and loads, depend on the size
+        (docs/measurement.md, "Memory")."""
         warm_variant(device, params)
         kind = device.split(":")[0]
-        if kind in self.warmed:
-            return
-        self.warmed.add(kind)
+        variant = str(params.get("variant", "eager"))
         # a compile case's model in eager: a second compilation would cost seconds, and its premium is the
-        # compiler's, which the small model takes; a channels-last conversion stays, so it goes last
-        calls = dict.fromkeys(
-            "eager" if v == "compile" else v for v in ("eager", *variants) if not _cpu_half(device, v)
-        )
+        # compiler's, which the small model takes
+        own = "eager" if variant == "compile" else variant
+        # eager first: a channels-last conversion stays on the model, so it goes last
+        calls = [v for v in dict.fromkeys(("eager", own)) if (kind, v) not in self.warmed and not _cpu_half(device, v)]
+        if not calls:
+            return
+        self.warmed.update((kind, v) for v in calls)
         sizes = sorted(set(batches)) if kind == "cuda" else [off_grid_batch(batches)]
-        self.rehearse(device, sorted(calls, key=lambda v: v == "channels-last"), sizes)
+        self.rehearse(device, calls, sizes)
 
     def rehearse(self, device: str, variants: Sequence[str], batches: Sequence[int]) -> None:
         """One model, built once, called once in each variant (in order: a channels-last conversion stays) at each
@@ -268,6 +271,7 @@ class TorchModel:
         tolerance = self.tolerances[variant]
         check_against(ctx, actual, reference, tolerance, "eager fp32", what=f"{variant} output vs eager")
         _explain(ctx, torch, variant, run)
+        surprises.explained_check(ctx)  # a failed check's message carries them: its case keeps no notes
         return run
 
 
@@ -340,6 +344,6 @@ def model_workload(
     made = workload(params=grid, devices=devices, name=name or default_name, tags=tags, skip=_cpu_half)(setup)
 
     def preload(device: str, params: Mapping[str, ParamValue]) -> None:
-        spec.warm(device, params, kinds, sizes)
+        spec.warm(device, params, sizes)
 
     return dataclasses.replace(made, preload=preload)

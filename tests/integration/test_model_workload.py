@@ -104,11 +104,13 @@ def test_a_module_given_for_its_factory_is_refused_with_the_fix() -> None:
     assert len(built.grid()) == 6  # a factory of the same module is taken: 3 default variants x 2 batches
 
 
-def test_the_warm_up_runs_the_model_once_in_every_variant_at_a_cpu_batch_no_case_uses() -> None:
-    """The preload of a model workload: the case's own model, built once per process and device kind, called in
-    eager and every variant of the workload (a compile case's in eager; channels-last last: its conversion stays;
-    not fp16 on a CPU, where no case runs it), at the smallest batch size the grid leaves free on a CPU and at
-    each of the grid's on CUDA. `tests/integration/test_case_memory.py` measures what it is for."""
+def test_the_warm_up_runs_the_model_in_eager_and_the_case_s_variant_at_a_cpu_batch_no_case_uses() -> None:
+    """The preload of a model workload: the case's own model, called in eager and the case's own variant, each once
+    per process and device kind, never in the workload's other variants (one that hangs or runs out of memory
+    fails its own cases only; `tests/integration/test_model_variant_isolation.py`); a compile case's in eager;
+    channels-last after eager: its conversion stays; not fp16 on a CPU, where no case runs it; at the smallest
+    batch size the grid leaves free on a CPU and at each of the grid's on CUDA.
+    `tests/integration/test_case_memory.py` measures what it is for."""
     import torch
 
     import perfci
@@ -123,11 +125,13 @@ def test_the_warm_up_runs_the_model_once_in_every_variant_at_a_cpu_batch_no_case
 
     wl = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["eager", "bf16"], batch=[8, 1])
     assert wl.preload is not None
-    wl.preload("cpu", {"variant": "bf16", "batch": 8})
-    assert built == [2, 2]  # eager, then bf16, at batch 2
+    wl.preload("cpu", {"variant": "eager", "batch": 8})
+    assert built == [2]  # eager alone, at batch 2: bf16 is no case of this one's
     wl.preload("cpu", {"variant": "bf16", "batch": 1})
+    assert built == [2, 2]  # bf16 now, eager being done
+    wl.preload("cpu", {"variant": "bf16", "batch": 8})
     wl.preload("cpu", {"variant": "eager", "batch": 1})
-    assert built == [2, 2]  # once per process
+    assert built == [2, 2]  # once per process and variant
     compiled = perfci.model_workload(lambda: torch.nn.Linear(4, 2), inputs=inputs, variants=["compile"], batch=[3])
     built.clear()
     assert compiled.preload is not None
@@ -137,13 +141,17 @@ def test_the_warm_up_runs_the_model_once_in_every_variant_at_a_cpu_batch_no_case
     rehearsed: list[tuple[str, list[str], list[int]]] = []
     spec = TorchModel(lambda: torch.nn.Linear(4, 2), inputs, {})
     spec.rehearse = lambda device, variants, batches: rehearsed.append((device, list(variants), list(batches)))  # type: ignore[method-assign]
-    grid = ["channels-last", "fp16", "compile", "bf16"]
-    spec.warm("cuda:0", {"variant": "fp16"}, grid, [8, 1, 8])
-    spec.warm("cuda:0", {"variant": "bf16"}, grid, [8, 1, 8])
-    spec.warm("cpu", {"variant": "bf16"}, grid, [8, 1, 8])
+    spec.warm("cuda:0", {"variant": "channels-last"}, [8, 1, 8])
+    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
+    spec.warm("cuda:0", {"variant": "compile"}, [8, 1, 8])  # eager's, done
+    spec.warm("cuda:0", {"variant": "fp16"}, [8, 1, 8])
+    spec.warm("cpu", {"variant": "fp16"}, [8, 1, 8])  # fp16 is no CPU case's
+    spec.warm("cpu", {"variant": "bf16"}, [8, 1, 8])
     assert rehearsed == [
-        ("cuda:0", ["eager", "fp16", "bf16", "channels-last"], [1, 8]),
-        ("cpu", ["eager", "bf16", "channels-last"], [2]),
+        ("cuda:0", ["eager", "channels-last"], [1, 8]),
+        ("cuda:0", ["fp16"], [1, 8]),
+        ("cpu", ["eager"], [2]),
+        ("cpu", ["bf16"], [2]),
     ]
 
 

@@ -23,6 +23,7 @@ class Ctx:
     seed: int = 0
     device: str = "cpu"
     notes: dict[str, Any] = field(default_factory=dict)
+    check: Any = None  # the real context's deferred check (none here: `check_close` runs at once)
 
     def check_close(self, produce: Any, expected: Any, tolerance: Tolerance, what: str = "output") -> None:
         assert_close(produce(), expected, tolerance, what)
