@@ -137,6 +137,15 @@ def with_noise_note(comparison: Comparison, lookup: HistoryNoise | None) -> Comp
     return replace(comparison, warnings=(*comparison.warnings, note)) if note else comparison
 
 
+def with_unmatched_metrics(comparison: Comparison, asked: Sequence[str]) -> Comparison:
+    """A warning for each metric asked for by name (`--metric`) that no row compares: with another metric that
+    did, the comparison passed on it alone without a word (alone, it is a usage error: compare/coverage.py)."""
+    compared = {r.metric for r in comparison.rows}
+    unmatched = [m for m in dict.fromkeys(asked) if m not in compared]
+    said = [f"--metric {m}: compared in no case (no case of both runs has it)" for m in unmatched]
+    return replace(comparison, warnings=(*comparison.warnings, *said)) if said else comparison
+
+
 def unsettled_cases(
     comparison: Comparison, decision: DecisionSettings, method: str = "unpaired", for_confirmation: bool = False
 ) -> list[str]:
@@ -310,6 +319,7 @@ def compare_files(settings: Settings, req: CompareRequest) -> CompareOutcome:
     lookup = noise_lookup(settings, req.history_noise, req.db, name, req.decision.job_noise, cand.run_id)
     decision = replace(decision, job_noise_lookup=lookup)
     compared = with_noise_note(compare_runs(base, cand, decision, labels, scope=scope(req.allow_missing)), lookup)
+    compared = with_unmatched_metrics(compared, req.decision.metrics)
     comparison = with_expected(compared, req.expected)
     outputs = bound_outputs(req.outputs, cand)
     written = write_outputs(outputs, comparison, cand, base)

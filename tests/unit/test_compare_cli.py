@@ -167,3 +167,17 @@ def test_unsettled_cases_get_one_hint_naming_the_remedy(pair: tuple[Path, Path, 
     assert "note: 3 case(s) not settled" in runner.invoke(app, ["compare", base, same, *STEADY]).stderr
     steady = runner.invoke(app, ["compare", base, same, "--job-noise", "0"])
     assert steady.exit_code == 0 and "not settled" not in steady.stderr
+
+
+def test_a_metric_asked_for_that_no_case_has_is_said(pair: tuple[Path, Path, Path, Path]) -> None:
+    """An audit: `--metric latency.median --metric device.time` on CPU runs passed on latency alone without a word
+    about device time."""
+    base, same = str(pair[0]), str(pair[1])
+    args = ["compare", base, same, *STEADY, "--format", "json"]
+    both = runner.invoke(app, [*args, "--metric", "latency.median", "--metric", "device.time"])
+    assert both.exit_code == 0
+    assert (
+        "--metric device.time: compared in no case (no case of both runs has it)" in json.loads(both.stdout)["warnings"]
+    )
+    alone = runner.invoke(app, [*args, "--metric", "latency.median"])
+    assert not [w for w in json.loads(alone.stdout)["warnings"] if w.startswith("--metric")]
