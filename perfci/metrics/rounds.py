@@ -129,3 +129,16 @@ def tolerance_of(case: CaseResult | None, name: str) -> float | None:
         if isinstance(v, int | float) and not isinstance(v, bool):
             return float(v)
     return None
+
+
+def shown_apart(value: float, bound: float, digits: int = 2) -> str:
+    """`value` with at least `digits` significant digits and as many more as it takes to read differently from
+    `bound` as `:g` shows it, for a check's message (workloads/checks.py) and a decision table's accuracy cell
+    (reports/decision_lines.py): an error of 0.10037 against a bound of 0.1 read "0.1 exceeds ... <= 0.1". Up to
+    17 digits, which tell any two floats apart."""
+    shown = f"{value:.{digits}g}"
+    for n in range(digits, 18):
+        shown = f"{value:.{n}g}"
+        if float(shown) != float(f"{bound:g}") and (float(shown) > bound) == (value > bound):
+            return shown
+    return shown

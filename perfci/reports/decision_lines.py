@@ -7,9 +7,9 @@ import math
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from perfci.metrics.rounds import shown_apart
 from perfci.reports.decisions import Accuracy, Choice, DecisionTable
 from perfci.reports.units import format_bytes, format_seconds
-from perfci.workloads.checks import shown_apart
 
 T = TypeVar("T")
 MAX_TEXT_TABLES = 6  # at most this many tables in a terminal; summary.md and the report show them all

@@ -16,20 +16,7 @@ import numpy as np
 
 from perfci.errors import WorkloadDefinitionError
 from perfci.metrics.registry import ACCURACY_MAX_ABS, ACCURACY_REL_L2
-from perfci.metrics.rounds import ACCURACY_NOTES, TOLERANCES_NOTES
-
-
-def shown_apart(value: float, bound: float, digits: int = 2) -> str:
-    """`value` with at least `digits` significant digits and as many more as it takes to read differently from
-    `bound` as `:g` shows it, for a check's message and a decision table's accuracy cell (reports/decision_lines.py):
-    an error of 0.10037 against a bound of 0.1 read "0.1 exceeds ... <= 0.1". Up to 17 digits, which tell any two
-    floats apart."""
-    shown = f"{value:.{digits}g}"
-    for n in range(digits, 18):
-        shown = f"{value:.{n}g}"
-        if float(shown) != float(f"{bound:g}") and (float(shown) > bound) == (value > bound):
-            return shown
-    return shown
+from perfci.metrics.rounds import ACCURACY_NOTES, TOLERANCES_NOTES, shown_apart
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from perfci.api.settings import load_project_config
 from perfci.errors import ConfigError, UsageError
 from perfci.format.model import CaseError, CaseStatus
 from perfci.metrics.registry import absolute_threshold_keys
+from perfci.metrics.rounds import shown_apart
 from perfci.reports.decision_lines import markdown_lines
 from perfci.reports.decisions import decision_tables
 from perfci.reports.markdown import code
 from perfci.workloads import surprises
-from perfci.workloads.checks import Tolerance, assert_close, shown_apart
+from perfci.workloads.checks import Tolerance, assert_close
 from tests.unit.test_decisions import model_run
 
 
