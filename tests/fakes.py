@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -535,3 +536,15 @@ def device_clock(s: Any, samples: tuple[float, ...], telemetry: dict[str, Any]) 
 
     steps: dict[str, float] = {}
     return case_session._read_device(case_session._device_slice(s, samples, telemetry, steps), telemetry, steps)
+
+
+# Container runtimes
+
+
+def runtime_saying(path: Path, stderr: str, code: int) -> Path:
+    """An executable stand-in for a container runtime that writes `stderr` and exits with `code`, whatever it is
+    asked (a daemon that is down, an image that is missing, a runtime's own configuration error)."""
+    quoted = stderr.replace("'", "'\\''")
+    path.write_text(f"#!/bin/sh\necho '{quoted}' >&2\nexit {code}\n")
+    path.chmod(0o755)
+    return path

@@ -23,6 +23,7 @@ from perfci.reports.decisions import decision_tables
 from perfci.reports.markdown import code
 from perfci.workloads import surprises
 from perfci.workloads.checks import Tolerance, assert_close
+from tests.fakes import runtime_saying
 from tests.unit.test_decisions import model_run
 
 
@@ -123,16 +124,12 @@ def test_a_folder_is_no_container_runtime(tmp_path: Path) -> None:
 
 
 def test_only_a_missing_image_gets_the_pull_hint(tmp_path: Path) -> None:
-    broken = tmp_path / "runtime"
-    broken.write_text("#!/bin/sh\necho 'fake-runtime: PERFCI_FAKE_RUNTIME_DIR is not set' >&2\nexit 125\n")
-    broken.chmod(0o755)
+    broken = runtime_saying(tmp_path / "runtime", "fake-runtime: PERFCI_FAKE_RUNTIME_DIR is not set", 125)
     with pytest.raises(UsageError) as err:
         check_image(Runtime(str(broken), "docker"), "app:1", "--base-image")
     assert "PERFCI_FAKE_RUNTIME_DIR is not set" in str(err.value)
     assert "no such image" not in str(err.value) and not err.value.hint
-    missing = tmp_path / "docker"
-    missing.write_text("#!/bin/sh\necho 'Error: No such image: app:1' >&2\nexit 1\n")
-    missing.chmod(0o755)
+    missing = runtime_saying(tmp_path / "docker", "Error: No such image: app:1", 1)
     with pytest.raises(UsageError, match="no such image on this machine") as gone:
         check_image(Runtime(str(missing), "docker"), "app:1", "--base-image")
     assert "docker pull app:1" in (gone.value.hint or "")

@@ -16,6 +16,7 @@ from perfci.engine import worker
 from perfci.errors import UsageError
 from perfci.format.model import CaseResult, CaseSpec, CaseStatus, Direction, Metric, RunResult
 from perfci.metrics.registry import DEVICE_TIME, LATENCY
+from tests.fakes import runtime_saying
 
 
 def spec(flavour: str = "docker", gpus: bool = True) -> LaunchSpec:
@@ -151,19 +152,13 @@ def test_a_daemon_that_is_down_is_not_blamed_on_the_image(tmp_path: Path) -> Non
     as its own option and passed the image check."""
     from perfci.ab.containers import Runtime, check_image
 
-    fake = tmp_path / "docker"
-    fake.write_text(
-        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon "
-        "running?' >&2\nexit 1\n"
-    )
-    fake.chmod(0o755)
+    said = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+    fake = runtime_saying(tmp_path / "docker", said, 1)
     runtime = Runtime(str(fake), "docker")
     with pytest.raises(UsageError, match="docker cannot reach its daemon") as down:
         check_image(runtime, "python:3.11", "--base-image")
     assert "pull" not in str(down.value) and "start it" in (down.value.hint or "")
-    missing = tmp_path / "podman"
-    missing.write_text("#!/bin/sh\necho 'Error: python:3.99: image not known' >&2\nexit 125\n")
-    missing.chmod(0o755)
+    missing = runtime_saying(tmp_path / "podman", "Error: python:3.99: image not known", 125)
     with pytest.raises(UsageError, match="no such image on this machine") as gone:
         check_image(Runtime(str(missing), "podman"), "python:3.99", "--head-image")
     assert "podman pull python:3.99" in (gone.value.hint or "")
