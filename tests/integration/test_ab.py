@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts or time-outs of real measurements: run alone (README)
 
 WORKLOAD = """
 import perfci
@@ -61,6 +62,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+@SERIAL
 def test_ab_flags_the_slower_case(repo: Path) -> None:
     out = repo / "out"
     args = ("ab", "HEAD~1", "HEAD", "--path", "perf", "--pairs", "4", "--looks", "1", "--out", str(out))
@@ -89,6 +91,7 @@ def test_ab_flags_the_slower_case(repo: Path) -> None:
     assert git(repo, "worktree", "list").count("\n") == 1  # temporary worktrees removed
 
 
+@SERIAL
 def test_ab_working_tree_head_and_project_code_per_side(repo: Path) -> None:
     # uncommitted edit in the working tree: the project module is 3x bigger on the head side only
     (repo / "helper.py").write_text("K = 9000\n")
@@ -101,6 +104,7 @@ def test_ab_working_tree_head_and_project_code_per_side(repo: Path) -> None:
     assert "working tree" in proc.stdout
 
 
+@SERIAL
 def test_ab_budget_bounds_the_first_look(repo: Path) -> None:
     """Before: the first look's pairs always ran (a 10 s budget took 31 s). Now, past the budget, no further pair
     starts once two are in, and the comparison says how many of the look's pairs ran."""
@@ -185,6 +189,7 @@ def hog(ctx):
 """
 
 
+@SERIAL
 def test_ab_holds_workers_to_the_memory_limit(repo: Path) -> None:
     """$PERFCI_MEMORY_LIMIT (and --memory-limit) bound an A/B's workers too: a case that takes 400 MiB under a
     200 MiB limit is an `oom` error (exit 3) on both sides, and the other cases are still measured."""
@@ -226,6 +231,7 @@ def test_ab_build_failure_is_an_infrastructure_error(repo: Path) -> None:
     assert "build command failed" in proc.stderr
 
 
+@SERIAL
 def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
     git(repo, "checkout", "-q", "HEAD~1")
     first = perfci(repo, "run", "perf", "--rounds", "2", "--out", str(repo / "o1"), "--runner", "ci")
@@ -261,6 +267,7 @@ def test_run_confirm_remeasures_flagged_cases_by_ab(repo: Path) -> None:
     assert not (repo / "o4").exists()
 
 
+@SERIAL
 def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
     """SIGKILL after two pairs are on disk; `--resume` keeps those pairs (their rounds unchanged), measures the
     missing ones and ends with a decision."""
@@ -312,6 +319,7 @@ def test_ab_killed_after_its_second_pair_resumes(repo: Path) -> None:
     assert again.returncode == 2 and "finished; there is nothing to continue" in again.stderr, again.stderr
 
 
+@SERIAL
 def test_ab_interrupted_says_where_its_pairs_are_and_how_to_go_on(repo: Path) -> None:
     """Ctrl-C once a pair is on disk: exit 130, and the line names the folder and `--resume` (it said only
     "interrupted; worker processes stopped.", and the default folder is a timestamped one)."""

@@ -21,7 +21,8 @@ from perfci.engine.runner import Runner, RunSettings
 from perfci.errors import InfrastructureError
 from tests.git_repos import commit, git, new_repo
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts or time-outs of real measurements: run alone (README)
 
 WORKLOAD = """
 import perfci
@@ -89,6 +90,7 @@ def repo(tmp_path: Path) -> Path:
 # 1. Each side's results record its own git state.
 
 
+@SERIAL
 def test_each_sides_results_record_that_sides_commit(repo: Path) -> None:
     """Before: both results files held the git state of the folder perfci was started in (HEAD, dirty)."""
     base, head = git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")
@@ -151,6 +153,7 @@ def with_submodule(tmp_path: Path) -> Path:
     return repo
 
 
+@SERIAL
 def test_a_regression_in_a_submodule_is_found(with_submodule: Path) -> None:
     """Before: the base worktree had an empty `vendor/`, its cases failed to import and became `new` (exit 0)."""
     out = with_submodule / "out"

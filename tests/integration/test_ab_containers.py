@@ -25,7 +25,8 @@ import pytest
 
 from tests.integration.test_ab_environments import install_slowlib, venv
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts or time-outs of real measurements: run alone (README)
 
 FAKE = Path(__file__).resolve().parents[1] / "tools" / "fake_container_runtime.py"
 
@@ -131,6 +132,7 @@ def worker_runs(state: Path) -> list[dict[str, Any]]:
     return [e for e in log(state) if e["command"] == "run" and e["argv"][2:4] == ["-m", "perfci.engine.worker"]]
 
 
+@SERIAL
 def test_a_slower_image_is_a_regression(repo: Path, runtime: Path, tmp_path: Path) -> None:
     add_venv_images(runtime, tmp_path)
     out = repo / "out"
@@ -161,6 +163,7 @@ def test_a_slower_image_is_a_regression(repo: Path, runtime: Path, tmp_path: Pat
     assert not list((runtime / "containers").glob("*.pid"))
 
 
+@SERIAL
 def test_the_a_a_of_one_image_passes(repo: Path, runtime: Path) -> None:
     out = repo / "out"
     proc = perfci(repo, runtime, ab_args("base", "base", "-k", "loop", "--out", str(out)))

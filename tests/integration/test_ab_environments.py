@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts of real measurements: run alone (README)
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "workloads" / "tiny.py"
 
@@ -104,6 +105,7 @@ def latency_row(doc: dict[str, Any]) -> dict[str, Any]:
     return rows[0]
 
 
+@SERIAL
 def test_identical_environments_pass(repo: Path, tmp_path: Path) -> None:
     a, b = venv(tmp_path / "venv-a"), venv(tmp_path / "venv-b")
     install_slowlib(a, "1.0", 1.0)
@@ -124,6 +126,7 @@ def test_identical_environments_pass(repo: Path, tmp_path: Path) -> None:
     assert row["threshold"] >= 0.03 - 1e-12, row  # the CPU threshold (3%), widened by noise on a loaded machine
 
 
+@SERIAL
 def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> None:
     a, b = venv(tmp_path / "venv-old"), venv(tmp_path / "venv-new")
     install_slowlib(a, "1.0", 1.0)

@@ -14,7 +14,8 @@ import pytest
 
 from tests.git_repos import commit, git, new_repo
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts of real measurements: run alone (README)
 
 BENCH = """
 import pytest
@@ -75,6 +76,7 @@ def latency_rows(out: Path) -> dict[str, dict[str, object]]:
     return {r["case_id"]: r for r in doc["rows"] if r["metric"] in ("latency.median", "error")}
 
 
+@SERIAL
 def test_pytest_benchmarks_in_lockstep_pairs_a_failing_test_is_its_own_error(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     other = "def test_other(benchmark):\n    benchmark(sorted, [3, 1, 2])\n"
@@ -199,6 +201,7 @@ def test_sort(benchmark):
 MYLIB = "FAST = False\n\n\ndef compute():\n    return sum(range(10)) if FAST else sum(range(3000))\n"
 
 
+@SERIAL
 def test_a_call_the_test_context_changes_and_a_crashing_test_are_their_own_errors(tmp_path: Path) -> None:
     """The helper's audit: a test that monkeypatches a fast path in was timed, after its fixtures were torn down,
     on the slow path (an A/A-like `unchanged`), and a test that crashed the worker took its file's other tests
@@ -252,6 +255,7 @@ markers = ["slow"]
 """
 
 
+@SERIAL
 def test_the_projects_addopts_are_kept_less_what_would_change_the_run(tmp_path: Path) -> None:
     """A helper's audit: `ab --pytest` dropped the project's `addopts`, so a test that its conftest skips unless
     `--run-slow` (given in addopts) was skipped on both sides, and its 3x slowdown passed as `missing` on purpose.
@@ -296,6 +300,7 @@ def session_log():
 """
 
 
+@SERIAL
 def test_a_test_reading_stdin_a_conftest_in_the_folder_and_session_teardown(tmp_path: Path) -> None:
     """A helper's audit: a test's `sys.stdin.readline()` read the worker's protocol pipe and hung its worker until
     the time-out (then the gate passed); a `conftest.py` inside the folder given stopped the listing ("exit code
@@ -333,6 +338,7 @@ def test_a_malformed_expected_changes_file_stops_the_ab_before_measuring(tmp_pat
     assert not (out / "base" / "results.json").exists()
 
 
+@SERIAL
 def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "perf/helpers.py": "X = 1\n", "README.md": "x\n"}, "v1")
@@ -353,6 +359,7 @@ def test_nothing_named_measures_the_conventional_folders_or_stops(tmp_path: Path
     assert "Traceback" not in proc.stderr
 
 
+@SERIAL
 def test_configured_pytest_paths_and_a_missing_one(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     config = '[tool.perfci]\npytest = ["bench"]\n'
@@ -377,6 +384,7 @@ def test_benchmark_json_with_perfci_out_is_refused_in_one_line(tmp_path: Path) -
     assert not (tmp_path / "o" / "results.json").exists()
 
 
+@SERIAL
 def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     body = "perf(lambda: sum(range(2000)))"
@@ -395,6 +403,7 @@ def test_ci_on_a_pull_request_measures_the_projects_pytest_benchmarks(tmp_path: 
     assert rows["benchmarks/test_b.py::test_changed@cpu"]["verdict"] == "regression"
 
 
+@SERIAL
 def test_ci_on_a_push_runs_what_the_pull_requests_compare_or_stops(tmp_path: Path) -> None:
     """A push (`--mode baseline`) with nothing named measures the project's conventional folders, workloads and
     pytest benchmarks alike, as a pull request's A/B does; not the built-in suite in silence."""
@@ -451,6 +460,7 @@ def test_steady(benchmark):
 """
 
 
+@SERIAL
 def test_a_test_with_two_speeds_by_process_is_not_a_change(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "proj")
     commit(repo, {"bench/test_two.py": TWO_SPEEDS}, "v1")

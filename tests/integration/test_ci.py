@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts or time-outs of real measurements: run alone (README)
 
 WORKLOAD = """
 import perfci
@@ -77,6 +78,7 @@ def perfci_ci(repo: Path, event: str, *args: str, **extra_env: str) -> tuple[sub
     return proc, files
 
 
+@SERIAL
 def test_ci_on_a_pull_request_fails_on_the_slowed_case(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, feature_k="22000")  # 10% more work
     proc, files = perfci_ci(repo, "pull_request", *FAST_AB)
@@ -106,6 +108,7 @@ def test_a_gate_that_stops_without_a_verdict_says_so_in_its_outputs(tmp_path: Pa
     assert any(ln.startswith("::error title=perfci::'no-such-branch'") for ln in proc.stdout.splitlines())
 
 
+@SERIAL
 def test_ci_on_an_unchanged_pull_request_passes(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, feature_k="20000")
     proc, files = perfci_ci(repo, "pull_request", *FAST_AB)
@@ -114,6 +117,7 @@ def test_ci_on_an_unchanged_pull_request_passes(tmp_path: Path) -> None:
     assert not [ln for ln in proc.stdout.splitlines() if ln.startswith("::error")]
 
 
+@SERIAL
 def test_ci_on_a_push_runs_and_feeds_the_history_store(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, feature_k="20000")
     db = f"sqlite:///{tmp_path / 'history.db'}"

@@ -14,7 +14,7 @@ from perfci.engine.runner import Runner, RunSettings
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration  # no verdict or time-out of a real measurement: runs beside other tests
 
 
 def _runners(

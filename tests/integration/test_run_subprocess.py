@@ -18,7 +18,8 @@ from perfci.engine.runner import MALLOC_TUNABLES
 from perfci.format.schema import json_schema, load_results
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert verdicts or time-outs of real measurements: run alone (README)
 
 
 def perfci(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -62,6 +63,7 @@ def test_cpus_pins_every_worker_and_unavailable_cpus_are_refused(tmp_path: Path)
     assert not (tmp_path / "bad").exists()
 
 
+@SERIAL
 def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert perfci("run", str(DATA / "tiny.py"), "--out", str(out), "--rounds", "6", cwd=tmp_path).returncode == 0
@@ -108,6 +110,7 @@ def test_compare_exit_codes_end_to_end(tmp_path: Path) -> None:
     assert "truncated" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@SERIAL
 def test_failing_workloads_are_isolated(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
@@ -212,6 +215,7 @@ def test_a_worker_dies_with_perfci_even_when_perfci_is_killed_outright(tmp_path:
     assert not _alive(workers, wait_s=10.0)
 
 
+@SERIAL
 def test_speed_reference_is_timed_before_every_sample_of_torch_cases_only(tmp_path: Path) -> None:
     """`--speed-reference`: a torch CPU case gets the reference's per-call times (one per sample) and the
     `latency.vs_reference` metric; a case that never imports torch gets neither (importing torch for it would

@@ -18,7 +18,7 @@ import pytest
 from perfci.format.schema import dump_results
 from tests.conftest import make_case, make_run
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]  # timing-sensitive: run alone (README)
+pytestmark = pytest.mark.integration  # no verdict or time-out of a real measurement: runs beside other tests
 
 NAMES = ("tests/bench/test_bench_style.py::test_fib_plain", "tests/bench/test_bench_style.py::test_sort_numbers_large")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
