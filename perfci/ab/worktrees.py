@@ -1,6 +1,11 @@
 """The worktrees `perfci ab` adds: each locked with a reason naming perfci and its process (`lock_reason`), so
 that one whose process is gone (killed before it could clean up) is found and removed at the start of the next A/B
-(`remove_stale_worktrees`). Worktrees perfci did not make are never touched."""
+(`remove_stale_worktrees`). Worktrees perfci did not make are never touched.
+
+The A/B's temporary folder (`ab_workdir`) is marked with the same reason: an A/B killed outright leaves it behind
+(the perfci shim, the container launchers), and the next A/B on this host removes it once its process is gone and
+nothing but those files is left in it (`remove_dead_workdirs`); one that still holds a worktree goes with that
+worktree, at the next A/B of its repository."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import os
 import re
 import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -18,6 +25,8 @@ from perfci.ab.git_commands import git, run_git
 from perfci.errors import InfrastructureError
 
 LOCK_REASON = re.compile(r"perfci ab pid (?P<pid>[0-9]+) on (?P<host>\S+)")
+OWNER_FILE = "perfci-owner"  # in an A/B's temporary folder: its `lock_reason`
+LAUNCHER = re.compile(r"(base|head)-(python|container\.json)")  # perfci/ab/containers.py's files, in `containers/`
 
 
 def lock_reason(pid: int | None = None) -> str:
@@ -99,14 +108,49 @@ def remove_stale_worktrees(repo: Path) -> list[Path]:
 
 
 def _remove_left_workdir(folder: Path) -> None:
-    """Delete a dead perfci's temporary folder (`perfci-*`) when all it holds is the shim (`installed_perfci_shim`)."""
-    if not folder.name.startswith("perfci-") or not folder.is_dir():
-        return
-    with contextlib.suppress(OSError):
-        if {p.name for p in folder.iterdir()} <= {"shim"} and all(
-            p.name == "perfci" and p.is_symlink() for p in (folder / "shim").glob("*")
-        ):
-            shutil.rmtree(folder)
+    """Delete a dead perfci's temporary folder (`perfci-*`) when all it holds is perfci's own files."""
+    if folder.name.startswith("perfci-") and _left_behind_only(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _left_behind_only(folder: Path) -> bool:
+    """Whether `folder` holds nothing but what an A/B leaves once its worktrees are gone: the shim
+    (`installed_perfci_shim`: a `perfci` link), the container launchers and the owner file."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+        shim = all(p.name == "perfci" and p.is_symlink() for p in (folder / "shim").glob("*"))
+        launchers = all(LAUNCHER.fullmatch(p.name) and p.is_file() for p in (folder / "containers").glob("*"))
+    except OSError:
+        return False
+    return names <= {"shim", "containers", OWNER_FILE} and shim and launchers
+
+
+def remove_dead_workdirs(root: Path) -> list[Path]:
+    """Remove the A/B temporary folders under `root` (`perfci-*`, marked by `ab_workdir`) whose perfci on this
+    host is gone and that hold nothing but its own files; returns those removed."""
+    removed = []
+    for folder in sorted(root.glob("perfci-*")):
+        try:
+            owner = LOCK_REASON.fullmatch((folder / OWNER_FILE).read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            continue  # not an A/B's folder, or another user's
+        if owner is None or owner["host"] != socket.gethostname() or _alive(int(owner["pid"])):
+            continue
+        if _left_behind_only(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+@contextlib.contextmanager
+def ab_workdir(root: Path | None = None) -> Iterator[Path]:
+    """The A/B's temporary folder under `root` (the system's by default), marked with its owner and removed on
+    exit; the folders earlier A/Bs killed outright left there are removed first (`remove_dead_workdirs`)."""
+    where = Path(tempfile.gettempdir()) if root is None else root
+    remove_dead_workdirs(where)
+    with tempfile.TemporaryDirectory(prefix="perfci-", dir=where) as tmp:
+        (Path(tmp) / OWNER_FILE).write_text(lock_reason() + "\n", encoding="utf-8")
+        yield Path(tmp)
 
 
 # Submodules.

@@ -4,7 +4,6 @@ not settle (`perfci run --confirm`), both through ab/orchestrate.py's lockstep p
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from perfci.ab.containers import ImageSettings, device_clock_warnings, sides_in_
 from perfci.ab.environments import probe
 from perfci.ab.orchestrate import ABOutcome, ABSettings, run_ab
 from perfci.ab.revisions import Side, checked_out, map_path, repo_root, resolve
+from perfci.ab.worktrees import ab_workdir
 from perfci.api.compare import (
     DecisionOptions,
     Outputs,
@@ -179,8 +179,7 @@ def run_revisions(
     side's processes run in its container image (perfci/ab/containers.py)."""
     chosen = sources if isinstance(sources, Chosen) else choose_sources(settings, sources)
     repo = repo_root(Path.cwd())
-    with tempfile.TemporaryDirectory(prefix="perfci-") as tmp:
-        work = Path(tmp)
+    with ab_workdir() as work:
         here = len(str(repo))  # a side in a worktree gets a path of the working tree's length (worktree_path)
         with (
             checked_out(repo, "base", base_rev, work, dict(env), here if head_rev is None else None) as a,

@@ -17,12 +17,14 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from perfci.ab.worktrees import OWNER_FILE, lock_reason, remove_dead_workdirs
 from tests.integration.test_ab_environments import install_slowlib, venv
 
 pytestmark = pytest.mark.integration
@@ -253,6 +255,18 @@ def test_an_interrupted_or_killed_ab_leaves_no_container(repo: Path, runtime: Pa
             proc.kill()
     assert containers_gone(runtime) == []
     assert any(e["command"] == "kill" and e["found"] for e in log(runtime))
+    # its temporary folder: removed on Ctrl-C; after SIGKILL left behind (shim, launchers), and removed by the
+    # next A/B on this host (`ab_workdir`), which finds its perfci gone
+    tmp = Path(tempfile.gettempdir())
+    left = [
+        p
+        for p in tmp.glob("perfci-*")
+        if (p / OWNER_FILE).is_file() and (p / OWNER_FILE).read_text().strip() == lock_reason(proc.pid)
+    ]
+    assert len(left) == (1 if sig == signal.SIGKILL else 0), left
+    if left:
+        assert (left[0] / "containers" / "base-python").is_file()
+        assert left[0] in remove_dead_workdirs(tmp) and not left[0].exists()
 
 
 def fake(state: Path, *args: str, **kw: Any) -> subprocess.Popen[str]:
