@@ -157,7 +157,8 @@ THREADS = Option(name="threads", title="Threads per worker (torch/ORT intra-op; 
                  help="torch/ORT threads per worker (0: the library's default)", kind="int", flag="--threads",
                  default=1, low=0, high=4_096, config="threads", plugin_flag="--perfci-threads")
 CPUS = Option(name="cpus", title="CPUs the workers are pinned to", help="Pin the workers to these CPUs, e.g. 3 or "
-              "2-3 or 0,4-7", flag="--cpus", default_text="not pinned", config="cpus")
+              "2-3 or 0,4-7", flag="--cpus", default_text="run: not pinned; ab: the last --threads CPUs",
+              config="cpus")
 SEED = Option(name="seed", title="Seed for inputs, round order and pair order", help="Seed for inputs and round "
               "order", kind="int", flag="--seed", default=0, low=0, high=2**63 - 1)
 CASE_TIMEOUT = Option(name="case_timeout_s", title="Per-case time-out (s)", help="Per-case time-out in seconds",

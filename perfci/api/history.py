@@ -164,9 +164,10 @@ class TrendView:
         """(runner, run id) -> the environment change (upgrade) first seen in that run."""
         return environment_changes({r: self.store.run_fingerprints(r) for r in sorted({t.runner for t in self.items})})
 
-    def write_html(self, path: Path, recent: RecentSteps | None = None) -> None:
+    def write_html(self, path: Path, recent: RecentSteps | None = None, since: str | None = None) -> None:
         """The trend report; `recent`: the steps too recent to call, as the table calls them (found on the whole
-        history, at the query's --min-effect), so that the page and the table agree."""
+        history, at the query's --min-effect), so that the page and the table agree; `since`: the `--since`
+        window the items were cut to, named in its title."""
         from perfci.api.select import compile_patterns  # here: it imports the workloads (numpy); ingest needs none
 
         metric, patterns = self.query.metric, compile_patterns(self.query.patterns)
@@ -179,7 +180,7 @@ class TrendView:
         fingerprints = {r: self.store.run_fingerprints(r) for r in runners}
         peaks = pct_of_peak(self.store, self.items)
         write_trend_html(path, self.items, noise, metric, self.store.label, fingerprints, self.query.window, peaks,
-                         recent=recent)  # fmt: skip
+                         recent=recent, since=since)  # fmt: skip
 
     def markdown(self, report: Path | None, since: str | None = None) -> str:
         return trend_markdown(self.items, self.environment(), report=str(report) if report else None, since=since)

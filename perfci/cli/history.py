@@ -139,10 +139,10 @@ def trend(
             emit(
                 OutputFormat(fmt.value),
                 lambda: trends_json(view.items, recent),
-                lambda: trend_table(view.items, window, recent=recent),
+                lambda: trend_table(view.items, window, recent=recent, since=since),
             )
         if html is not None:
-            view.write_html(html, recent)
+            view.write_html(html, recent, since)
             note(f"trend report: {html}")
         if summary_out:
             out.print(summary(view, recent, html, since), markup=False, highlight=False, soft_wrap=True)

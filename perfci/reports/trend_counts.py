@@ -106,3 +106,19 @@ def headline_counts(calls: Iterable[Call]) -> HeadlineCounts:
     """The headline's counts: the rows' calls, counted."""
     n = Counter(calls)
     return HeadlineCounts(n[Call.WORSE], n[Call.BETTER], n[Call.STEADY], n[Call.TOO_RECENT], n[Call.TOO_FEW])
+
+
+def window_words(since: str) -> str:
+    """A `--since` window in a title: `the last 7d` for a span back from now (12h, 7d, 4w), `since 2026-12-07` for
+    a date or a time."""
+    raw = since.strip()
+    return f"the last {raw}" if raw[:-1].isdigit() and raw[-1:].lower() in ("h", "d", "w") else f"since {raw}"
+
+
+def counted_over(since: str | None) -> str:
+    """What a headline's worse and better count over: the `--since` window (`in the last 7d`, `since 2026-12-07`),
+    else each case's last change point. The table, the Markdown summary and the HTML page say it alike."""
+    if not since:
+        return "since their last change point"
+    words = window_words(since)
+    return f"in {words}" if words.startswith("the last") else words

@@ -34,7 +34,15 @@ from perfci.format.jsonfile import write_text_atomic
 from perfci.metrics.registry import FLOPS_PCT_PEAK, metric_direction
 from perfci.reports.charts import r4, time_unit
 from perfci.reports.html import PAGE_ROWS, asset, environment, plotly_js, script_json
-from perfci.reports.trend_counts import ROW_RANK, RecentSteps, headline_counts, recent_steps, row_status, trend_call
+from perfci.reports.trend_counts import (
+    ROW_RANK,
+    RecentSteps,
+    counted_over,
+    headline_counts,
+    recent_steps,
+    row_status,
+    trend_call,
+)
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.movers import DEFAULT_WINDOW, Mover, movers
 from perfci.store.trend import Fingerprints, Trend, environment_changes
@@ -190,6 +198,7 @@ def render_trend(
     items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
     fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
     peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None, recent: RecentSteps | None = None,
+    since: str | None = None,
 ) -> str:  # fmt: skip
     env = environment_changes(fingerprints or {})
     recent = recent_steps(items) if recent is None else recent
@@ -203,7 +212,7 @@ def render_trend(
     charts = charted(items, rows, worse[:MAX_MOVERS] + better[:MAX_MOVERS])
     title = (
         f"{len(rows)} case(s) on {len(runners)} runner(s): {n.worse} worse and {n.better} better "
-        f"since their last change point, {n.steady} steady{n.uncalled_phrase()}"
+        f"{counted_over(since)}, {n.steady} steady{n.uncalled_phrase()}"
     )
     js = plotly_js()
     return (
@@ -241,5 +250,6 @@ def write_trend_html(
     path: Path, items: list[Trend], noise: Mapping[tuple[str, str], NoiseEstimate], metric: str, source: str,
     fingerprints: Fingerprints | None = None, window: int = DEFAULT_WINDOW,
     peaks: Mapping[tuple[str, str], tuple[float, str]] | None = None, recent: RecentSteps | None = None,
+    since: str | None = None,
 ) -> None:  # fmt: skip
-    write_text_atomic(path, render_trend(items, noise, metric, source, fingerprints, window, peaks, recent))
+    write_text_atomic(path, render_trend(items, noise, metric, source, fingerprints, window, peaks, recent, since))

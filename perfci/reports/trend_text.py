@@ -16,11 +16,13 @@ from perfci.reports.markdown import DEFAULT_MAX_ROWS, code
 from perfci.reports.trend_counts import (
     ROW_RANK,
     RecentSteps,
+    counted_over,
     headline_counts,
     move_call,
     recent_steps,
     row_status,
     trend_call,
+    window_words,
 )
 from perfci.reports.units import format_ratio, format_value
 from perfci.store.movers import CALL_RUNS, DEFAULT_WINDOW, WindowMove, movers
@@ -47,29 +49,25 @@ def _severity(t: Trend, recent: RecentSteps) -> tuple[int, float, str, str]:
     return (rank, -abs(math.log(last)) if last > 0 else 0.0, t.runner, t.case_id)
 
 
-def window_words(since: str) -> str:
-    """A `--since` window in a title: `the last 7d` for a span back from now (12h, 7d, 4w), `since 2026-12-07` for
-    a date or a time."""
-    raw = since.strip()
-    return f"the last {raw}" if raw[:-1].isdigit() and raw[-1:].lower() in ("h", "d", "w") else f"since {raw}"
-
-
 # the last column is the verdict, kept whole (reports/case_table.py)
 TREND_COLUMNS = tuple(Column(h, "right" if h in ("runs", "latest") else "left") for h in
                       ("runner", "metric", "runs", "latest", "status"))  # fmt: skip
 
 
 def trend_table(
-    items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS, recent: RecentSteps | None = None
-) -> CaseTable:
+    items: list[Trend], window: int = DEFAULT_WINDOW, max_rows: int = MAX_TABLE_ROWS, recent: RecentSteps | None = None,
+    since: str | None = None,
+) -> CaseTable:  # fmt: skip
     """The terminal view, bounded for a fleet: the counts and movers in the title, then at most `max_rows` rows,
     worst first at any size (then by runner and case). `recent`: the rows whose latest runs stepped away
-    (trend_counts.recent_steps; by default found in `items` at the default --min-effect)."""
+    (trend_counts.recent_steps; by default found in `items` at the default --min-effect); `since`: the `--since`
+    window the items were cut to, named in the title."""
     recent = recent_steps(items) if recent is None else recent
     n = headline_counts(trend_call(t, recent) for t in items)  # the same counts as the digest's and the page's
     worse, better = movers(items, window)
     title = (
-        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better, {n.steady} steady"
+        f"perfci trend: {len(items)} case(s), {n.worse} worse, {n.better} better"
+        f"{' ' + counted_over(since) if since else ''}, {n.steady} steady"
         f"{n.uncalled_phrase()}; "
         f"in the latest {window} runs {len(worse)} regression(s), {len(better)} improvement(s)"
     )
@@ -121,13 +119,9 @@ def trend_markdown(
         key=lambda ts: -abs(math.log(ts[1].ratio)) if ts[1].ratio > 0 else 0.0,
     )
     n = headline_counts(trend_call(t, recent) for t in items)
-    if since:
-        words = window_words(since)
-        window = f"in {words}" if words.startswith("the last") else words
-    else:
-        window = "since their last change point"
     lines = [
-        f"### perfci trend: {n.worse} worse, {n.better} better {window}, {n.steady} steady{n.uncalled_phrase()} "
+        f"### perfci trend: {n.worse} worse, {n.better} better {counted_over(since)}, {n.steady} steady"
+        f"{n.uncalled_phrase()} "
         f"({len(items)} case(s))",
         "",
     ]

@@ -108,7 +108,7 @@ def test_check_with_since_names_a_single_big_step_as_a_change_not_a_drift(tmp_pa
         assert "in steps below the threshold" not in err
         assert "FAIL: 1 case(s) got worse within their latest 5 runs, 0 drifted past the threshold" in err
     # the window shows no change point (the step is before it), and says so: the gate is not the table
-    assert "0 worse, 0 better, 2 steady" in " ".join(out.split())
+    assert "0 worse, 0 better since 2026-11-07, 2 steady" in " ".join(out.split())
     # the step is older than the latest 4 runs: the gate passes, with or without the window
     for since in ((), ("--since", "2026-11-07")):
         code, _, err = _invoke("trend", "--db", db, "--check", "4", *since)
@@ -125,7 +125,8 @@ def test_a_step_too_recent_to_call_is_called_so_everywhere(tmp_path: Path) -> No
     for since in ((), ("--since", "7d")):
         code, out, err = _invoke("trend", "--db", db, *since)
         assert code == 0, err
-        assert "4 case(s), 0 worse, 0 better, 3 steady, 1 too recent to call" in out
+        window = " in the last 7d" if since else ""  # the title names the window the rows were cut to
+        assert f"4 case(s), 0 worse, 0 better{window}, 3 steady, 1 too recent to call" in out
         statuses = {line.split()[1]: line.split("│")[-3].strip() for line in out.splitlines() if "@cpu" in line}
         assert statuses == {
             "t.a[n=8]@cpu": "too recent",
@@ -147,6 +148,8 @@ def test_a_step_too_recent_to_call_is_called_so_everywhere(tmp_path: Path) -> No
     assert _invoke("trend", "--db", db, "--html", str(page))[0] == 0
     html = page.read_text()
     assert "0 worse and 0 better since their last change point, 3 steady, 1 too recent to call" in html
+    assert _invoke("trend", "--db", db, "--html", str(page), "--since", "7d")[0] == 0
+    assert "0 worse and 0 better in the last 7d, 3 steady, 1 too recent to call" in page.read_text()
     assert '<option value="too recent">too recent (1)</option>' in html
 
 
@@ -156,7 +159,7 @@ def test_a_since_window_measures_a_recent_step_from_the_level_since_the_last_cha
     db = _store(tmp_path, _recent_runs([{"a": 1.3 if i >= 12 else 1.0, "b": 1.0} for i in range(20)]))
     code, out, err = _invoke("trend", "--db", db, "--since", "7d")
     assert code == 0, err
-    assert "2 case(s), 0 worse, 0 better, 2 steady;" in out and "too recent" not in out
+    assert "2 case(s), 0 worse, 0 better in the last 7d, 2 steady;" in out and "too recent" not in out
     digest = _invoke("trend", "--db", db, "--format", "markdown", "--since", "7d")[1]
     assert "0 for the better\n" in digest and "2 case(s) ran in the window without a change" in digest
 
