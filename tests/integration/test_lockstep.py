@@ -14,7 +14,8 @@ from perfci.engine.runner import Runner, RunSettings
 from perfci.workloads.discovery import cases_from_sources
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
-pytestmark = pytest.mark.integration  # no verdict or time-out of a real measurement: runs beside other tests
+pytestmark = pytest.mark.integration
+SERIAL = pytest.mark.serial  # on the tests that assert time-outs of real set-ups: run alone (README)
 
 
 def _runners(
@@ -181,6 +182,7 @@ def test_a_worker_lost_in_a_block_costs_only_its_own_pair(tmp_path: Path, monkey
     assert "lockstep" not in by_pair[lost] and len([r for r in healthy_rounds if r.index == lost]) == 2
 
 
+@SERIAL
 def test_a_set_up_that_hangs_in_a_block_is_stopped_after_the_case_time_out(tmp_path: Path) -> None:
     """Each case's set-up gets the case time-out (2 s here), as in ordinary rounds; before, a lockstep set-up was
     given every case's time-out plus 120 s. The hanging case is a `timeout` error on each side; the other case is
