@@ -105,19 +105,32 @@ class CIOutcome:
         return VERDICT_WORDS.get(self.code, "error")
 
 
-def _rev_exists(repo: Path, rev: str) -> bool:
+def _git_out(repo: Path, *args: str) -> str | None:
+    """`git ARGS`' output in `repo`, stripped; None where git fails or is missing."""
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _rev_exists(repo: Path, rev: str) -> bool:
+    return _git_out(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}") is not None
+
+
+def refuse_the_base_as_head(repo: Path, base_rev: str, event: str | None) -> None:
+    """A pull request's A/B whose checkout is its base commit, unchanged, compares the base with itself and passes
+    without measuring the pull request (`pull_request_target` checks out the base branch): refused."""
+    head = _git_out(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    base = _git_out(repo, "rev-parse", "--verify", "--quiet", f"{base_rev}^{{commit}}")
+    if head is None or head != base or _git_out(repo, "status", "--porcelain", "--untracked-files=no") != "":
+        return
+    raise UsageError(
+        f"perfci ci: the checkout is the {event} event's base itself ({base_rev}, commit {head[:12]}): the A/B "
+        "would compare the base with itself and pass without measuring the pull request.",
+        hint="check out the pull request's code, e.g. actions/checkout with "
+        "`ref: ${{ github.event.pull_request.head.sha }}` (pull_request_target checks out the base branch)",
+    )
 
 
 def base_revision(base: str, repo: Path, given: bool = False) -> str:
@@ -155,7 +168,10 @@ def plan_ci(settings: Settings, req: CIRequest, repo: Path | None = None) -> CIP
                 "perfci ci: an A/B needs a base revision, and none is known.",
                 hint="pass --base REV (GitHub Actions sets GITHUB_BASE_REF on pull requests)",
             )
-        return CIPlan("ab", base_revision(where.base_ref, repo or Path.cwd(), given=req.base is not None), False, where)
+        base_rev = base_revision(where.base_ref, repo or Path.cwd(), given=req.base is not None)
+        if pull_request and req.base is None:
+            refuse_the_base_as_head(repo or Path.cwd(), base_rev, where.event)
+        return CIPlan("ab", base_rev, False, where)
     wants_ingest = settings.store_configured(req.db) and (where.event == "push" or not where.github)
     return CIPlan("baseline", None, wants_ingest, where)
 
@@ -193,6 +209,8 @@ def run_ci(
         )
         result = ab(settings, ab_req, env, progress, check_out_dir, notify)
         return CIOutcome(plan, result.comparison, result.outcome.head, req.out, result.exit_code())
+    if plan.ingest:  # a store URL that could never work is refused before measuring, not after
+        settings.store_url(req.db)
     paths, tests, suites = run_sources(settings, req.sources, notify)
     run_req = RunRequest(
         paths=paths, pytest=tests, patterns=req.sources.patterns, suites=suites, out=req.out,

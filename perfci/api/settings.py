@@ -81,7 +81,7 @@ class CIEnvironment:
 
     def no_base_reason(self) -> str:
         """Why no base revision is known, for the error that says so."""
-        payload = f"the event payload {self.event_problem}" if self.event_problem else "no base in the event payload"
+        payload = self.event_problem or "no base in the event payload"
         return f"no GITHUB_BASE_REF, {payload}"
 
 
@@ -90,9 +90,9 @@ def _read_event(path: Path) -> tuple[Any, str | None]:
     try:
         return json.loads(path.read_bytes()), None
     except OSError as exc:
-        return None, f"{path} cannot be read ({exc.strerror or exc})"
+        return None, f"the event payload {path} cannot be read ({exc.strerror or exc})"
     except (ValueError, RecursionError):
-        return None, f"{path} is not a JSON document"
+        return None, f"the event payload {path} is not a JSON document"
 
 
 def event_base(event: str, payload: Any) -> str | None:
@@ -133,11 +133,12 @@ class Settings:
 
     def store_url(self, flag: str | None, cwd: Path | None = None) -> str:
         """`--db` > $PERFCI_DB > the SQLite file under .perfci/ of the current folder."""
-        from perfci.store.history import default_url, in_memory  # here: the store imports SQLAlchemy (docs/scale.md)
+        from perfci.store.history import check_url, default_url, in_memory  # here: the store imports SQLAlchemy
 
         url = first(flag, self.env.get(ENV_DB) or None, default_url(cwd or Path.cwd()))
         if in_memory(url):  # `history ingest --db sqlite://` said "ingested 1 run(s)" and kept nothing
             raise UsageError(f"{url!r} is an in-memory database: it keeps nothing.", hint="e.g. sqlite:///history.db")
+        check_url(url)  # its form, before a gate measures anything to store there
         return url
 
     def memory_limit(self, flag: str | None) -> int | None:
@@ -249,9 +250,12 @@ class Settings:
         event = self.env.get(ENV_GITHUB_EVENT_NAME) or None
         base = base or self.env.get(ENV_GITHUB_BASE_REF) or None
         problem = None
-        if base is None and event in PULL_REQUEST_EVENTS and (path := self.env.get(ENV_GITHUB_EVENT_PATH)):
-            payload, problem = _read_event(Path(path))
-            base = event_base(event, payload)
+        if base is None and event in PULL_REQUEST_EVENTS:
+            if path := self.env.get(ENV_GITHUB_EVENT_PATH):
+                payload, problem = _read_event(Path(path))
+                base = event_base(event, payload)
+            else:
+                problem = "no GITHUB_EVENT_PATH (the event payload)"
         return CIEnvironment(github, event, base, summary, out, problem)
 
     def store_configured(self, flag: str | None) -> bool:

@@ -4,6 +4,7 @@ options, printing and exit codes over perfci.api (ci.py, merge.py). docs/ci.md e
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -122,9 +123,9 @@ def ci_command(
     )
 
     def body() -> int:
-        settings = project_settings(config)
-        with failure_published(settings, req):
-            return gate(settings)
+        # where to publish a failure needs the environment alone: a configuration that cannot be read is published
+        with failure_published(Settings(dict(os.environ)), req):
+            return gate(project_settings(config))
 
     def gate(settings: Settings) -> int:
         sharded_req = replace(req, shard=sharded(shard, durations))

@@ -41,6 +41,13 @@ def store_label(url: str) -> str:
     return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
+def check_url(url: str) -> None:
+    """A store URL's form and database kind, checked without connecting: a gate that measures first and stores
+    after refuses a URL that could never work before it measures (`opening_errors`' words)."""
+    with opening_errors(url, store_label(url)):
+        make_url(url).get_dialect()
+
+
 def in_memory(url: str) -> bool:
     """Whether `url` is an SQLite database in memory (`sqlite://`, `sqlite:///:memory:`), which no later command
     sees; False for anything that is not a database URL (HistoryStore words that)."""

@@ -25,6 +25,7 @@ from perfci.store import ingest as _ingest
 from perfci.store import queries, upkeep
 from perfci.store.connect import (
     POSTGRES_CONNECT_TIMEOUT_S,
+    check_url,
     connect_args,
     default_url,
     in_memory,
@@ -48,6 +49,7 @@ __all__ = [
     "Pruned",
     "RunFilter",
     "RunInfo",
+    "check_url",
     "connect_args",
     "default_url",
     "in_memory",

@@ -55,6 +55,31 @@ def test_a_base_given_is_compared_as_given_and_githubs_branch_as_its_remote(tmp_
     assert plan_ci(Settings(env), CIRequest(), repo=tmp_path).base_rev == "origin/main"
 
 
+def test_a_pull_request_checkout_that_is_its_base_is_refused(tmp_path: Path) -> None:
+    """`pull_request_target` checks out the base branch: the A/B compared the base with itself and passed without
+    measuring the pull request (a user audit). Refused while the checkout is the base commit, unchanged; a change in
+    the working tree, another commit, or a base given with --base (an A/A on purpose) go on."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("0")
+    git("add", "f")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c0")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_BASE_REF": "main"}
+    with pytest.raises(UsageError, match="the checkout is the pull_request_target event's base itself") as refused:
+        plan_ci(Settings(env), CIRequest(), repo=tmp_path)
+    assert "github.event.pull_request.head.sha" in (refused.value.hint or "")
+    assert plan_ci(Settings(env), CIRequest(base="origin/main"), repo=tmp_path).base_rev == "origin/main"
+    (tmp_path / "f").write_text("1")  # the pull request's change, not committed
+    assert plan_ci(Settings(env), CIRequest(), repo=tmp_path).base_rev == "origin/main"
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "c1")
+    assert plan_ci(Settings(env), CIRequest(), repo=tmp_path).base_rev == "origin/main"
+
+
 def test_a_merge_group_takes_its_base_commit_from_the_event_payload(tmp_path: Path) -> None:
     """GitHub sets GITHUB_BASE_REF for pull requests only: a merge-queue run fell back to a baseline run that
     passed with nothing to compare (fuzzing)."""
@@ -74,8 +99,10 @@ def test_a_pull_request_event_without_a_known_base_is_refused(tmp_path: Path, pa
     if payload is not None:
         (tmp_path / "event.json").write_text(payload)
         env["GITHUB_EVENT_PATH"] = str(tmp_path / "event.json")
-    with pytest.raises(UsageError, match="a merge_group event needs a base revision"):
+    with pytest.raises(UsageError, match="a merge_group event needs a base revision") as refused:
         plan_ci(Settings(env), CIRequest(), repo=tmp_path)
+    if payload is None:  # it said "no base in the event payload", with no payload named anywhere
+        assert "no GITHUB_EVENT_PATH (the event payload)" in refused.value.message
     assert plan_ci(Settings(env), CIRequest(mode="baseline")).mode == "baseline"  # asked for: allowed
     assert plan_ci(Settings(env), CIRequest(base="main"), repo=tmp_path).mode == "ab"
 
@@ -205,3 +232,49 @@ def test_a_gate_stopped_by_a_full_disk_still_publishes_its_error(
     assert "verdict=error" in outputs and "exit-code=3" in outputs
     assert "No space left on device" in (tmp_path / "summary.md").read_text()
     assert any(line.startswith("::error title=perfci::") for line in capsys.readouterr().out.splitlines())
+
+
+def test_a_configuration_that_cannot_be_read_is_published_as_the_gates_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken perfci.toml stopped `perfci ci` before the code that publishes a failure: exit 2 with nothing in
+    $GITHUB_OUTPUT or the step summary (the action's `verdict` output empty) and no `::error` line."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+
+    (tmp_path / "perfci.toml").write_text('threshold = "abc\n')
+    output, summary = tmp_path / "output.txt", tmp_path / "summary.md"
+    monkeypatch.chdir(tmp_path)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_OUTPUT": str(output),
+           "GITHUB_STEP_SUMMARY": str(summary)}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["ci", "--path", "perf"])
+    assert result.exit_code == 2, result.output
+    lines = output.read_text().splitlines()
+    assert "verdict=error" in lines and "exit-code=2" in lines, lines
+    assert "perfci.toml" in summary.read_text()
+    assert any(
+        line.startswith("::error title=perfci::") and "perfci.toml" in line for line in result.stdout.splitlines()
+    )
+
+
+def test_a_store_url_that_could_never_work_is_refused_before_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push run with PERFCI_DB=notaurl measured every case, then said "'notaurl' is not a database URL"."""
+    import perfci.api.ci as ci_api
+    from perfci.api.ci import run_ci
+
+    def measured(*_args: object, **_kw: object) -> None:
+        raise AssertionError("measured before the store URL was checked")
+
+    monkeypatch.setattr(ci_api, "measure", measured)
+    monkeypatch.chdir(tmp_path)
+    for url, words in (("notaurl", "'notaurl' is not a database URL"), ("nosuchdb://x/y", "not a database URL")):
+        settings = Settings({"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "PERFCI_DB": url})
+        plan = plan_ci(settings, CIRequest(out=tmp_path / "out"), repo=tmp_path)
+        assert plan.ingest
+        with pytest.raises(UsageError, match=words):
+            run_ci(settings, CIRequest(out=tmp_path / "out"), settings.env, plan=plan)
