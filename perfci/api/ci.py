@@ -32,7 +32,7 @@ from perfci.compare.baselines import no_baseline_note
 from perfci.compare.gate import ExitCode
 from perfci.compare.policy import AB_DEFAULTS
 from perfci.engine.progress import ProgressFn
-from perfci.errors import UsageError
+from perfci.errors import InfrastructureError, UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 from perfci.options import PAIRS_AT_ONCE
 from perfci.reports.units import format_change_interval
@@ -395,16 +395,23 @@ def error_annotation(message: str) -> str:
 
 def publish(outcome: CIOutcome) -> list[Path]:
     """Append the summary to the step summary file and the outputs to the outputs file (each when known);
-    return the files written."""
+    return the files written. A write that fails names its file (a full disk said only "No space left on
+    device")."""
     written = []
     where = outcome.plan.where
     summary = outcome.out_dir / "summary.md"
     if where.step_summary is not None and summary.exists():
-        with where.step_summary.open("a", encoding="utf-8") as f:
-            f.write(summary.read_text("utf-8").rstrip("\n") + "\n\n")
+        _append(where.step_summary, summary.read_text("utf-8").rstrip("\n") + "\n\n", "the step summary")
         written.append(where.step_summary)
     if where.output is not None:
-        with where.output.open("a", encoding="utf-8") as f:
-            f.write(_output_lines(outputs(outcome)))
+        _append(where.output, _output_lines(outputs(outcome)), "the outputs file")
         written.append(where.output)
     return written
+
+
+def _append(path: Path, text: str, what: str) -> None:
+    try:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise InfrastructureError(f"could not write {what} {path}: {exc.strerror or exc}.") from None

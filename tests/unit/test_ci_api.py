@@ -213,6 +213,17 @@ def test_publish_appends_the_summary_and_writes_the_outputs(tmp_path: Path) -> N
     assert f"report={tmp_path / 'out' / 'report.html'}" in lines
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device that is always full)")
+def test_an_outputs_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    """GITHUB_OUTPUT on a full disk: the error said "No space left on device." and named no file."""
+    from perfci.errors import InfrastructureError
+
+    outcome = _outcome(tmp_path)
+    full = replace(outcome, plan=replace(outcome.plan, where=replace(outcome.plan.where, output=Path("/dev/full"))))
+    with pytest.raises(InfrastructureError, match=r"could not write the outputs file /dev/full: No space left"):
+        publish(full)
+
+
 def test_a_gate_stopped_by_a_full_disk_still_publishes_its_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
