@@ -138,7 +138,8 @@ def remove_dead_workdirs(root: Path) -> list[Path]:
             continue
         if _left_behind_only(folder):
             shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
+            if not folder.exists():
+                removed.append(folder)
     return removed
 
 

@@ -128,7 +128,10 @@ def refuse_the_base_as_head(repo: Path, base_rev: str, event: str | None) -> Non
     raise UsageError(
         f"perfci ci: the checkout is the {event} event's base itself ({base_rev}, commit {head[:12]}): the A/B "
         "would compare the base with itself and pass without measuring the pull request.",
-        hint="check out the pull request's code, e.g. actions/checkout with "
+        hint="check out the merge group's code, e.g. actions/checkout with "
+        "`ref: ${{ github.event.merge_group.head_sha }}`"
+        if event == "merge_group"
+        else "check out the pull request's code, e.g. actions/checkout with "
         "`ref: ${{ github.event.pull_request.head.sha }}` (pull_request_target checks out the base branch)",
     )
 

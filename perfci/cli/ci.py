@@ -79,7 +79,13 @@ Base = Annotated[
     str | None, typer.Option(help="A/B base revision [default: origin/$GITHUB_BASE_REF, else $GITHUB_BASE_REF].")
 ]
 Out = Annotated[Path, typer.Option(help="Output folder (results, report.html, summary.md).")]
-ReportOnly = Annotated[bool, typer.Option("--report-only", help="Report and annotate, but always exit 0.")]
+ReportOnly = Annotated[
+    bool,
+    typer.Option(
+        "--report-only",
+        help="Report and annotate, and exit 0 whatever the verdicts (a gate that could not run still exits 2 or 3).",
+    ),
+]
 Summary = Annotated[Path | None, typer.Option(help="Append the Markdown summary here [default: $GITHUB_STEP_SUMMARY].")]
 Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts here [default: $GITHUB_OUTPUT].")]
 

@@ -42,10 +42,10 @@ def store_label(url: str) -> str:
 
 
 def check_url(url: str) -> None:
-    """A store URL's form and database kind, checked without connecting: a gate that measures first and stores
+    """A store URL's form, database kind and driver, checked without connecting: a gate that measures first and stores
     after refuses a URL that could never work before it measures (`opening_errors`' words)."""
     with opening_errors(url, store_label(url)):
-        make_url(url).get_dialect()
+        make_url(url).get_dialect().import_dbapi()  # a driver that is not installed (postgresql+psycopg, mysql)
 
 
 def in_memory(url: str) -> bool:

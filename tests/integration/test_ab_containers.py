@@ -17,7 +17,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -235,7 +234,9 @@ def test_a_timed_out_worker_leaves_no_container(repo: Path, runtime: Path) -> No
 def test_an_interrupted_or_killed_ab_leaves_no_container(repo: Path, runtime: Path, sig: signal.Signals) -> None:
     """Ctrl-C: perfci stops its workers (the supervisor's kill path); SIGKILL: perfci can do nothing, the kernel
     kills each launcher (parent-death signal) and its watchdog kills the container."""
-    env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(runtime)}
+    tmp = runtime.parent / "tmp"  # its own temporary folder: another test's A/B beside it sweeps the system's
+    tmp.mkdir()
+    env = {**os.environ, "PERFCI_FAKE_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
         ab_args("base", "base", "-k", "hang", "--pairs", "2", "--looks", "1"),
         cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -257,7 +258,6 @@ def test_an_interrupted_or_killed_ab_leaves_no_container(repo: Path, runtime: Pa
     assert any(e["command"] == "kill" and e["found"] for e in log(runtime))
     # its temporary folder: removed on Ctrl-C; after SIGKILL left behind (shim, launchers), and removed by the
     # next A/B on this host (`ab_workdir`), which finds its perfci gone
-    tmp = Path(tempfile.gettempdir())
     left = [
         p
         for p in tmp.glob("perfci-*")

@@ -88,5 +88,7 @@ def test_the_gate_step_records_the_code_and_the_pull_request_under_bash_e(
     assert proc.returncode == 0, proc.stderr  # the later step exits with the gate's code
     written = outputs.read_text().splitlines()
     assert f"code={code}" in written and f"verdict={verdict}" in written, written
+    if verdict == "error":  # the action's `exit-code` output, as perfci writes it for errors it publishes
+        assert f"exit-code={code}" in written, written
     assert (out / "pr-number.txt").read_text().strip() == "7"
     assert ("::error title=perfci::perfci ci exited 2 before a verdict" in proc.stdout) == (verdict == "error")
