@@ -19,12 +19,21 @@ def readable_baseline(path: Path) -> None:
     from perfci.errors import PerfciError
     from perfci.format.schema import load_results
 
+    if path.is_dir():
+        raise pytest.UsageError(f"--perfci-compare {path}: a folder, not a results file (its results.json?)")
     if not path.is_file():
         raise pytest.UsageError(f"--perfci-compare {path}: no such file")
     try:
         load_results(path)
     except PerfciError as exc:
         raise pytest.UsageError(f"--perfci-compare {path}: {exc}") from None
+
+
+def baseline_tests(path: Path) -> set[str]:
+    """The pytest test ids of a baseline's cases (`bench/test_b.py::test_x[1]`: the case id less its device)."""
+    from perfci.format.schema import load_results
+
+    return {c.id.rpartition("@")[0] or c.id for c in load_results(path).cases}
 
 
 def checked_out(out: str, baseline: Path | None) -> Path:

@@ -232,6 +232,12 @@ def pytest_configure(config: pytest.Config) -> None:
             "--perfci-compare with --perfci-disable: nothing is measured, so nothing would be compared (a flag may "
             "come from addopts in the configuration: `-o addopts=` clears those)"
         )
+    if (out or base) and not hasattr(config, "workerinput") and _xdist_on(config):
+        # the workers measured and each wrote part of the results file, which the session then called empty
+        raise pytest.UsageError(
+            "--perfci-out and --perfci-compare measure in one process, not in pytest-xdist's workers: run the perf "
+            "tests without -n (`-n 0`, or `-p no:xdist`; a flag may come from addopts: `-o addopts=` clears those)"
+        )
     shared = plugin_settings(config, strict=bool(out or base))  # refused now, not after every test has run
     baseline = Path(base).resolve() if base else None
     out_folder = checked_out(out, baseline) if out else None
@@ -265,6 +271,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(problem)
         # registered after every entry-point plugin, so this `benchmark` wins over pytest-benchmark's
         config.pluginmanager.register(BenchmarkTakeover(), "perfci-benchmark")
+
+
+def _xdist_on(config: pytest.Config) -> bool:
+    """Whether pytest-xdist runs this session's tests in workers (`-n N`, `-n auto`, `--dist ...`)."""
+    return bool(config.getoption("numprocesses", None)) or config.getoption("dist", None) not in (None, "no")
 
 
 class Perf:
@@ -359,6 +370,22 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state = item.config.stash.get(SESSION_KEY, None)
         if state is not None and state.active:
             state.left_out[node_test_id(state, item)] = "deselected"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """`--lf` runs only the tests that failed last time and collects no file without one, reporting no
+    deselection: the baseline's other tests are left out on purpose, not missing (they failed the gate)."""
+    from perfci.pytest_plugin.files import baseline_tests
+
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is None or not state.active or state.baseline is None or not session.config.getoption("lf", False):
+        return
+    cache = session.config.cache
+    if cache is None or not cache.get("cache/lastfailed", {}):  # nothing failed last time: --lf runs everything
+        return
+    collected = {node_test_id(state, item) for item in session.items}
+    for test in sorted(baseline_tests(state.baseline) - collected):
+        state.left_out.setdefault(test, "not run: --lf runs the tests that failed last time")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -212,3 +212,46 @@ def test_a_baseline_that_cannot_be_read_is_refused_before_any_test_runs(pytester
         result = pytester.runpytest_subprocess(*FAST, "--perfci-compare", baseline)
         _usage_error(result, pattern, pytester.path)
         assert not (pytester.path / "ran.marker").exists()  # no test ran
+
+
+def test_xdist_with_out_or_compare_is_refused_and_a_folder_baseline_is_named(pytester: pytest.Pytester) -> None:
+    """`pytest -n 2 --perfci-out base` exited 0 saying nothing was written, while the workers each wrote part of
+    base/results.json over the good one; a folder given as the baseline was "no such file" (a user audit)."""
+    pytester.makepyfile(test_speed=MARKED)
+    pytester.runpytest_subprocess(*FAST, "--perfci-out", "base").assert_outcomes(passed=1)
+    good = (pytester.path / "base" / "results.json").read_bytes()
+    (pytester.path / "ran.marker").unlink()
+    for args in (["--perfci-out", "base"], ["--perfci-compare", "base/results.json"], ["--perfci-out=b2"]):
+        result = pytester.runpytest_subprocess(*FAST, "-n", "2", *args)
+        _usage_error(
+            result, "--perfci-out and --perfci-compare measure in one process, not in pytest-xdist*", pytester.path
+        )
+    assert (pytester.path / "base" / "results.json").read_bytes() == good and not (pytester.path / "b2").exists()
+    assert pytester.runpytest_subprocess(*FAST, "-n", "0", "--perfci-compare", "base/results.json").ret == 0
+    (pytester.path / "ran.marker").unlink()
+    _usage_error(pytester.runpytest_subprocess(*FAST, "--perfci-compare", "base"), "--perfci-compare *: a folder*",
+                 pytester.path)  # fmt: skip
+
+
+def test_last_failed_only_leaves_the_other_tests_out_not_missing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--lf` collects only the files with a test that failed last time and reports no deselection: the
+    baseline's other tests were `missing` and failed the gate (a user audit)."""
+    fast = [a for a in FAST if a not in ("-p", "no:cacheprovider")]  # --lf needs the cache
+    pytester.makepyfile(
+        test_a=(
+            "def test_one(perf):\n    perf(lambda: sum(range(20)))\n\n"
+            "def test_two(perf):\n    perf(lambda: sum(range(30)))\n"
+        ),
+        test_b="import os\n\ndef test_flaky(perf):\n    assert not os.environ.get('BOOM')\n    perf(lambda: 1)\n",
+    )
+    pytester.runpytest_subprocess(*fast, "--perfci-out", "base").assert_outcomes(passed=3)
+    with monkeypatch.context() as m:
+        m.setenv("BOOM", "1")
+        pytester.runpytest_subprocess(*fast).assert_outcomes(passed=2, failed=1)  # the cache records the failure
+    result = pytester.runpytest_subprocess(*fast, "--lf", "--perfci-compare", "base/results.json")
+    result.assert_outcomes(passed=1)
+    out = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 0, out
+    assert "FAIL" not in out and "2 missing" not in out, out
