@@ -78,7 +78,7 @@ DeprecatedBudgetOpt = Annotated[
     float | None, option(ROUND_TIME, "--budget", help="Deprecated name of --round-time", hidden=True)
 ]
 SeedOpt = Annotated[int, option(SEED)]
-CpusOpt = Annotated[str | None, option(CPUS, help=f"{CPUS.help} [default: not pinned]")]
+CpusOpt = Annotated[str | None, option(CPUS)]
 ABCpusOpt = Annotated[
     str | None, option(CPUS, help="CPUs both workers of a pair run on, e.g. 2-3 [default: the last --threads]")
 ]
