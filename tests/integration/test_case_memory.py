@@ -4,10 +4,12 @@ and beside the others; derived bytes are what a call touches."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
+from perfci.engine.runner import _round_order
 from tests.integration.test_run_subprocess import perfci
 
 WORKLOADS = Path(__file__).parent.parent / "data" / "memory_cases" / "memory_cases.py"
@@ -107,11 +109,26 @@ encoder = perfci.model_workload(
 """
 
 
+def _first_in_round(cases: list[str], seed: int, rounds: int) -> dict[str, int]:
+    """The round in which each case came first in its worker (the runner's own shuffle, by the run's seed)."""
+    firsts: dict[str, int] = {}
+    for index in range(rounds):
+        firsts.setdefault(_round_order(cases, seed, index)[0], index)  # type: ignore[arg-type]
+    return firsts
+
+
 def test_a_transformer_layer_s_cases_read_the_same_whichever_comes_first(tmp_path: Path) -> None:
     """What attention loads on first use is the model's, not its first case's: warmed with a small model alone,
     this encoder layer's bf16 batch-8 case read 3.3-3.8 MiB when it came after its batch-1 twin, 6.7 MiB when it
-    came first. Four shuffled rounds of four cases (this seed puts each case first once): each case's rounds within
-    the 1 MiB floor."""
+    came first. Four shuffled rounds of four cases (this seed puts each case first once): the round in which a case
+    came first reads within the 1 MiB floor of the median of its other rounds. Not "every round within 1 MiB": the
+    batch-8 cases' call transient alone moves 0.4-0.8 MiB from round to round whatever the order (0.77 MiB on an
+    AMD EPYC, more on the CI machine's CPU, where one CI run failed at 1 MiB), so that bar tested the allocator."""
     own = _memory_by_round(tmp_path, ENCODER_MODEL, seed=6)
     assert len(own) == 4
-    assert all(max(v) - min(v) < 1.0 for v in own.values()), own
+    firsts = _first_in_round(list(own), seed=6, rounds=4)
+    assert sorted(firsts) == sorted(own)  # the seed still puts each case first once
+    for case, index in firsts.items():
+        others = [v for i, v in enumerate(own[case]) if i != index]
+        assert abs(own[case][index] - statistics.median(others)) < 1.0, (case, index, own)
+    assert all(max(v) - min(v) < 2.0 for v in own.values()), own  # the bug this guards against moved 3 MiB
