@@ -41,6 +41,11 @@ attention alternating, bf16, batch 8 x 128 tokens) and a DLA-34 (timm, random we
 HELDOUT_MODELS=falcon-hrnet, a twelfth, added on 2026-12-07 for the next device lent: a Falcon of about 125M
 parameters (transformers, from a config: 12 layers, width 768, parallel attention and MLP, multi-query attention,
 bf16, batch 8 x 128 tokens) and an HRNet-W18-Small (timm, random weights, bf16, batch 32).
+HELDOUT_MODELS=codegen-cspdarknet, a thirteenth, added on 2026-12-07 (late) for the next device lent: a CodeGen of
+about 125M parameters (transformers, from a config: 12 layers, width 768, rotary attention on 64 dimensions, parallel
+attention and MLP, bf16, batch 8 x 128 tokens) and a CSPDarkNet-53 (timm, random weights, bf16, batch 32); and
+HELDOUT_MODELS=olmo-ghostnet, a fourteenth, the fallback where the device's transformers has no CodeGen: an OLMo of
+about 150M parameters (12 layers, width 768, non-parametric layer norm) and a GhostNet-1.0 (timm, batch 32).
 """
 
 from __future__ import annotations
@@ -204,6 +209,21 @@ FALCON = {
     "    )\n    model = FalconModel(config)",
 }
 FALCON_HRNET = _file(FALCON, {"name": "hrnet_w18_small", "timm_name": "hrnet_w18_small", "batch": "32"})
+CODEGEN = {
+    "name": "codegen125m",
+    "imports": "CodeGenConfig, CodeGenModel",
+    "build": "    config = CodeGenConfig(vocab_size=50304, n_embd=768, n_layer=12, n_head=12, rotary_dim=64)\n"
+    "    model = CodeGenModel(config)",
+}
+CODEGEN_CSPDARKNET = _file(CODEGEN, {"name": "cspdarknet53", "timm_name": "cspdarknet53", "batch": "32"})
+OLMO = {
+    "name": "olmo150m",
+    "imports": "OlmoConfig, OlmoModel",
+    "build": "    config = OlmoConfig(\n"
+    "        vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=2048\n"
+    "    )\n    model = OlmoModel(config)",
+}
+OLMO_GHOSTNET = _file(OLMO, {"name": "ghostnet", "timm_name": "ghostnet_100", "batch": "32"})
 MODEL_SETS = {
     "opt-convnext": (MODELS, "opt125m"),
     "neox-vit": (NEOX_VIT, "pythia160m"),
@@ -217,6 +237,8 @@ MODEL_SETS = {
     "gptj-poolformer": (GPTJ_POOLFORMER, "gptj125m"),
     "gptneo-dla": (GPTNEO_DLA, "gptneo125m"),
     "falcon-hrnet": (FALCON_HRNET, "falcon125m"),
+    "codegen-cspdarknet": (CODEGEN_CSPDARKNET, "codegen125m"),
+    "olmo-ghostnet": (OLMO_GHOSTNET, "olmo150m"),
 }
 
 

@@ -24,6 +24,8 @@
 #                  HELDOUT_MODELS=gptj-poolformer: the tenth (a GPT-J of ~125M parameters and a PoolFormer-S12)
 #                  HELDOUT_MODELS=gptneo-dla: the eleventh (a GPT-Neo of ~125M parameters and a DLA-34)
 #                  HELDOUT_MODELS=falcon-hrnet: the twelfth (a Falcon of ~125M parameters and an HRNet-W18-Small)
+#                  HELDOUT_MODELS=codegen-cspdarknet: the thirteenth (a CodeGen of ~125M parameters, a CSPDarkNet-53)
+#                  HELDOUT_MODELS=olmo-ghostnet: the fourteenth (an OLMo of ~150M parameters and a GhostNet-1.0)
 #   AB_PERFCI=DIR: the A/Bs run the perfci package in DIR (a baseline: `git archive COMMIT perfci | tar -x -C DIR`),
 #                  on the same device and in the same call as this checkout's; tables and truth use this checkout
 #   SKIP_TRUTH=1: leave out the true-change measurement (then: python3 benchmarks/gpu_heldout.py truth
