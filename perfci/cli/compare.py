@@ -76,6 +76,7 @@ from perfci.cli.options import (
     ThresholdOpt,
     TimeoutOpt,
     planned_pairs,
+    unused_db_note,
 )
 from perfci.compare.expected import EXPECTED_FILE
 from perfci.compare.gate import ExitCode
@@ -224,6 +225,8 @@ def compare(
         outcome = compare_files(settings, replace(req, outputs=replace(req.outputs, decisions=view)))
         print_outcome(outcome.comparison, outcome.candidate, outcome.written, fmt, outcome.decisions)
         print_unsettled_hint(outcome.unsettled, unpaired_remedy(outcome.unsettled), outcome.comparison)
+        if db is not None and store_baseline is None and not settings.history_noise(history_noise, job_noise):
+            note(unused_db_note(str(candidate or baseline)))
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)

@@ -88,6 +88,16 @@ JobNoiseOpt = Annotated[float | None, option(JOB_NOISE)]
 FailOnOpt = Annotated[str | None, option(FAIL_ON)]
 RunnerOpt = Annotated[str | None, option(RUNNER)]
 DbOpt = Annotated[str | None, option(DB)]
+
+
+def unused_db_note(results: str) -> str:
+    """`--db` given where nothing reads the store (no --history-noise): said, as a run is never stored by it."""
+    return (
+        "note: --db is read only for --history-noise, which is off: nothing was read from the history store and "
+        f"nothing stored in it. To keep this run in the history: perfci history ingest {results} --db URL"
+    )
+
+
 HistoryNoiseOpt = Annotated[bool | None, option(HISTORY_NOISE)]
 GpuModeOpt = Annotated[str | None, option(GPU_MODE)]
 BuildOpt = Annotated[str | None, option(BUILD)]

@@ -57,6 +57,7 @@ from perfci.cli.options import (
     ThresholdOpt,
     TimeoutOpt,
     option,
+    unused_db_note,
 )
 from perfci.compare.gate import ExitCode
 from perfci.format.model import RunResult
@@ -148,6 +149,8 @@ def run(
                 result = measure_with_progress(planned)
             outcome = finish_run(settings, req, planned, result, settings.env, note)
         print_run(outcome, fmt)
+        if db is not None and planned.noise is None:  # a user who passed --db to keep the run: it was not kept
+            note(unused_db_note(str(planned.out_dir / "results.json")))
         return ExitCode.OK if exit_zero else outcome.exit_code()
 
     guard(body)

@@ -46,6 +46,20 @@ def test_run_tiny_workload_writes_valid_results_and_report(tmp_path: Path) -> No
     assert "tiny.summing[n=200]@cpu" in proc.stdout
 
 
+def test_db_without_history_noise_says_the_run_was_not_stored_and_how_to_store_it(tmp_path: Path) -> None:
+    """`perfci run --db URL` reads the store only for --history-noise: a user who passed it to keep the run got
+    nothing stored and no word (then `perfci trend --db URL`: "no history store")."""
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    proc = perfci("run", str(DATA / "tiny.py"), "--out", "out", "--rounds", "2", "--db", url, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "--db is read only for --history-noise, which is off" in said, said
+    assert f"perfci history ingest {Path('out') / 'results.json'} --db URL" in said, said
+    assert not (tmp_path / "h.db").exists()
+    stored = perfci("history", "ingest", "out/results.json", "--db", url, cwd=tmp_path)  # the command it names
+    assert stored.returncode == 0 and "ingested 1 run(s)" in stored.stderr, stored.stderr
+
+
 def test_cpus_pins_every_worker_and_unavailable_cpus_are_refused(tmp_path: Path) -> None:
     last = max(os.sched_getaffinity(0))
     out = tmp_path / "out"

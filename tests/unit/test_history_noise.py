@@ -191,3 +191,19 @@ def test_configuration_turns_history_noise_on_and_the_flag_off(tmp_path: Path) -
     (tmp_path / "bad.toml").write_text('history_noise = "yes"\n')
     bad = CliRunner().invoke(app, ["compare", *files[:-4], "--config", str(tmp_path / "bad.toml")])
     assert bad.exit_code == 2 and "history_noise" in bad.stderr
+
+
+def test_compare_says_when_its_db_is_not_read(tmp_path: Path) -> None:
+    """`--db` with history noise off reads nothing and stores nothing: said, with the command that stores a run;
+    not said when --history-noise reads it."""
+    url = store_with(tmp_path, history(12, job_sd=0.005))
+    base = make_run([make_case("alpha", 1e-3, seed=900)], run_id="base")
+    dump_results(base, tmp_path / "base.json")
+    files = [str(tmp_path / "base.json"), str(tmp_path / "base.json"), "--runner", "cpu-test", "--db", url]
+    unread = CliRunner().invoke(app, ["compare", *files])
+    read = CliRunner().invoke(app, ["compare", *files, "--history-noise"])
+    assert (unread.exit_code, read.exit_code) == (0, 0), unread.output + read.output
+    said = " ".join(unread.stderr.split())
+    assert "--db is read only for --history-noise, which is off" in said, said
+    assert f"perfci history ingest {tmp_path / 'base.json'} --db URL" in said, said
+    assert "--db is read only" not in read.stderr
