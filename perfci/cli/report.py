@@ -36,7 +36,10 @@ def report(
     ] = None,
     markdown: Annotated[
         Path | None,
-        typer.Option(help="The Markdown summary's path ('-' for stdout) [default: summary.md beside the report]."),
+        typer.Option(
+            help="The Markdown summary's path ('-' for stdout) [default: summary.md beside report.html; beside an "
+            "--out FILE.html, FILE.md]."
+        ),
     ] = None,
     threshold: Annotated[
         float | None,
@@ -82,9 +85,9 @@ def report(
 def report_paths(beside: Path, out: Path | None, markdown: Path | None) -> tuple[Path, Path]:
     """Where the HTML report and the Markdown summary go: in the folder `beside` (the comparison file's, else the
     candidate's: api/report.py), or under `--out` (a folder), or at `--out` when it names an .html file (the summary
-    beside it); `--markdown` names the summary's own path."""
+    beside it, under the report's name with .md: `-o docs/perf.html` wrote over a `docs/summary.md` it had not
+    written); `--markdown` names the summary's own path."""
     if out is not None and (out.suffix.lower() == ".html" or out.is_file()):
-        html = out
-    else:
-        html = (out if out is not None else beside) / "report.html"
+        return out, markdown if markdown is not None else out.with_suffix(".md")
+    html = (out if out is not None else beside) / "report.html"
     return html, markdown if markdown is not None else html.with_name("summary.md")

@@ -116,3 +116,16 @@ def test_a_folder_given_for_the_summary_is_refused_before_anything_is_written(
     result = runner.invoke(app, ["report", str(files["cand"]), "-o", str(folder / "r.html"), "--markdown", str(folder)])
     assert result.exit_code == 2 and "is a folder; give the name of the file to write" in result.stderr
     assert list(folder.iterdir()) == []
+
+
+def test_a_named_html_report_takes_its_summary_under_its_own_name(files: dict[str, Path], tmp_path: Path) -> None:
+    """`-o docs/perf.html` wrote its summary over `docs/summary.md`, a file the user had not asked perfci to write:
+    the summary is `docs/perf.md`; a summary.md already there is left as it was."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "summary.md").write_text("the team's own notes\n")
+    result = runner.invoke(app, ["report", str(files["cand"]), "-o", str(docs / "perf.html")])
+    assert result.exit_code == 0, result.output
+    assert (docs / "summary.md").read_text() == "the team's own notes\n"
+    assert "`perf.html`" in (docs / "perf.md").read_text()
+    assert f"summary: {docs / 'perf.md'}" in " ".join(result.stderr.split())
