@@ -32,6 +32,19 @@ def mark_work_folder(path: Path) -> None:
         return
 
 
+def mark_new_output_folder(path: Path) -> None:
+    """A default output folder outside `.perfci/` (`perfci ci`'s `perfci-out/`), made here with the same
+    `.gitignore` when it does not exist yet: a local `perfci ci` left it untracked in `git status`. An existing
+    folder is left as it is (it may be the user's), and so is one that cannot be made."""
+    if path.exists():
+        return
+    try:
+        path.mkdir(parents=True)
+        (path / ".gitignore").write_text(IGNORE_TEXT, encoding="utf-8")
+    except OSError:
+        return
+
+
 def remove_stale_outputs(out: Path, *names: str) -> None:
     """Remove the outputs `names` that a command writes only sometimes (`comparison.json` where there was a baseline,
     `junit.xml` from `perfci compare`) from an earlier command into the same `--out` folder: a run without a

@@ -36,7 +36,7 @@ from perfci.errors import InfrastructureError, UsageError
 from perfci.format.model import BELOW_THRESHOLD_WORSE, CaseStatus, Comparison, RunResult, Verdict
 from perfci.options import PAIRS_AT_ONCE
 from perfci.reports.units import format_change_interval
-from perfci.work_folder import output_folder_lock
+from perfci.work_folder import mark_new_output_folder, output_folder_lock
 from perfci.workloads.conventional import conventional_sources
 
 MODES = ("auto", "ab", "baseline")
@@ -44,12 +44,15 @@ MAX_ANNOTATIONS = 50  # GitHub shows 10 of each kind per step; the rest are in t
 VERDICT_WORDS = {ExitCode.OK: "pass", ExitCode.REGRESSION: "regression", ExitCode.FAILED: "error"}
 
 
+CI_OUT = Path("perfci-out")  # the gate's output folder unless told (the action uploads it as the artifact)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CIRequest:
     mode: str = "auto"  # auto | ab | baseline
     base: str | None = None  # A/B base revision (default: the pull request's base branch)
     sources: Sources = field(default_factory=Sources)
-    out: Path = Path("perfci-out")
+    out: Path = CI_OUT
     runner: str | None = None
     threshold: float | None = None
     db: str | None = None
@@ -192,6 +195,8 @@ def run_ci(
     conventional folders, its workloads and its pytest benchmarks (perfci.api.ab.choose_sources; `notify` is told
     which), or stops with a usage error; a run keeps `perfci run`'s built-in default suite."""
     plan = plan or plan_ci(settings, req)
+    if req.out == CI_OUT:  # the default: ignored by git, as .perfci/ is (an --out the user names is theirs)
+        mark_new_output_folder(req.out)
     decision = DecisionOptions(threshold=req.threshold)
     if plan.mode == "ab":
         ab_req = ABRequest(

@@ -14,6 +14,7 @@ import typer
 
 from perfci.api.ab import Sources
 from perfci.api.ci import (
+    CI_OUT,
     CIOutcome,
     CIRequest,
     error_annotation,
@@ -93,7 +94,7 @@ Output = Annotated[Path | None, typer.Option(help="Write verdict= and counts her
 @app.command("ci")
 def ci_command(
     mode: Mode = "auto", base: Base = None, paths: PathOpt = None, suites: SuiteOpt = None,
-    patterns: PatternOpt = None, out: Out = Path("perfci-out"), runner: RunnerOpt = None,
+    patterns: PatternOpt = None, out: Out = CI_OUT, runner: RunnerOpt = None,
     threshold: ThresholdOpt = None,
     db: DbOpt = None, report_only: ReportOnly = False, shard: ShardOpt = None, pairs: PairsOpt = None,
     extra: ExtraOpt = EXTRA.default, looks: LooksOpt = LOOKS.default, budget: AbBudgetOpt = AB_BUDGET.default,

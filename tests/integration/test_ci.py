@@ -115,6 +115,9 @@ def test_ci_on_an_unchanged_pull_request_passes(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict=pass" in (files / "github_output.txt").read_text().splitlines()
     assert not [ln for ln in proc.stdout.splitlines() if ln.startswith("::error")]
+    # the default output folder is ignored by git, as .perfci/ is: a local `perfci ci` left `git status` dirty
+    assert (repo / "perfci-out" / "report.html").exists()
+    assert "perfci-out" not in git(repo, "status", "--porcelain", "--untracked-files=all")
 
 
 @SERIAL

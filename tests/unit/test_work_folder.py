@@ -14,7 +14,7 @@ from perfci.api.ab import default_ab_out
 from perfci.api.run import default_run_out
 from perfci.cli import app
 from perfci.format.schema import dump_results
-from perfci.work_folder import IGNORE_TEXT, mark_work_folder
+from perfci.work_folder import IGNORE_TEXT, mark_new_output_folder, mark_work_folder
 from tests.conftest import make_case, make_run
 
 
@@ -81,3 +81,16 @@ def test_a_refused_ab_makes_no_work_folder(tmp_path: Path) -> None:
                           timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "nothing to measure" in proc.stderr, proc.stderr
     assert not (tmp_path / ".perfci").exists()
+
+
+def test_a_new_default_output_folder_is_ignored_and_an_existing_one_left_as_it_is(tmp_path: Path) -> None:
+    """`perfci ci`'s perfci-out/: made with the work folder's .gitignore when perfci makes it; a folder already
+    there (perhaps the user's, tracked) gets no .gitignore."""
+    mark_new_output_folder(tmp_path / "perfci-out")
+    assert (tmp_path / "perfci-out" / ".gitignore").read_text() == IGNORE_TEXT
+    (tmp_path / "theirs").mkdir()
+    mark_new_output_folder(tmp_path / "theirs")
+    assert not (tmp_path / "theirs" / ".gitignore").exists()
+    (tmp_path / "file").write_text("x")
+    mark_new_output_folder(tmp_path / "file" / "out")  # cannot be made: left for the writer's own error
+    assert (tmp_path / "file").read_text() == "x"
