@@ -16,6 +16,12 @@ from perfci.reports.terminal import comparison_table, run_table, verdict_line
 TABLE_ROWS = 40  # rows of the terminal table; the HTML report has them all
 
 
+MARKDOWN_HELP = (
+    "The Markdown summary's path ('-' for stdout) [default: summary.md beside report.html; beside an --out "
+    "FILE.html, FILE.md]."
+)
+
+
 @app.command()
 def report(
     results: Annotated[
@@ -36,10 +42,7 @@ def report(
     ] = None,
     markdown: Annotated[
         Path | None,
-        typer.Option(
-            help="The Markdown summary's path ('-' for stdout) [default: summary.md beside report.html; beside an "
-            "--out FILE.html, FILE.md]."
-        ),
+        typer.Option(help=MARKDOWN_HELP),
     ] = None,
     threshold: Annotated[
         float | None,
