@@ -50,6 +50,7 @@ from perfci.format.model import (
 from perfci.format.schema import dump_results
 from perfci.metrics.registry import DEVICE_TIME, HOST_OVERHEAD, LATENCY_FAMILY, metric_def
 from perfci.options import CPU_FIRST_LOOK, GPU_FIRST_LOOK, PAIRS_AT_ONCE
+from perfci.workloads.discovery import PYTEST_PREFIX
 from perfci.workloads.pytest_cases import PYTEST_SUITE
 
 
@@ -253,6 +254,31 @@ def _with_git(run: RunResult, side: Side) -> RunResult:
     return replace(run, git=git)
 
 
+def _nothing_listed(sources: tuple[list[str], list[str]], sides: tuple[Side, Side], listed: int) -> NoCasesError:
+    """Why neither side has a case: the filters (-k, --shard) left none, or the sources define none (it said
+    only "no cases to compare on either revision", for a folder of plain pytest tests given to --pytest)."""
+    if listed:
+        return NoCasesError(f"no cases to compare on either revision: -k or --shard left none of the {listed:,} found.")
+    shown = sorted({_shown_source(src, side) for side, mine in zip(sides, sources, strict=True) for src in mine})
+    pytest = any(src.startswith(PYTEST_PREFIX) for src in (*sources[0], *sources[1]))
+    named = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    return NoCasesError(
+        "no cases to compare on either revision: no perfci workload"
+        + (" and no pytest test that uses the `benchmark` or `perf` fixture" if pytest else "")
+        + f" in {named or 'the paths given'}.",
+        hint="`perfci list PATH` lists a path's workload cases"
+        + ("; `pytest --collect-only -q PATH` its tests" if pytest else ""),
+    )
+
+
+def _shown_source(source: str, side: Side) -> str:
+    path = Path(source.removeprefix(PYTEST_PREFIX))
+    try:
+        return str(path.resolve().relative_to(side.root.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def run_ab(
     base: Side,
     head: Side,
@@ -283,7 +309,7 @@ def run_ab(
     unlisted_b = unlisted_cases(head, listing_b.failed, base, specs_a)
     listed = clock()
     if not specs_a and not specs_b:
-        raise NoCasesError("no cases to compare on either revision.")
+        raise _nothing_listed(sources, (base, head), listed=len({s.id for s in (*listed_a, *listed_b)}))
     for side, mine, theirs, unlisted in ((base, specs_a, specs_b, unlisted_a), (head, specs_b, specs_a, unlisted_b)):
         if not mine and not unlisted:  # said now, not after the other side's pairs were measured for nothing
             pytest_only = all(s.suite == PYTEST_SUITE for s in theirs)

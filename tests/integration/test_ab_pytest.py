@@ -162,6 +162,20 @@ def test_a_side_with_no_cases_stops_before_measuring(tmp_path: Path) -> None:
     assert not (out / "base" / "results.json").exists()  # nothing measured
 
 
+def test_paths_with_no_case_on_either_side_are_named_with_what_counts(tmp_path: Path) -> None:
+    """A folder of plain pytest tests given to --pytest said only "no cases to compare on either revision": the
+    paths are named with what would count as a case; a -k that leaves none says so instead."""
+    repo = new_repo(tmp_path / "proj")
+    commit(repo, {"perf/wl.py": WORKLOAD.format(k=3000), "plain/test_p.py": "def test_x():\n    assert 1\n"}, "v1")
+    plain = perfci(repo, "ab", "HEAD", "HEAD", "--pytest", "plain", *FAST, "--out", str(tmp_path / "o1"))
+    assert plain.returncode == 2, plain.stdout + plain.stderr
+    said = " ".join(plain.stderr.split())
+    assert "no perfci workload and no pytest test that uses the `benchmark` or `perf` fixture in plain." in said
+    assert "`pytest --collect-only -q PATH`" in said
+    none = perfci(repo, "ab", "HEAD", "HEAD", "--path", "perf", "-k", "zzz", *FAST, "--out", str(tmp_path / "o2"))
+    assert none.returncode == 2 and "-k or --shard left none of the 1 found." in none.stderr, none.stderr
+
+
 def test_a_pytest_file_skipped_whole_at_head_is_named_as_a_possible_cause(tmp_path: Path) -> None:
     """The only benchmark file skips itself at collection at head: nothing to compare (exit 2), and the message says
     that pytest may skip the files there, with the command that shows why; nothing measured."""
