@@ -41,6 +41,7 @@ from perfci.reports.html import write_html
 from perfci.reports.markdown import write_markdown
 from perfci.reports.sweeps import best_configurations
 from perfci.work_folder import mark_work_folder, new_output_folder, output_folder_lock, remove_stale_outputs
+from perfci.workloads.conventional import pytest_benchmarks_in
 from perfci.workloads.selection import Selection
 
 CONFIRM_REMEDY = "Re-run with --confirm to re-measure them by A/B against the baseline's commit."
@@ -171,12 +172,26 @@ def discovered_left_out(choice: CaseChoice) -> dict[str, str]:
     return out
 
 
+def _pytest_tests_hint(paths: list[Path]) -> str | None:
+    """Where the paths given hold pytest benchmarks and no workload (`perfci run tests/`): how to measure them."""
+    found = pytest_benchmarks_in(paths)
+    if not found:
+        return None
+    shown, flags = " ".join(str(p) for p in paths), " ".join(f"--pytest {p}" for p in paths)
+    what = (
+        f"{found[0]} and {len(found) - 1} more are pytest benchmarks, not perfci workloads: measure them"
+        if len(found) > 1
+        else f"{found[0]} is a pytest benchmark, not a perfci workload: measure it"
+    )
+    return f"{what} with `pytest {shown} --perfci-out DIR`, or compare two revisions with `perfci ab REV {flags}`"
+
+
 def plan_run(settings: Settings, req: RunRequest) -> Planned:
     """Everything that can be refused before measuring: cases, settings, the baseline and the history store."""
     choice = select_cases(settings, req.paths, req.patterns, req.suites, req.devices, req.pytest)
     if not choice.cases:
         listing = "see what would run with 'perfci list' (add --all for the cases left out)"
-        hint = pytest_expression_hint(req.patterns) or listing
+        hint = pytest_expression_hint(req.patterns) or _pytest_tests_hint(settings.paths(req.paths)) or listing
         why = nothing_selected(req.patterns, req.suites, req.devices, choice)
         raise UsageError(f"no cases to run: {why}.", hint=hint)
     workloads = workloads_digest(s.source for s in choice.cases)  # before sharding: every shard hashes alike

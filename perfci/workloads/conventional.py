@@ -95,3 +95,10 @@ def conventional_sources(root: Path) -> Conventional:
                 seen.add(f)
                 tests.append(f)
     return Conventional(tuple(workloads), tuple(tests))
+
+
+def pytest_benchmarks_in(paths: list[Path]) -> list[Path]:
+    """The pytest benchmark files among `paths` (files, or folders searched), for a command that takes workloads
+    only and was given such tests (`perfci run tests/`)."""
+    files = [f for p in paths for f in ([p] if p.is_file() else _python_files(p))]
+    return [f for f in dict.fromkeys(files) if is_test_file(f) and has_measuring_test(f)]

@@ -109,3 +109,27 @@ def test_a_file_pytest_cannot_import_still_names_its_measuring_tests(tmp_path: P
     assert measuring_tests_in(tmp_path / "test_bad.py") == ["test_x", "test_async", "TestGroup::test_y"]
     # not Python: its top-level measuring tests read from its lines, so they are `error` rows, not dropped
     assert measuring_tests_in(tmp_path / "test_syntax.py") == ["test_x"]
+
+
+def test_perfci_run_given_pytest_benchmarks_says_how_to_measure_them(tmp_path: Path) -> None:
+    """`perfci run tests/` on a folder of pytest-benchmark tests said "no workloads found" and pointed at
+    `perfci list`: the hint names the benchmark file and the two commands that measure it."""
+    from typer.testing import CliRunner
+
+    from perfci.cli import app
+    from perfci.workloads.conventional import pytest_benchmarks_in
+
+    write(tmp_path, {"tests/test_sort.py": BENCH_TEST, "tests/test_plain.py": "def test_x():\n    pass\n"})
+    write(tmp_path, {"plain/test_p.py": "def test_y():\n    pass\n"})
+    assert pytest_benchmarks_in([tmp_path / "tests", tmp_path / "tests" / "test_sort.py"]) == [
+        tmp_path / "tests" / "test_sort.py"  # once, though found twice; the plain test file is not one
+    ]
+    assert pytest_benchmarks_in([tmp_path / "plain", tmp_path / "nothere"]) == []
+    res = CliRunner().invoke(app, ["run", str(tmp_path / "tests")])
+    said = " ".join(res.stderr.split())
+    assert res.exit_code == 2 and "no cases to run: no workloads found." in said, said
+    assert f"{tmp_path / 'tests' / 'test_sort.py'} is a pytest benchmark, not a perfci workload" in said, said
+    assert f"`pytest {tmp_path / 'tests'} --perfci-out DIR`" in said
+    assert f"`perfci ab REV --pytest {tmp_path / 'tests'}`" in said
+    plain = CliRunner().invoke(app, ["run", str(tmp_path / "plain")])
+    assert plain.exit_code == 2 and "'perfci list'" in plain.stderr, plain.stderr
