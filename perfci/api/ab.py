@@ -323,7 +323,8 @@ def ab(
     if req.base_rev is None and req.base_python is None and req.head_python is None and req.images is None:
         raise UsageError(
             "perfci ab needs a base revision, or two environments to compare.",
-            hint="perfci ab BASE [HEAD], or perfci ab --base-python PATH --head-python PATH",
+            hint="perfci ab BASE [HEAD] (`perfci ab HEAD`: your uncommitted changes against the last commit), or "
+            "perfci ab --base-python PATH --head-python PATH",
         )
     patterns = compile_patterns(req.sources.patterns)
     if req.out is not None and check_out_dir is not None:

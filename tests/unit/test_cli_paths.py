@@ -71,3 +71,11 @@ def test_history_noise_refuses_a_tolerance_metric(tmp_path: Path) -> None:
     )
     assert res.exit_code == 2 and "tolerance rule" in res.stderr
     assert not (tmp_path / "h.db").exists()  # refused before opening (creating) the store
+
+
+def test_ab_with_nothing_to_compare_names_the_before_a_commit_form(tmp_path: Path) -> None:
+    """`perfci ab` alone, the first thing tried before a commit: the hint says what `perfci ab HEAD` compares."""
+    res = CliRunner().invoke(app, ["ab"])
+    said = " ".join(res.stderr.split())
+    assert res.exit_code == 2 and "perfci ab needs a base revision" in said, said
+    assert "`perfci ab HEAD`: your uncommitted changes against the last commit" in said
