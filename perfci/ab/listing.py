@@ -64,7 +64,7 @@ def list_cases(side: Side, sources: list[str], python: str | None = None) -> Lis
     )
 
 
-def _relative(source: str, side: Side) -> Path:
+def relative_source(source: str, side: Side) -> Path:
     """A source (workload file, `pytest:` file or folder) as a path in the side's checkout, to match across sides."""
     path = Path(source.removeprefix(PYTEST_PREFIX))
     try:
@@ -76,10 +76,10 @@ def _relative(source: str, side: Side) -> Path:
 def unlisted_cases(side: Side, failed: dict[str, str], other: Side, other_specs: list[CaseSpec]) -> list[CaseResult]:
     """`error` results, on `side`, for the cases the other side lists from a file that does not import on `side`
     (a pull request that breaks one workload file): its other files are still measured and compared."""
-    broken = {_relative(src, side): why for src, why in failed.items()}
+    broken = {relative_source(src, side): why for src, why in failed.items()}
     out = []
     for spec in other_specs:
-        where = _relative(spec.source, other)
+        where = relative_source(spec.source, other)
         why = next((w for p, w in broken.items() if where == p or p in where.parents), None)
         if why is not None:
             out.append(CaseResult.of(spec, CaseStatus.ERROR, errors=(CaseError("raised", f"{side.label}: {why}"),)))
@@ -94,11 +94,11 @@ def adopt_uncollected(specs: list[CaseSpec], side: Side, other_specs: list[CaseS
     collected: dict[Path, list[CaseSpec]] = {}
     for spec in other_specs:
         if spec.source.startswith(PYTEST_PREFIX) and UNCOLLECTED_TAG not in spec.tags:
-            collected.setdefault(_relative(spec.source, other), []).append(spec)
+            collected.setdefault(relative_source(spec.source, other), []).append(spec)
     out: list[CaseSpec] = []
     adopted: set[Path] = set()
     for spec in specs:
-        rel = _relative(spec.source, side)
+        rel = relative_source(spec.source, side)
         if UNCOLLECTED_TAG not in spec.tags or rel not in collected:
             out.append(spec)
         elif rel not in adopted:
@@ -116,7 +116,7 @@ def check_listings(base: Listing, head: Listing, sides: tuple[Side, Side]) -> No
             raise WorkloadDefinitionError(
                 f"cannot list the cases of {side.label}: {next(iter(listing.failed.values()))}"
             )
-    on_base = {_relative(src, sides[0]) for src in base.failed}
+    on_base = {relative_source(src, sides[0]) for src in base.failed}
     for src, why in head.failed.items():
-        if _relative(src, sides[1]) in on_base:
+        if relative_source(src, sides[1]) in on_base:
             raise WorkloadDefinitionError(f"cannot list the cases of either revision: {why}")

@@ -27,7 +27,7 @@ from typing import Any
 from perfci.ab.bimodal import cap_process_modes
 from perfci.ab.confirm import SETTLED_IF_BOUNDED, unsettled
 from perfci.ab.environments import changes_line, describe, environment_changes
-from perfci.ab.listing import adopt_uncollected, check_listings, list_cases, unlisted_cases
+from perfci.ab.listing import adopt_uncollected, check_listings, list_cases, relative_source, unlisted_cases
 from perfci.ab.looks import device_settled, out_of_reach, pairs_to_settle, reach_note
 from perfci.ab.pairs import SIDE_KEY, PairedRunner, kept_pairs
 from perfci.ab.revisions import Side, build
@@ -259,7 +259,7 @@ def _nothing_listed(sources: tuple[list[str], list[str]], sides: tuple[Side, Sid
     only "no cases to compare on either revision", for a folder of plain pytest tests given to --pytest)."""
     if listed:
         return NoCasesError(f"no cases to compare on either revision: -k or --shard left none of the {listed:,} found.")
-    shown = sorted({_shown_source(src, side) for side, mine in zip(sides, sources, strict=True) for src in mine})
+    shown = sorted({str(relative_source(src, side)) for side, mine in zip(sides, sources, strict=True) for src in mine})
     pytest = any(src.startswith(PYTEST_PREFIX) for src in (*sources[0], *sources[1]))
     named = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
     return NoCasesError(
@@ -269,14 +269,6 @@ def _nothing_listed(sources: tuple[list[str], list[str]], sides: tuple[Side, Sid
         hint="`perfci list PATH` lists a path's workload cases"
         + ("; `pytest --collect-only -q PATH` its tests" if pytest else ""),
     )
-
-
-def _shown_source(source: str, side: Side) -> str:
-    path = Path(source.removeprefix(PYTEST_PREFIX))
-    try:
-        return str(path.resolve().relative_to(side.root.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def run_ab(
