@@ -92,10 +92,10 @@ def repo(tmp_path: Path) -> Path:
 CASE = "wl.loop[n=2000]@cpu"
 
 
-def run_ab(repo: Path, base: Path, head: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def run_ab(repo: Path, base: Path, head: Path, out: Path, *more: str) -> subprocess.CompletedProcess[str]:
     """The A/B as a user would run it: default threshold, pairs, looks and confidence."""
     return perfci(
-        repo, "ab", "--base-python", str(base), "--head-python", str(head), "--path", "perf", "--out", str(out)
+        repo, "ab", "--base-python", str(base), "--head-python", str(head), "--path", "perf", "--out", str(out), *more
     )
 
 
@@ -133,6 +133,14 @@ def test_library_upgrade_is_flagged_and_named(repo: Path, tmp_path: Path) -> Non
     install_slowlib(b, "1.1", 1.1)  # 1.1 does 10% more work
     out = repo / "out"
     proc = run_ab(repo, a, b, out)
+    if proc.returncode == 0:
+        # by design when the pairs fall into two speeds by process and a group of them does not show the change
+        # (perfci/ab/bimodal.py): 2 of 8 pairs at +1%, 6 at +11%, in one CI run of 2026-12-08. Then it must say so,
+        # and an A/B in new processes (another seed: other draws) must name the change.
+        said = latency_row(json.loads((out / "comparison.json").read_text()))
+        assert said["verdict"] == "inconclusive" and "two speeds by process" in said.get("note", ""), proc.stderr
+        out = repo / "out-again"
+        proc = run_ab(repo, a, b, out, "--seed", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = json.loads((out / "comparison.json").read_text())
     assert doc["settings"]["ab"]["environments"]["changes"] == [["slowlib", "1.0", "1.1"]]
